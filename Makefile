@@ -1,0 +1,47 @@
+# One command per job. `make demo` and `make test` do all set-up on a fresh machine.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.locus-installed
+export HF_HUB_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: install demo test lint format typecheck unit slow bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## the main job: import the real MMLU-Pro results, encode the queries, show the pool
+demo: install
+	$(BIN)/locus demo
+
+## every check: lint, format, types, tests (slow ones excluded)
+test: install lint typecheck unit
+
+lint: install
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+format: install
+	$(BIN)/ruff format src tests benchmarks
+	$(BIN)/ruff check --fix src tests benchmarks
+
+typecheck: install
+	$(BIN)/mypy
+
+unit: install
+	$(BIN)/python -m pytest -q
+
+slow: install
+	$(BIN)/python -m pytest -q -m slow
+
+bench: install
+	$(BIN)/python benchmarks/bench_import.py
+	$(BIN)/python benchmarks/bench_encode.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,301 @@
+"""`ImportBatch`: the validated, canonical form of one import, whatever format it came from.
+
+Every importer ends by calling `ImportBatch.from_long(rows, ...)` on a long table with canonical
+column names; the store writes a batch in one transaction. Validation happens here, once, so that
+every format gets the same checks and the same error messages.
+
+Canonical long table columns: `llm_id, query_id, score` (required) and `query_text, task, split,
+cost_usd, latency_ms` (optional). A missing (blank) score means "not evaluated": the row is dropped,
+never read as 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from locus.data.text import normalise_text, text_hash
+from locus.errors import LocusInputError
+
+__all__ = [
+    "OPTIONAL_COLUMNS",
+    "REQUIRED_COLUMNS",
+    "SPLIT_NAMES",
+    "ImportBatch",
+]
+
+REQUIRED_COLUMNS = ("llm_id", "query_id", "score")
+OPTIONAL_COLUMNS = ("query_text", "task", "split", "cost_usd", "latency_ms")
+SPLIT_NAMES = ("train", "val", "test")
+
+RowDescriber = Callable[[int], str]
+
+
+def _default_row(position: int) -> str:
+    return f"row {position + 1}"
+
+
+@dataclass(frozen=True)
+class ImportBatch:
+    """One validated import.
+
+    Attributes:
+        source: namespace of the query ids and provenance of the scores (e.g. ``"mmlu-pro"``).
+        origin: the file or folder the data came from (for messages only).
+        queries: one row per distinct query: ``query_id, text_hash, query_text, task, split``.
+            ``text_hash`` is ``""`` for a query given without text. The same ``query_id`` with two
+            different texts is two queries.
+        scores: one row per observed (LLM, query): ``llm_id, query_id, text_hash, score, cost_usd,
+            latency_ms`` (the last two may be NaN).
+        llms: one row per LLM: ``llm_id`` plus any metadata columns.
+    """
+
+    source: str
+    origin: str
+    queries: pd.DataFrame
+    scores: pd.DataFrame
+    llms: pd.DataFrame
+
+    @property
+    def n_scores(self) -> int:
+        return len(self.scores)
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.queries)
+
+    @property
+    def n_llms(self) -> int:
+        return len(self.llms)
+
+    @classmethod
+    def from_long(
+        cls,
+        rows: pd.DataFrame,
+        *,
+        source: str,
+        origin: str,
+        describe_row: RowDescriber = _default_row,
+        llm_metadata: pd.DataFrame | None = None,
+    ) -> ImportBatch:
+        """Validate a canonical long table and build the batch.
+
+        Args:
+            rows: one row per (LLM, query) observation, canonical column names.
+            source: query-id namespace and score provenance.
+            origin: the file the rows came from, named in every error.
+            describe_row: maps a 0-based row position of ``rows`` to words such as ``"line 17"``.
+            llm_metadata: optional extra LLM columns, keyed by ``llm_id``.
+
+        Raises:
+            LocusInputError: a missing column, an empty table, a non-numeric score, a score outside
+                [0, 1], a blank id, or two different scores for one (LLM, query).
+        """
+        _check_source(source)
+        missing = [c for c in REQUIRED_COLUMNS if c not in rows.columns]
+        if missing:
+            raise LocusInputError(
+                f"{origin}: missing column {missing[0]!r}; expected columns "
+                f"{', '.join(REQUIRED_COLUMNS)} (optional: {', '.join(OPTIONAL_COLUMNS)}), "
+                f"found {', '.join(map(str, rows.columns)) or 'none'}; rename the column or map it "
+                f"with --column {missing[0]}=YOUR_NAME"
+            )
+        if len(rows) == 0:
+            raise LocusInputError(
+                f"{origin}: no rows; expected at least one (llm_id, query_id, score) row, found an "
+                "empty table; check that this is the right file"
+            )
+        rows = rows.reset_index(drop=True)
+        llm_ids = _id_column(rows, "llm_id", origin, describe_row)
+        query_ids = _id_column(rows, "query_id", origin, describe_row)
+        scores = _numeric_column(rows, "score", origin, describe_row, low=0.0, high=1.0)
+        cost = _optional_numeric(rows, "cost_usd", origin, describe_row)
+        latency = _optional_numeric(rows, "latency_ms", origin, describe_row)
+        texts = _optional_text(rows, "query_text")
+        tasks = _optional_text(rows, "task")
+        splits = _optional_text(rows, "split")
+        _check_splits(splits, origin, describe_row)
+
+        hashes = np.array([text_hash(t) if t is not None else "" for t in texts], dtype=object)
+        long = pd.DataFrame(
+            {
+                "llm_id": llm_ids,
+                "query_id": query_ids,
+                "text_hash": hashes,
+                "query_text": [normalise_text(t) if t is not None else None for t in texts],
+                "task": tasks,
+                "split": splits,
+                "score": scores,
+                "cost_usd": cost,
+                "latency_ms": latency,
+                "_position": np.arange(len(rows)),
+            }
+        )
+        long = long[~np.isnan(long["score"].to_numpy())]
+        if len(long) == 0:
+            raise LocusInputError(
+                f"{origin}: every score is blank; expected at least one score in [0, 1], found "
+                "none (blank means 'not evaluated'); check the score column"
+            )
+        queries = _distinct_queries(long, origin, describe_row)
+        score_rows = _distinct_scores(long, origin, describe_row)
+        llms = pd.DataFrame({"llm_id": sorted(score_rows["llm_id"].unique())})
+        if llm_metadata is not None and len(llm_metadata):
+            llms = llms.merge(llm_metadata, on="llm_id", how="left")
+        return cls(source=source, origin=origin, queries=queries, scores=score_rows, llms=llms)
+
+
+def _show(value: object) -> str:
+    """A cell value as the user wrote it: strings quoted, numbers plain."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _check_source(source: str) -> None:
+    if not source or source.strip() != source or "\n" in source:
+        raise LocusInputError(
+            f"source name {source!r} is not usable; expected a non-empty name without surrounding "
+            "whitespace, e.g. --source mmlu-pro"
+        )
+
+
+def _id_column(
+    rows: pd.DataFrame, column: str, origin: str, describe_row: RowDescriber
+) -> np.ndarray:
+    values = rows[column]
+    as_text = values.astype(str).str.strip()
+    blank = values.isna().to_numpy() | (as_text == "").to_numpy()
+    if blank.any():
+        position = int(np.flatnonzero(blank)[0])
+        raise LocusInputError(
+            f"{origin}: {describe_row(position)}, column {column!r}: expected a non-empty id, "
+            f"found {_show(values.iloc[position])}; fill in the id or drop the row"
+        )
+    return as_text.to_numpy(dtype=object)
+
+
+def _numeric_column(
+    rows: pd.DataFrame,
+    column: str,
+    origin: str,
+    describe_row: RowDescriber,
+    *,
+    low: float | None,
+    high: float | None,
+) -> np.ndarray:
+    """Parse a numeric column; blank cells become NaN, anything else unparsable is an error."""
+    raw = rows[column]
+    if raw.dtype == bool:
+        raw = raw.astype(float)
+    text = raw.astype(str).str.strip()
+    blank = raw.isna().to_numpy() | text.isin(["", "nan", "NaN", "None", "null", "NA"]).to_numpy()
+    parsed = pd.to_numeric(raw.where(~blank), errors="coerce").to_numpy(dtype=float)
+    bad = np.isnan(parsed) & ~blank
+    if bad.any():
+        position = int(np.flatnonzero(bad)[0])
+        raise LocusInputError(
+            f"{origin}: {describe_row(position)}, column {column!r}: expected a number, found "
+            f"{_show(raw.iloc[position])}; fix the value or leave it blank for 'not evaluated'"
+        )
+    outside = np.zeros(len(parsed), dtype=bool)
+    finite = ~np.isnan(parsed)
+    if low is not None:
+        outside |= finite & (parsed < low)
+    if high is not None:
+        outside |= finite & (parsed > high)
+    outside = outside | np.isinf(parsed)
+    if outside.any():
+        position = int(np.flatnonzero(outside)[0])
+        bounds = f"in [{low:g}, {high:g}]" if high is not None else f">= {low:g}"
+        hint = (
+            "scores are fractions correct: rescale percentages to [0, 1], map failures to 0 or "
+            "leave them blank"
+            if column == "score"
+            else "fix the value or leave it blank"
+        )
+        raise LocusInputError(
+            f"{origin}: {describe_row(position)}, column {column!r}: expected a number {bounds}, "
+            f"found {_show(raw.iloc[position])}; {hint}"
+        )
+    return parsed
+
+
+def _optional_numeric(
+    rows: pd.DataFrame, column: str, origin: str, describe_row: RowDescriber
+) -> np.ndarray:
+    if column not in rows.columns:
+        return np.full(len(rows), np.nan)
+    return _numeric_column(rows, column, origin, describe_row, low=0.0, high=None)
+
+
+def _optional_text(rows: pd.DataFrame, column: str) -> list[str | None]:
+    if column not in rows.columns:
+        return [None] * len(rows)
+    out: list[str | None] = []
+    for value in rows[column].tolist():
+        if value is None or (isinstance(value, float) and np.isnan(value)):
+            out.append(None)
+        else:
+            text = str(value)
+            out.append(text if text.strip() else None)
+    return out
+
+
+def _check_splits(splits: list[str | None], origin: str, describe_row: RowDescriber) -> None:
+    for position, split in enumerate(splits):
+        if split is not None and split not in SPLIT_NAMES:
+            raise LocusInputError(
+                f"{origin}: {describe_row(position)}, column 'split': expected one of "
+                f"{', '.join(SPLIT_NAMES)} or blank, found {split!r}; rename the split or drop "
+                "the column to let locus assign splits"
+            )
+
+
+def _distinct_queries(long: pd.DataFrame, origin: str, describe_row: RowDescriber) -> pd.DataFrame:
+    columns = ["query_id", "text_hash", "query_text", "task", "split"]
+    queries = long[[*columns, "_position"]].drop_duplicates(subset=columns)
+    clash = queries.duplicated(subset=["query_id", "text_hash"], keep=False)
+    if clash.any():
+        first = queries[clash].sort_values("_position")
+        key = first.iloc[0]
+        same = first[
+            (first["query_id"] == key["query_id"]) & (first["text_hash"] == key["text_hash"])
+        ]
+        for field in ("task", "split"):
+            values = same[field].tolist()
+            if len({v for v in values}) > 1:
+                raise LocusInputError(
+                    f"{origin}: {describe_row(int(same.iloc[1]['_position']))}: query "
+                    f"{key['query_id']!r} has {field} {values[1]!r} here but {values[0]!r} at "
+                    f"{describe_row(int(same.iloc[0]['_position']))}; expected one {field} per "
+                    "query; make them agree"
+                )
+    return queries.drop(columns="_position").reset_index(drop=True)
+
+
+def _distinct_scores(long: pd.DataFrame, origin: str, describe_row: RowDescriber) -> pd.DataFrame:
+    key = ["llm_id", "query_id", "text_hash"]
+    columns = [*key, "score", "cost_usd", "latency_ms"]
+    duplicated = long.duplicated(subset=key, keep=False)
+    if duplicated.any():
+        dupes = long[duplicated]
+        differing = dupes.groupby(key, sort=False)["score"].transform("nunique") > 1
+        if differing.any():
+            bad = dupes[differing].sort_values("_position")
+            first = bad.iloc[0]
+            second = bad[
+                (bad["llm_id"] == first["llm_id"])
+                & (bad["query_id"] == first["query_id"])
+                & (bad["text_hash"] == first["text_hash"])
+            ].iloc[1]
+            raise LocusInputError(
+                f"{origin}: {describe_row(int(second['_position']))}: LLM {first['llm_id']!r} on "
+                f"query {first['query_id']!r} scores {second['score']:g} here but "
+                f"{first['score']:g} at {describe_row(int(first['_position']))}; expected one "
+                "score per (LLM, query); keep one row, or average repeats before importing"
+            )
+    return long.drop_duplicates(subset=key)[columns].reset_index(drop=True)

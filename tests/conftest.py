@@ -1,0 +1,87 @@
+"""Shared fixtures: temporary workspaces, planted score tables, the real data folder, a CLI runner."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO_ROOT.parent / "shared" / "locus-data"
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """The real evaluation data beside the repository; skip when this machine lacks it."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"real data not present (expected {SHARED_DATA.name}/ beside the repo)")
+    return SHARED_DATA
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    return tmp_path / "ws"
+
+
+def planted_long_table(
+    n_llms: int = 6, n_queries: int = 40, seed: int = 0, missing: float = 0.1
+) -> pd.DataFrame:
+    """A canonical long table: LLM i is good at task (i % 2); some cells not evaluated."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for q in range(n_queries):
+        task = "math" if q % 2 == 0 else "law"
+        for i in range(n_llms):
+            if rng.random() < missing:
+                continue
+            skilled = (i % 2 == 0) == (task == "math")
+            p = 0.9 if skilled else 0.2
+            rows.append(
+                {
+                    "llm_id": f"llm-{i}",
+                    "query_id": f"q{q}",
+                    "query_text": f"question {q} about {task} number {q * 7}",
+                    "task": task,
+                    "score": float(rng.random() < p),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> object:
+        return json.loads(self.stdout)
+
+
+@pytest.fixture
+def run_cli(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Callable[..., CliResult]:
+    """Run `locus ARGS...` in-process through the real entry point; returns code and output."""
+    from locus.cli import main
+
+    monkeypatch.setenv("LOCUS_NO_PROGRESS", "1")
+
+    def run(*args: str) -> CliResult:
+        capsys.readouterr()
+        monkeypatch.setattr(sys, "argv", ["locus", *map(str, args)])
+        code = 0
+        try:
+            main()
+        except SystemExit as exit_:
+            code = int(exit_.code or 0)
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run
