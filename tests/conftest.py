@@ -1,4 +1,4 @@
-"""Shared fixtures: temporary workspaces, planted score tables, the real data folder, a CLI runner."""
+"""Shared fixtures: temporary workspaces, planted tables, the real data folder, a CLI runner."""
 
 from __future__ import annotations
 

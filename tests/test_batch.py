@@ -16,8 +16,13 @@ def build(rows: dict[str, list[object]]) -> ImportBatch:
 
 
 def test_counts_and_blank_scores_are_not_evaluated() -> None:
-    batch = build({"llm_id": ["a", "a", "b", "b"], "query_id": ["1", "2", "1", "2"],
-                   "score": [1, "", 0.25, None]})
+    batch = build(
+        {
+            "llm_id": ["a", "a", "b", "b"],
+            "query_id": ["1", "2", "1", "2"],
+            "score": [1, "", 0.25, None],
+        }
+    )
     assert (batch.n_llms, batch.n_queries, batch.n_scores) == (2, 1, 2)
     assert sorted(batch.scores["score"].tolist()) == [0.25, 1.0]
 
@@ -27,23 +32,37 @@ def test_counts_and_blank_scores_are_not_evaluated() -> None:
     [
         ({"llm_id": ["a"], "score": [1]}, "missing column 'query_id'"),
         ({"llm_id": [], "query_id": [], "score": []}, "no rows"),
-        ({"llm_id": ["a", "a"], "query_id": ["1", "2"], "score": [1, "yes"]},
-         "row 2, column 'score': expected a number, found 'yes'"),
-        ({"llm_id": ["a"], "query_id": ["1"], "score": [1.5]},
-         "row 1, column 'score': expected a number in [0, 1], found 1.5"),
+        (
+            {"llm_id": ["a", "a"], "query_id": ["1", "2"], "score": [1, "yes"]},
+            "row 2, column 'score': expected a number, found 'yes'",
+        ),
+        (
+            {"llm_id": ["a"], "query_id": ["1"], "score": [1.5]},
+            "row 1, column 'score': expected a number in [0, 1], found 1.5",
+        ),
         ({"llm_id": ["a"], "query_id": ["1"], "score": [-1]}, "found -1"),
-        ({"llm_id": [" "], "query_id": ["1"], "score": [1]}, "column 'llm_id': expected a non-empty"),
-        ({"llm_id": ["a", "a"], "query_id": ["1", "1"], "score": [1, 0]},
-         "scores 0 here but 1 at row 1"),
-        ({"llm_id": ["a"], "query_id": ["1"], "score": [1], "split": ["dev"]},
-         "expected one of train, val, test"),
-        ({"llm_id": ["a"], "query_id": ["1"], "score": [1], "cost_usd": [-0.1]},
-         "column 'cost_usd': expected a number >= 0"),
+        (
+            {"llm_id": [" "], "query_id": ["1"], "score": [1]},
+            "column 'llm_id': expected a non-empty",
+        ),
+        (
+            {"llm_id": ["a", "a"], "query_id": ["1", "1"], "score": [1, 0]},
+            "scores 0 here but 1 at row 1",
+        ),
+        (
+            {"llm_id": ["a"], "query_id": ["1"], "score": [1], "split": ["dev"]},
+            "expected one of train, val, test",
+        ),
+        (
+            {"llm_id": ["a"], "query_id": ["1"], "score": [1], "cost_usd": [-0.1]},
+            "column 'cost_usd': expected a number >= 0",
+        ),
         ({"llm_id": ["a"], "query_id": ["1"], "score": [None]}, "every score is blank"),
     ],
 )
-def test_bad_input_names_place_expected_and_found(rows: dict[str, list[object]],
-                                                  fragment: str) -> None:
+def test_bad_input_names_place_expected_and_found(
+    rows: dict[str, list[object]], fragment: str
+) -> None:
     with pytest.raises(LocusInputError) as info:
         build(rows)
     message = str(info.value)
@@ -58,8 +77,14 @@ def test_identical_duplicate_rows_collapse() -> None:
 
 
 def test_same_id_with_two_texts_is_two_queries() -> None:
-    batch = build({"llm_id": ["a", "b"], "query_id": ["7", "7"], "score": [1, 0],
-                   "query_text": ["What is 2+2?", "What is 2+3?"]})
+    batch = build(
+        {
+            "llm_id": ["a", "b"],
+            "query_id": ["7", "7"],
+            "score": [1, 0],
+            "query_text": ["What is 2+2?", "What is 2+3?"],
+        }
+    )
     assert batch.n_queries == 2
     assert batch.scores["text_hash"].nunique() == 2
 
@@ -71,13 +96,15 @@ def test_text_identity_ignores_line_endings_and_outer_space() -> None:
 
 
 def test_costs_and_latencies_kept() -> None:
-    batch = build({"llm_id": ["a"], "query_id": ["1"], "score": [1], "cost_usd": [0.002],
-                   "latency_ms": [""]})
+    batch = build(
+        {"llm_id": ["a"], "query_id": ["1"], "score": [1], "cost_usd": [0.002], "latency_ms": [""]}
+    )
     assert batch.scores["cost_usd"].tolist() == [0.002]
     assert np.isnan(batch.scores["latency_ms"].iloc[0])
 
 
 def test_conflicting_task_for_one_query_is_an_error() -> None:
     with pytest.raises(LocusInputError, match="has task 'law' here but 'math'"):
-        build({"llm_id": ["a", "b"], "query_id": ["1", "1"], "score": [1, 0],
-               "task": ["math", "law"]})
+        build(
+            {"llm_id": ["a", "b"], "query_id": ["1", "1"], "score": [1, 0], "task": ["math", "law"]}
+        )

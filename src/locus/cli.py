@@ -226,14 +226,22 @@ def llms_command(workspace: WorkspaceOption = None, as_json: JsonOption = False)
 
     table = Table(title=f"{len(summary)} LLMs")
     for name, justify in (
-        ("LLM", "left"), ("queries", "right"), ("accuracy", "right"), ("tasks", "right"),
-        ("best task", "left"), ("its accuracy", "right"),
+        ("LLM", "left"),
+        ("queries", "right"),
+        ("accuracy", "right"),
+        ("tasks", "right"),
+        ("best task", "left"),
+        ("its accuracy", "right"),
     ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for row in summary.sort_values("accuracy", ascending=False).to_dict("records"):
         table.add_row(
-            row["llm_id"], _fmt(row["queries_scored"]), _fmt(row["accuracy"]),
-            _fmt(row["tasks"]), _fmt(row["best_task"]), _fmt(row["best_task_accuracy"]),
+            row["llm_id"],
+            _fmt(row["queries_scored"]),
+            _fmt(row["accuracy"]),
+            _fmt(row["tasks"]),
+            _fmt(row["best_task"]),
+            _fmt(row["best_task_accuracy"]),
         )
     _stdout_console().print(table)
 
@@ -315,8 +323,11 @@ def demo_command(
 
 def main() -> None:
     """Entry point: run the app, turning `LocusError` into one line on stderr and an exit code."""
+    import logging
+
+    logging.basicConfig(level=logging.WARNING, format="warning: %(message)s")
     try:
-        app(standalone_mode=False)
+        app()
     except LocusError as error:
         message = " ".join(str(error).split("\n"))
         sys.stderr.write(f"error: {message}\n")
@@ -324,15 +335,6 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.stderr.write("interrupted; nothing half-written was kept\n")
         raise SystemExit(130) from None
-    except _click_exceptions() as error:
-        error.show()
-        raise SystemExit(error.exit_code) from None
-
-
-def _click_exceptions() -> tuple[type[Exception], ...]:
-    import click
-
-    return (click.ClickException,)
 
 
 if __name__ == "__main__":

@@ -1,20 +1,20 @@
 """Exceptions raised by locus.
 
-Every error locus raises on purpose is a `LocusError`. Messages follow one pattern: where (file, row,
-column), what was expected, what was found, and how to fix it. The CLI prints the message on one
-line and exits with `exit_code`.
+Every error locus raises on purpose is a `LocusError`. Messages follow one pattern: where (file,
+row, column), what was expected, what was found, and how to fix it. The CLI prints the message on
+one line and exits with `exit_code`.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "LocusArtifactError",
+    "LocusConflictError",
     "LocusError",
     "LocusInputError",
-    "LocusStoreError",
-    "LocusConflictError",
-    "LocusNotFoundError",
-    "LocusArtifactError",
     "LocusNotFittedError",
+    "LocusNotFoundError",
+    "LocusStoreError",
 ]
 
 

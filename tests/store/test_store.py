@@ -55,7 +55,7 @@ def test_conflicting_score_needs_replace_and_changes_nothing_without(workspace: 
     with Store.open(workspace) as store:
         store.write_batch(batch_of(rows), kind="table")
         sums = store.checksums()
-        with pytest.raises(LocusConflictError, match="1 score\\(s\\) differ.*--replace"):
+        with pytest.raises(LocusConflictError, match=r"1 score\(s\) differ.*--replace"):
             store.write_batch(batch_of(changed), kind="table")
         assert store.checksums() == sums
         report = store.write_batch(batch_of(changed), kind="table", replace=True)
@@ -142,7 +142,9 @@ def _start_paused_import(workspace: Path) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
     child = subprocess.Popen(
         [sys.executable, "-c", _PAUSED_IMPORT, str(workspace)],
-        stdout=subprocess.PIPE, text=True, env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     assert child.stdout is not None
     line = child.stdout.readline()

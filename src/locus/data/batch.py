@@ -119,13 +119,13 @@ class ImportBatch:
         splits = _optional_text(rows, "split")
         _check_splits(splits, origin, describe_row)
 
-        hashes = np.array([text_hash(t) if t is not None else "" for t in texts], dtype=object)
+        hashes, normalised = _hash_texts(texts)
         long = pd.DataFrame(
             {
                 "llm_id": llm_ids,
                 "query_id": query_ids,
                 "text_hash": hashes,
-                "query_text": [normalise_text(t) if t is not None else None for t in texts],
+                "query_text": normalised,
                 "task": tasks,
                 "split": splits,
                 "score": scores,
@@ -146,6 +146,18 @@ class ImportBatch:
         if llm_metadata is not None and len(llm_metadata):
             llms = llms.merge(llm_metadata, on="llm_id", how="left")
         return cls(source=source, origin=origin, queries=queries, scores=score_rows, llms=llms)
+
+
+def _hash_texts(texts: list[str | None]) -> tuple[pd.Series, pd.Series]:
+    """(text_hash, normalised text) per row, each distinct text hashed once; "" / None if absent."""
+    codes, uniques = pd.factorize(pd.Series(texts, dtype=object), use_na_sentinel=True)
+    unique_hashes = np.array([text_hash(t) for t in uniques] + [""], dtype=object)
+    unique_texts = np.array([normalise_text(t) for t in uniques] + [None], dtype=object)
+    # code -1 (no text) indexes the trailing "" / None
+    return (
+        pd.Series(unique_hashes[codes], dtype=object),
+        pd.Series(unique_texts[codes], dtype=object),
+    )
 
 
 def _show(value: object) -> str:

@@ -67,7 +67,10 @@ def assign_splits(
 
 
 def held_out_llms(
-    llm_ids: Sequence[str], *, count: int | None = None, explicit: Sequence[str] | None = None,
+    llm_ids: Sequence[str],
+    *,
+    count: int | None = None,
+    explicit: Sequence[str] | None = None,
     seed: int = 0,
 ) -> list[str]:
     """LLMs kept out of training: an explicit list (checked) or `count` chosen by seed.

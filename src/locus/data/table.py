@@ -1,12 +1,12 @@
 """`ScoreTable`: the dense (n_queries, n_llms) matrix of scores, NaN where not evaluated.
 
-    >>> import numpy as np
-    >>> table = ScoreTable(
-    ...     scores=np.array([[1.0, np.nan], [0.0, 1.0]], dtype=np.float32),
-    ...     llm_ids=("a", "b"), query_ids=("q1", "q2"),
-    ... )
-    >>> table.observed.sum(), table.accuracy().round(2).tolist()
-    (np.int64(3), [0.5, 1.0])
+>>> import numpy as np
+>>> table = ScoreTable(
+...     scores=np.array([[1.0, np.nan], [0.0, 1.0]], dtype=np.float32),
+...     llm_ids=("a", "b"), query_ids=("q1", "q2"),
+... )
+>>> table.observed.sum(), table.accuracy().round(2).tolist()
+(np.int64(3), [0.5, 1.0])
 """
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ class ScoreTable:
         for name in ("text_hashes", "query_texts", "tasks", "splits"):
             value = getattr(self, name)
             if value == ():
-                default: tuple[str | None, ...] = ("",) * n_queries if name == "text_hashes" else (
-                    (None,) * n_queries
+                default: tuple[str | None, ...] = (
+                    ("",) * n_queries if name == "text_hashes" else ((None,) * n_queries)
                 )
                 object.__setattr__(self, name, default)
             elif len(value) != n_queries:
@@ -71,8 +71,7 @@ class ScoreTable:
             raise LocusInputError("query_ids must be unique")
         if self.costs is not None and self.costs.shape != self.scores.shape:
             raise LocusInputError(
-                f"costs must have the shape of scores {self.scores.shape}, found "
-                f"{self.costs.shape}"
+                f"costs must have the shape of scores {self.scores.shape}, found {self.costs.shape}"
             )
 
     @property
@@ -179,7 +178,7 @@ class ScoreTable:
 
 
 def _query_keys(queries: pd.DataFrame) -> list[str]:
-    """`query_id`, plus `@hash8` where an id has several texts, plus `source/` if several sources."""
+    """`query_id`, `@hash8` added where an id has several texts, `source/` if several sources."""
     several_sources = queries["source"].nunique() > 1
     variants = queries.groupby(["source", "query_id"])["text_hash"].transform("nunique")
     keys = []

@@ -1,8 +1,8 @@
 """Import a file or folder into a workspace: read it with the format's importer, write it whole.
 
-    >>> from locus.store import Store                                   # doctest: +SKIP
-    >>> report = import_path(Store.open(), "table", "scores.csv.gz",    # doctest: +SKIP
-    ...                      queries="queries.jsonl.gz")
+>>> from locus.store import Store                                   # doctest: +SKIP
+>>> report = import_path(Store.open(), "table", "scores.csv.gz",    # doctest: +SKIP
+...                      queries="queries.jsonl.gz")
 """
 
 from __future__ import annotations

@@ -226,9 +226,9 @@ class Store:
                 for key in zip(incoming["query_id"], incoming["text_hash"], strict=True)
             ]
             existing = pd.read_sql(
-                select(
-                    schema.scores.c.llm, schema.scores.c.query, schema.scores.c.score
-                ).where(schema.scores.c.source == batch.source),
+                select(schema.scores.c.llm, schema.scores.c.query, schema.scores.c.score).where(
+                    schema.scores.c.source == batch.source
+                ),
                 conn,
             )
             merged = incoming.merge(
@@ -322,9 +322,7 @@ class Store:
 
     def _query_keys(self, conn: Connection, source: str) -> dict[tuple[str, str], int]:
         q = schema.queries.c
-        rows = conn.execute(
-            select(q.query_id, q.text_hash, q.id).where(q.source == source)
-        ).all()
+        rows = conn.execute(select(q.query_id, q.text_hash, q.id).where(q.source == source)).all()
         return {(query_id, text_hash): pk for query_id, text_hash, pk in rows}
 
     def _insert_scores(
@@ -384,8 +382,9 @@ class Store:
             "queries": select(q.source, q.query_id, q.text_hash, q.task, q.split).order_by(
                 q.source, q.query_id, q.text_hash
             ),
-            "scores": select(m.llm_id, q.source, q.query_id, q.text_hash, s.score, s.cost_usd,
-                             s.latency_ms)
+            "scores": select(
+                m.llm_id, q.source, q.query_id, q.text_hash, s.score, s.cost_usd, s.latency_ms
+            )
             .join(schema.llms, schema.llms.c.id == s.llm)
             .join(schema.queries, schema.queries.c.id == s.query)
             .order_by(m.llm_id, q.source, q.query_id, q.text_hash),
@@ -438,7 +437,7 @@ class Store:
                     "llm_id": llm_id,
                     "queries_scored": n,
                     "accuracy": total / n if n else None,
-                    "tasks": int(len(tasks)),
+                    "tasks": len(tasks),
                     "best_task": best_task,
                     "best_task_accuracy": best_mean,
                 }
@@ -446,7 +445,12 @@ class Store:
         return pd.DataFrame(
             rows,
             columns=[
-                "llm_id", "queries_scored", "accuracy", "tasks", "best_task", "best_task_accuracy"
+                "llm_id",
+                "queries_scored",
+                "accuracy",
+                "tasks",
+                "best_task",
+                "best_task_accuracy",
             ],
         )
 
@@ -461,8 +465,16 @@ class Store:
         m, s, q = schema.llms.c, schema.scores.c, schema.queries.c
         stmt = (
             select(
-                m.llm_id, q.id.label("qpk"), q.source, q.query_id, q.text_hash, q.query_text,
-                q.task, q.split, s.score, s.cost_usd,
+                m.llm_id,
+                q.id.label("qpk"),
+                q.source,
+                q.query_id,
+                q.text_hash,
+                q.query_text,
+                q.task,
+                q.split,
+                s.score,
+                s.cost_usd,
             )
             .join(schema.llms, m.id == s.llm)
             .join(schema.queries, q.id == s.query)
@@ -569,9 +581,9 @@ class Store:
         with self._read() as conn:
             return int(
                 conn.execute(
-                    select(func.count()).select_from(schema.query_vectors).where(
-                        v.encoder == encoder
-                    )
+                    select(func.count())
+                    .select_from(schema.query_vectors)
+                    .where(v.encoder == encoder)
                 ).scalar_one()
             )
 
@@ -590,8 +602,12 @@ def _score_records(rows: pd.DataFrame, source: str, now: str) -> list[dict[str, 
             "imported_at": now,
         }
         for llm, query, score, c, lat in zip(
-            rows["llm"].to_numpy(), rows["query"].to_numpy(), rows["score"].to_numpy(float),
-            cost, latency, strict=True,
+            rows["llm"].to_numpy(),
+            rows["query"].to_numpy(),
+            rows["score"].to_numpy(float),
+            cost,
+            latency,
+            strict=True,
         )
     ]
 

@@ -24,7 +24,8 @@ def get_text_encoder(spec: str | None = None, *, device: str = "cpu") -> TextEnc
         size = spec.removeprefix("hashing").removeprefix("-") or "64"
         if not size.isdigit():
             raise LocusInputError(
-                f"text encoder {spec!r}: expected 'hashing-<dim>' such as hashing-64, found {spec!r}"
+                f"text encoder {spec!r}: expected 'hashing-<dim>' such as hashing-64, "
+                f"found {spec!r}"
             )
         return HashingEncoder(int(size))
     return SentenceTransformerEncoder(spec, device=device)

@@ -48,8 +48,9 @@ def encode_missing(
     dim = 0
     if missing:
         dim = encoder.dim
-        with progress(f"encoding {len(missing):,} queries ({encoder.name})",
-                      total=len(missing)) as advance:
+        with progress(
+            f"encoding {len(missing):,} queries ({encoder.name})", total=len(missing)
+        ) as advance:
             for start in range(0, len(missing), chunk_size):
                 chunk = missing[start : start + chunk_size]
                 vectors = encoder.encode([text for _, text in chunk], batch_size=batch_size)

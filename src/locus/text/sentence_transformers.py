@@ -11,7 +11,8 @@ folder). The paper used all-mpnet-base-v2 (768-d): pass that name where a hub is
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,20 @@ def _bundled_path(name: str) -> Path | None:
     return path if (path / "config.json").exists() else None
 
 
+@contextmanager
+def _quiet_weight_loading() -> Iterator[None]:
+    """Hide transformers' per-load progress bar (locus draws its own); restore it after."""
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
 class SentenceTransformerEncoder:
     """A sentence-transformers model; loaded on first use, on `device` (default CPU).
 
@@ -47,12 +62,17 @@ class SentenceTransformerEncoder:
     """
 
     def __init__(
-        self, name_or_path: str = DEFAULT_TEXT_ENCODER, *, device: str = "cpu",
+        self,
+        name_or_path: str = DEFAULT_TEXT_ENCODER,
+        *,
+        device: str = "cpu",
         normalize: bool = True,
     ) -> None:
         if not name_or_path.strip():
-            raise LocusInputError("text encoder name is empty; expected a sentence-transformers "
-                                  f"name or folder, e.g. {DEFAULT_TEXT_ENCODER}")
+            raise LocusInputError(
+                "text encoder name is empty; expected a sentence-transformers "
+                f"name or folder, e.g. {DEFAULT_TEXT_ENCODER}"
+            )
         self._spec = name_or_path
         self._device = device
         self._normalize = normalize
@@ -74,7 +94,8 @@ class SentenceTransformerEncoder:
 
             source = _bundled_path(self._spec) or self._spec
             try:
-                self._model = SentenceTransformer(str(source), device=self._device)
+                with _quiet_weight_loading():
+                    self._model = SentenceTransformer(str(source), device=self._device)
             except (OSError, ValueError) as error:
                 raise LocusInputError(
                     f"text encoder {self._spec!r} could not be loaded ({error}); expected a "
@@ -87,9 +108,9 @@ class SentenceTransformerEncoder:
     @property
     def dim(self) -> int:
         model = self._load()
-        getter = getattr(model, "get_embedding_dimension", None) or getattr(
-            model, "get_sentence_embedding_dimension"
-        )
+        getter = getattr(model, "get_embedding_dimension", None)
+        if getter is None:  # sentence-transformers < 5
+            getter = model.get_sentence_embedding_dimension
         return int(getter())
 
     def encode(self, texts: str | Sequence[str], *, batch_size: int = 64) -> np.ndarray:

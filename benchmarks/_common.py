@@ -1,0 +1,48 @@
+"""Shared helpers for benchmark scripts: locating the real data, peak memory, writing results."""
+
+from __future__ import annotations
+
+import json
+import platform
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO_ROOT.parent / "shared" / "locus-data"
+RESULTS = REPO_ROOT / "benchmarks" / "results"
+
+
+def require_shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        sys.exit(f"benchmark needs the real data folder {SHARED_DATA.name}/ beside the repository")
+    return SHARED_DATA
+
+
+def peak_memory_mb() -> float:
+    """Peak resident memory of this process so far, in MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def write_results(name: str, figures: dict[str, Any]) -> Path:
+    import os
+
+    import torch
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "benchmark": name,
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "torch_threads": torch.get_num_threads(),
+        },
+        "figures": figures,
+    }
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2) + "\n")
+    return path

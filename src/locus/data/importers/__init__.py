@@ -1,0 +1,82 @@
+"""Importers: one function per evaluation-result format, all ending in `ImportBatch.from_long`.
+
+Every importer has the signature
+
+    importer(path, *, source=None, progress=no_progress, **format_options) -> ImportBatch
+
+reads its format, maps it to the canonical long table (``llm_id, query_id, score`` plus optional
+``query_text, task, split, cost_usd, latency_ms``) and lets `ImportBatch.from_long` validate it,
+with row descriptions that name the real place in the file (``"line 17"``,
+``"model_outputs_X.zip: record 12"``). Bad input raises `LocusInputError`, one line naming the
+file.
+
+| name          | reads                                                                     |
+|---------------|---------------------------------------------------------------------------|
+| `table`       | a long table (CSV/TSV/Parquet/JSONL/JSON, gzipped or not) + queries file  |
+| `mmlu-pro`    | MMLU-Pro ``eval_results`` zips or JSON files (one per LLM)                |
+| `embedllm`    | the EmbedLLM release folder (train/val/test.csv + order files)            |
+| `routerbench` | RouterBench-style wide tables with ``<llm>|total_cost`` columns           |
+| `scores-json` | JSON lists of ``{question, scores: {llm: x}}`` (graded scores)            |
+
+    >>> from locus.data.importers import get_importer
+    >>> batch = get_importer("table")(Path("scores.csv"))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+
+from locus.data.batch import ImportBatch
+from locus.errors import LocusInputError
+
+from .embedllm import import_embedllm
+from .mmlu_pro import import_mmlu_pro
+from .routerbench import import_routerbench
+from .scores_json import import_scores_json
+from .table import import_table
+
+__all__ = [
+    "IMPORTERS",
+    "Importer",
+    "get_importer",
+    "import_embedllm",
+    "import_mmlu_pro",
+    "import_routerbench",
+    "import_scores_json",
+    "import_table",
+]
+
+
+Importer = Callable[..., ImportBatch]
+"""``(path, *, source=None, progress=no_progress, **format_options) -> ImportBatch``.
+
+Typed loosely because each format has its own keyword options (``columns=``, ``queries=``,
+``repeats=``, ...).
+"""
+
+
+IMPORTERS: Mapping[str, Importer] = MappingProxyType(
+    {
+        "table": import_table,
+        "mmlu-pro": import_mmlu_pro,
+        "embedllm": import_embedllm,
+        "routerbench": import_routerbench,
+        "scores-json": import_scores_json,
+    }
+)
+
+
+def get_importer(name: str) -> Importer:
+    """The importer registered under ``name``.
+
+    Raises:
+        LocusInputError: unknown name; the message lists the known formats.
+    """
+    try:
+        return IMPORTERS[name]
+    except KeyError:
+        raise LocusInputError(
+            f"unknown import format {name!r}; expected one of {', '.join(IMPORTERS)}; pick one "
+            "of these (--format NAME)"
+        ) from None

@@ -1,0 +1,178 @@
+"""The generic importer: a long score table (CSV, TSV, Parquet, JSONL or JSON), optionally with a
+separate queries file.
+
+Scores file, one row per observed (LLM, query):
+
+    llm_id, query_id, score [, query_text, task, split, cost_usd, latency_ms]
+
+Queries file (optional), one row per query, joined on ``query_id``:
+
+    query_id, query_text [, task]
+
+Columns named differently in the file are mapped with ``columns={"score": "correct", ...}``
+(canonical name -> file column).
+
+    batch = import_table(
+        Path("scores.csv.gz"),
+        queries=Path("queries.jsonl.gz"),
+        columns={"llm_id": "model"},
+    )
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from locus._progress import ProgressFactory, no_progress
+from locus.data.batch import OPTIONAL_COLUMNS, REQUIRED_COLUMNS, ImportBatch
+from locus.data.readers import TableData, file_stem, read_table
+from locus.errors import LocusInputError
+
+__all__ = ["import_table"]
+
+CANONICAL_COLUMNS = (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)
+QUERY_COLUMNS = ("query_id", "query_text", "task")
+
+
+def import_table(
+    path: Path,
+    *,
+    source: str | None = None,
+    progress: ProgressFactory = no_progress,
+    columns: Mapping[str, str] | None = None,
+    queries: Path | None = None,
+) -> ImportBatch:
+    """Import a long score table.
+
+    Args:
+        path: the scores file; format from the suffix (``.csv``, ``.csv.gz``, ``.tsv``,
+            ``.tsv.gz``, ``.parquet``, ``.jsonl``, ``.jsonl.gz``, ``.json``, ``.json.gz``).
+        source: query-id namespace; default the file name without suffixes
+            (``scores.csv.gz`` -> ``scores``).
+        progress: progress reporting (one step per file read).
+        columns: canonical column name -> column name in the scores file, for files whose
+            columns are named differently, e.g. ``{"score": "correct", "llm_id": "model"}``.
+        queries: a file of ``query_id, query_text`` and optional ``task`` (same formats),
+            joined on ``query_id``. Its text and task fill in what the scores file leaves blank.
+
+    Returns:
+        The validated batch (`ImportBatch.from_long`).
+
+    Raises:
+        LocusInputError: unreadable or malformed file, a mapped column that is not in the file,
+            a scored query missing from the queries file, and every check of
+            `ImportBatch.from_long`, each naming the file and line.
+    """
+    path = Path(path)
+    with progress("reading score table", total=2 if queries is not None else 1) as advance:
+        table = read_table(path)
+        rows = _map_columns(table, columns or {})
+        advance(1)
+        if queries is not None:
+            rows = _join_queries(rows, table, Path(queries))
+            advance(1)
+    return ImportBatch.from_long(
+        rows,
+        source=source if source is not None else file_stem(path),
+        origin=str(path),
+        describe_row=table.describe_row,
+    )
+
+
+def _map_columns(table: TableData, mapping: Mapping[str, str]) -> pd.DataFrame:
+    frame = table.frame
+    for canonical, file_column in mapping.items():
+        if canonical not in CANONICAL_COLUMNS:
+            raise LocusInputError(
+                f"column mapping {canonical}={file_column}: {canonical!r} is not a canonical "
+                f"column; expected one of {', '.join(CANONICAL_COLUMNS)}; map CANONICAL=FILE_COLUMN"
+            )
+        if file_column not in frame.columns:
+            raise LocusInputError(
+                f"{table.path}: column {file_column!r} (mapped to {canonical!r}) is not in the "
+                f"file; found columns {', '.join(map(str, frame.columns)) or 'none'}; fix the "
+                f"mapping {canonical}=COLUMN"
+            )
+    if not mapping:
+        return frame
+    mapped = frame.copy()
+    for canonical, file_column in mapping.items():
+        mapped[canonical] = frame[file_column]
+    return mapped
+
+
+def _join_queries(rows: pd.DataFrame, table: TableData, queries_path: Path) -> pd.DataFrame:
+    queries = read_table(queries_path, keep_columns=QUERY_COLUMNS)
+    frame = queries.frame
+    for column in ("query_id", "query_text"):
+        if column not in frame.columns:
+            raise LocusInputError(
+                f"{queries_path}: missing column {column!r}; expected a queries file with "
+                f"columns query_id, query_text (optional: task), found "
+                f"{', '.join(map(str, frame.columns)) or 'none'}; rename the column"
+            )
+    ids = _as_ids(frame["query_id"])
+    blank = ids == ""
+    if blank.any():
+        position = int(blank.to_numpy().nonzero()[0][0])
+        raise LocusInputError(
+            f"{queries_path}: {queries.describe_row(position)}, column 'query_id': expected a "
+            "non-empty id, found a blank; fill in the id or drop the line"
+        )
+    text = frame["query_text"]
+    task = frame["task"] if "task" in frame.columns else pd.Series(None, index=frame.index)
+    _check_unique_queries(ids, text, queries)
+    first = ~ids.duplicated()
+    text_by_id = pd.Series(text[first].to_numpy(), index=ids[first].to_numpy())
+    task_by_id = pd.Series(task[first].to_numpy(), index=ids[first].to_numpy())
+
+    if "query_id" not in rows.columns:
+        return rows  # ImportBatch.from_long names the missing column
+    row_ids = _as_ids(rows["query_id"])
+    absent = (row_ids != "") & ~row_ids.isin(text_by_id.index)
+    if absent.any():
+        position = int(absent.to_numpy().nonzero()[0][0])
+        raise LocusInputError(
+            f"{table.path}: {table.describe_row(position)}, column 'query_id': query "
+            f"{row_ids.iloc[position]!r} is not in the queries file {queries_path}; expected "
+            f"every scored query to be listed there ({absent.sum()} rows miss theirs); add the "
+            "query to the queries file or drop its score rows"
+        )
+    joined = rows.copy()
+    for column, lookup in (("query_text", text_by_id), ("task", task_by_id)):
+        filled = row_ids.map(lookup)
+        if column in joined.columns:
+            own = joined[column]
+            missing = own.isna() | (own.astype(str).str.strip() == "")
+            joined[column] = own.where(~missing, filled)
+        else:
+            joined[column] = filled.to_numpy()
+    return joined
+
+
+def _check_unique_queries(ids: pd.Series, text: pd.Series, queries: TableData) -> None:
+    repeated = ids.duplicated(keep=False)
+    if not repeated.any():
+        return
+    for _, group in ids[repeated].groupby(ids[repeated], sort=False):
+        texts = text.loc[group.index]
+        if texts.nunique(dropna=False) > 1:
+            first, second = int(group.index[0]), int(group.index[1])
+            for position in group.index[1:]:
+                if texts.loc[position] != texts.loc[group.index[0]]:
+                    second = int(position)
+                    break
+            raise LocusInputError(
+                f"{queries.path}: {queries.describe_row(second)}: query {ids.iloc[second]!r} "
+                f"has a different text than at {queries.describe_row(first)}; expected one text "
+                "per query_id; give the second query its own id"
+            )
+
+
+def _as_ids(values: pd.Series) -> pd.Series:
+    """Ids as stripped strings; blank or missing -> ``""``."""
+    text = values.astype(str).str.strip()
+    return text.where(values.notna(), "")

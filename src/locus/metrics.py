@@ -1,0 +1,147 @@
+"""Routing and correctness metrics, on numpy arrays (no torch).
+
+Conventions: `scores` is the (n_queries, n_llms) truth with NaN where not evaluated; `proba` is the
+predicted P(correct), same shape. A router may only pick an LLM that was evaluated on the query
+(otherwise the pick cannot be scored), so picks are restricted to observed cells.
+
+    >>> import numpy as np
+    >>> scores = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> proba = np.array([[0.9, 0.1], [0.2, 0.7]])
+    >>> routing_accuracy(proba, scores)
+    1.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = [
+    "best_per_task_accuracy",
+    "best_single_accuracy",
+    "correctness_metrics",
+    "expected_calibration_error",
+    "oracle_accuracy",
+    "routing_accuracy",
+    "routing_choices",
+    "top_k_hit",
+]
+
+
+def _masked(proba: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    if proba.shape != scores.shape:
+        raise ValueError(f"proba {proba.shape} and scores {scores.shape} must have one shape")
+    return np.where(np.isnan(scores), -np.inf, proba)
+
+
+def routing_choices(proba: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """(n_queries,) column of the highest-proba evaluated LLM per query (-1: none evaluated)."""
+    masked = _masked(proba, scores)
+    choice = np.argmax(masked, axis=1)
+    choice[~np.isfinite(masked).any(axis=1)] = -1
+    return choice
+
+
+def routing_accuracy(proba: np.ndarray, scores: np.ndarray) -> float:
+    """hit@1: mean true score of the chosen LLM, over queries with at least one evaluated LLM."""
+    choice = routing_choices(proba, scores)
+    valid = choice >= 0
+    if not valid.any():
+        return float("nan")
+    rows = np.flatnonzero(valid)
+    return float(np.mean(scores[rows, choice[valid]]))
+
+
+def top_k_hit(proba: np.ndarray, scores: np.ndarray, k: int) -> float:
+    """hit@k: mean over queries of the best true score among the k highest-proba LLMs."""
+    masked = _masked(proba, scores)
+    valid = np.isfinite(masked).any(axis=1)
+    if not valid.any():
+        return float("nan")
+    k = min(k, masked.shape[1])
+    top = np.argsort(-masked[valid], axis=1, kind="stable")[:, :k]
+    picked = np.take_along_axis(scores[valid], top, axis=1)
+    return float(np.mean(np.nanmax(np.where(np.isnan(picked), -np.inf, picked), axis=1)))
+
+
+def oracle_accuracy(scores: np.ndarray) -> float:
+    """Mean over queries of the best score any evaluated LLM got."""
+    valid = (~np.isnan(scores)).any(axis=1)
+    return float(np.mean(np.nanmax(scores[valid], axis=1))) if valid.any() else float("nan")
+
+
+def _column_means(scores: np.ndarray) -> np.ndarray:
+    observed = ~np.isnan(scores)
+    counts = observed.sum(axis=0)
+    totals = np.where(observed, scores, 0.0).sum(axis=0)
+    return np.where(counts > 0, totals / np.maximum(counts, 1), -np.inf)
+
+
+def best_single_accuracy(train_scores: np.ndarray, test_scores: np.ndarray) -> tuple[int, float]:
+    """The LLM with the best mean on the training queries, and its mean on the test queries."""
+    best = int(np.argmax(_column_means(train_scores)))
+    column = test_scores[:, best]
+    return best, float(np.nanmean(column)) if (~np.isnan(column)).any() else float("nan")
+
+
+def best_per_task_accuracy(
+    train_scores: np.ndarray,
+    train_tasks: Sequence[str | None],
+    test_scores: np.ndarray,
+    test_tasks: Sequence[str | None],
+) -> float:
+    """Route each test query to the LLM best on its task in training (overall best if unseen)."""
+    overall = _column_means(train_scores)
+    train_tasks_array = np.asarray(train_tasks, dtype=object)
+    pick_for: dict[str | None, np.ndarray] = {}
+    for task in set(test_tasks):
+        rows = train_tasks_array == task
+        means = _column_means(train_scores[rows]) if rows.any() else overall
+        # a tie or an LLM never seen on the task falls back to the overall ranking
+        pick_for[task] = np.lexsort((overall, means))[::-1]
+    total, count = 0.0, 0
+    for row, task in enumerate(test_tasks):
+        for column in pick_for[task]:
+            if not np.isnan(test_scores[row, column]):
+                total += float(test_scores[row, column])
+                count += 1
+                break
+    return total / count if count else float("nan")
+
+
+def expected_calibration_error(proba: np.ndarray, labels: np.ndarray, bins: int = 10) -> float:
+    """ECE with equal-width bins: sum over bins of |mean proba - mean label| x bin share."""
+    proba = np.asarray(proba, dtype=float).ravel()
+    labels = np.asarray(labels, dtype=float).ravel()
+    if proba.size == 0:
+        return float("nan")
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    which = np.clip(np.digitize(proba, edges[1:-1]), 0, bins - 1)
+    error = 0.0
+    for b in range(bins):
+        in_bin = which == b
+        if in_bin.any():
+            error += in_bin.mean() * abs(proba[in_bin].mean() - labels[in_bin].mean())
+    return float(error)
+
+
+def correctness_metrics(proba: np.ndarray, scores: np.ndarray) -> dict[str, float]:
+    """Accuracy at 0.5, AUROC, Brier score and ECE over every evaluated cell.
+
+    Graded scores are thresholded at 0.5 for accuracy and AUROC; Brier and ECE use them as is.
+    """
+    from sklearn.metrics import roc_auc_score
+
+    observed = ~np.isnan(scores)
+    p = np.asarray(proba, dtype=float)[observed]
+    y = np.asarray(scores, dtype=float)[observed]
+    labels = (y >= 0.5).astype(float)
+    auroc = float(roc_auc_score(labels, p)) if 0 < labels.sum() < labels.size else float("nan")
+    return {
+        "accuracy": float(np.mean((p >= 0.5) == (labels == 1))),
+        "auroc": auroc,
+        "brier": float(np.mean((p - y) ** 2)),
+        "ece": expected_calibration_error(p, y),
+        "cells": int(observed.sum()),
+    }

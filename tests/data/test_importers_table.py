@@ -1,0 +1,229 @@
+"""The `table` importer: formats, column mapping, the queries file, and its errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from locus.data.importers import import_table
+from locus.errors import LocusInputError
+
+WriteText = Callable[[Path, str], Path]
+
+LONG = pd.DataFrame(
+    {
+        "llm_id": ["a", "a", "b", "b"],
+        "query_id": ["q1", "q2", "q1", "q2"],
+        "score": [1.0, 0.0, 0.5, 1.0],
+        "task": ["math", "law", "math", "law"],
+    }
+)
+
+
+def _write(frame: pd.DataFrame, path: Path) -> Path:
+    name = path.name
+    if name.endswith((".csv", ".csv.gz")):
+        frame.to_csv(path, index=False)
+    elif name.endswith((".tsv", ".tsv.gz")):
+        frame.to_csv(path, index=False, sep="\t")
+    elif name.endswith(".parquet"):
+        frame.to_parquet(path)
+    elif name.endswith((".jsonl", ".jsonl.gz")):
+        frame.to_json(path, orient="records", lines=True)
+    else:
+        path.write_text(json.dumps(frame.to_dict(orient="records")))
+    return path
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "scores.csv",
+        "scores.csv.gz",
+        "scores.tsv",
+        "scores.parquet",
+        "scores.jsonl",
+        "scores.jsonl.gz",
+        "scores.json",
+    ],
+)
+def test_every_format_gives_the_same_batch(tmp_path: Path, name: str) -> None:
+    batch = import_table(_write(LONG, tmp_path / name))
+    assert batch.source == "scores"
+    assert (batch.n_llms, batch.n_queries, batch.n_scores) == (2, 2, 4)
+    scores = batch.scores.set_index(["llm_id", "query_id"])["score"]
+    assert scores[("b", "q1")] == 0.5
+    assert dict(zip(batch.queries["query_id"], batch.queries["task"], strict=True)) == {
+        "q1": "math",
+        "q2": "law",
+    }
+
+
+def test_blank_score_is_not_evaluated(tmp_path: Path, write_text: WriteText) -> None:
+    path = write_text(tmp_path / "s.csv", "llm_id,query_id,score\na,q1,1\na,q2,\n")
+    assert import_table(path).n_scores == 1
+
+
+def test_optional_columns_pass_through(tmp_path: Path, write_text: WriteText) -> None:
+    path = write_text(
+        tmp_path / "s.csv",
+        "llm_id,query_id,score,split,cost_usd,latency_ms\na,q1,1,test,0.002,350\n",
+    )
+    batch = import_table(path)
+    assert batch.queries["split"].tolist() == ["test"]
+    assert batch.scores[["cost_usd", "latency_ms"]].iloc[0].tolist() == [0.002, 350.0]
+
+
+def test_column_mapping(tmp_path: Path, write_text: WriteText) -> None:
+    path = write_text(
+        tmp_path / "results.csv", "model,item,correct,score\nx,1,1,junk\nx,2,0,junk\n"
+    )
+    batch = import_table(path, columns={"llm_id": "model", "query_id": "item", "score": "correct"})
+    assert batch.llms["llm_id"].tolist() == ["x"]
+    assert sorted(batch.scores["score"]) == [0.0, 1.0]
+
+
+def test_mapped_column_absent(tmp_path: Path, write_text: WriteText) -> None:
+    path = write_text(tmp_path / "s.csv", "llm_id,query_id,correct\na,q,1\n")
+    with pytest.raises(LocusInputError) as caught:
+        import_table(path, columns={"score": "accuracy"})
+    message = str(caught.value)
+    assert "'accuracy'" in message and "'score'" in message and "correct" in message
+    assert str(path) in message
+
+
+def test_mapping_to_unknown_canonical_name(tmp_path: Path, write_text: WriteText) -> None:
+    path = write_text(tmp_path / "s.csv", "llm_id,query_id,score\na,q,1\n")
+    with pytest.raises(LocusInputError, match="not a canonical column"):
+        import_table(path, columns={"points": "score"})
+
+
+def test_missing_column(tmp_path: Path, write_text: WriteText) -> None:
+    path = write_text(tmp_path / "s.csv", "llm_id,query_id,correct\na,q,1\n")
+    with pytest.raises(LocusInputError, match="missing column 'score'"):
+        import_table(path)
+
+
+def test_non_numeric_score_names_the_line(tmp_path: Path, write_text: WriteText) -> None:
+    path = write_text(tmp_path / "s.csv", "llm_id,query_id,score\na,q1,1\na,q2,yes\n")
+    with pytest.raises(LocusInputError) as caught:
+        import_table(path)
+    assert "line 3" in str(caught.value)
+    assert "'yes'" in str(caught.value)
+
+
+def test_score_outside_unit_interval_names_the_line(tmp_path: Path, write_text: WriteText) -> None:
+    path = write_text(tmp_path / "s.csv", "llm_id,query_id,score\na,q1,1\n\na,q2,85\n")
+    with pytest.raises(LocusInputError) as caught:
+        import_table(path)
+    assert "line 4" in str(caught.value)
+    assert "in [0, 1]" in str(caught.value)
+
+
+def test_jsonl_error_names_the_line(tmp_path: Path, write_text: WriteText) -> None:
+    text = (
+        '{"llm_id": "a", "query_id": "q1", "score": 1}\n{"llm_id": "a", "query_id": "q2", '
+        '"score": -1}\n'
+    )
+    with pytest.raises(LocusInputError, match="line 2"):
+        import_table(write_text(tmp_path / "s.jsonl", text))
+
+
+def test_header_only_file(tmp_path: Path, write_text: WriteText) -> None:
+    with pytest.raises(LocusInputError, match="no rows"):
+        import_table(write_text(tmp_path / "s.csv", "llm_id,query_id,score\n"))
+
+
+def test_unknown_suffix(tmp_path: Path, write_text: WriteText) -> None:
+    with pytest.raises(LocusInputError, match=r"\.csv\.gz"):
+        import_table(write_text(tmp_path / "scores.txt", "llm_id,query_id,score\n"))
+
+
+# --- queries file ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def scores_csv(tmp_path: Path, write_text: WriteText) -> Path:
+    return write_text(
+        tmp_path / "scores.csv",
+        "llm_id,query_id,task,score\na,q1,,1\na,q2,gsm,0\nb,q1,,0\n",
+    )
+
+
+@pytest.mark.parametrize("name", ["queries.jsonl", "queries.jsonl.gz", "queries.csv"])
+def test_queries_file_fills_text_and_task(
+    tmp_path: Path, scores_csv: Path, write_text: WriteText, name: str
+) -> None:
+    queries = pd.DataFrame(
+        {
+            "query_id": ["q1", "q2", "q3"],
+            "query_text": ["What is 1+1?", "What is 2+2?", "unused"],
+            "task": ["math", "math", "math"],
+            "answer": ["2", "4", "?"],
+        }
+    )
+    batch = import_table(scores_csv, queries=_write(queries, tmp_path / name))
+    by_id = batch.queries.set_index("query_id")
+    assert by_id.loc["q1", "query_text"] == "What is 1+1?"
+    assert by_id.loc["q1", "task"] == "math"  # filled in
+    assert by_id.loc["q2", "task"] == "gsm"  # the scores file's own task wins
+    assert batch.n_queries == 2
+
+
+def test_numeric_ids_join_as_text(tmp_path: Path, write_text: WriteText) -> None:
+    scores = write_text(tmp_path / "s.csv", "llm_id,query_id,score\na,1,1\na,2,0\n")
+    queries = write_text(
+        tmp_path / "q.jsonl",
+        '{"query_id": 1, "query_text": "one"}\n{"query_id": 2, "query_text": "two"}\n',
+    )
+    batch = import_table(scores, queries=queries)
+    assert sorted(batch.queries["query_text"]) == ["one", "two"]
+
+
+def test_query_missing_from_queries_file(
+    tmp_path: Path, scores_csv: Path, write_text: WriteText
+) -> None:
+    queries = write_text(tmp_path / "q.jsonl", '{"query_id": "q1", "query_text": "x"}\n')
+    with pytest.raises(LocusInputError) as caught:
+        import_table(scores_csv, queries=queries)
+    message = str(caught.value)
+    assert "'q2'" in message and "line 3" in message and str(queries) in message
+
+
+def test_queries_file_without_text_column(
+    tmp_path: Path, scores_csv: Path, write_text: WriteText
+) -> None:
+    queries = write_text(tmp_path / "q.csv", "query_id,prompt\nq1,x\n")
+    with pytest.raises(LocusInputError, match="missing column 'query_text'"):
+        import_table(scores_csv, queries=queries)
+
+
+def test_queries_file_with_conflicting_texts(
+    tmp_path: Path, scores_csv: Path, write_text: WriteText
+) -> None:
+    queries = write_text(tmp_path / "q.csv", "query_id,query_text\nq1,x\nq2,y\nq1,z\n")
+    with pytest.raises(LocusInputError) as caught:
+        import_table(scores_csv, queries=queries)
+    assert "line 4" in str(caught.value) and "line 2" in str(caught.value)
+
+
+def test_queries_file_repeating_a_query_identically_is_fine(
+    tmp_path: Path, scores_csv: Path, write_text: WriteText
+) -> None:
+    queries = write_text(tmp_path / "q.csv", "query_id,query_text\nq1,x\nq2,y\nq1,x\n")
+    assert import_table(scores_csv, queries=queries).n_queries == 2
+
+
+def test_missing_queries_file(tmp_path: Path, scores_csv: Path) -> None:
+    with pytest.raises(LocusInputError, match="no such file"):
+        import_table(scores_csv, queries=tmp_path / "absent.jsonl")
+
+
+def test_malformed_queries_file(tmp_path: Path, scores_csv: Path, write_text: WriteText) -> None:
+    queries = write_text(tmp_path / "q.jsonl", '{"query_id": "q1", "query_text": "x"\n')
+    with pytest.raises(LocusInputError, match="malformed JSON"):
+        import_table(scores_csv, queries=queries)

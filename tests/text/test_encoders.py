@@ -1,0 +1,97 @@
+"""Text encoders: one contract for every implementation, plus the vector cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from locus.data.batch import ImportBatch
+from locus.errors import LocusInputError, LocusNotFoundError
+from locus.store import Store
+from locus.text import (
+    DEFAULT_TEXT_ENCODER,
+    HashingEncoder,
+    SentenceTransformerEncoder,
+    TextEncoder,
+    get_text_encoder,
+)
+from locus.text.cache import encode_missing
+from tests.conftest import planted_long_table
+
+
+@pytest.fixture(scope="module")
+def minilm() -> SentenceTransformerEncoder:
+    encoder = SentenceTransformerEncoder()
+    try:
+        encoder.dim  # noqa: B018 - loads the bundled model
+    except LocusInputError as error:
+        pytest.skip(f"bundled default encoder unavailable: {error}")
+    return encoder
+
+
+@pytest.fixture(params=["hashing", "minilm"])
+def encoder(request: pytest.FixtureRequest) -> TextEncoder:
+    if request.param == "hashing":
+        return HashingEncoder(dim=32)
+    return request.getfixturevalue("minilm")
+
+
+def test_contract_shapes_and_determinism(encoder: TextEncoder) -> None:
+    assert isinstance(encoder, TextEncoder)
+    one = encoder.encode("What is the capital of France?")
+    many = encoder.encode(["What is the capital of France?", "Integrate x^2 dx."])
+    assert one.shape == (encoder.dim,) and many.shape == (2, encoder.dim)
+    assert one.dtype == np.float32 and many.dtype == np.float32
+    np.testing.assert_allclose(one, many[0], atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(many, axis=1), 1.0, atol=1e-4)
+    np.testing.assert_allclose(encoder.encode(["Integrate x^2 dx."])[0], many[1], atol=1e-5)
+
+
+def test_related_texts_are_closer(encoder: TextEncoder) -> None:
+    vectors = encoder.encode(
+        [
+            "What is the derivative of x squared with respect to x?",
+            "Compute the derivative of x squared.",
+            "Which court hears appeals of federal criminal cases?",
+        ]
+    )
+    similar = float(vectors[0] @ vectors[1])
+    unrelated = float(vectors[0] @ vectors[2])
+    assert similar > unrelated
+
+
+def test_default_is_offline_minilm(minilm: SentenceTransformerEncoder) -> None:
+    assert minilm.name == DEFAULT_TEXT_ENCODER
+    assert minilm.dim == 384
+    assert get_text_encoder("all-MiniLM-L6-v2").name == DEFAULT_TEXT_ENCODER
+
+
+def test_unloadable_encoder_is_a_clear_error(tmp_path: Path) -> None:
+    empty = tmp_path / "not-a-model"
+    empty.mkdir()
+    with pytest.raises(LocusInputError, match="could not be loaded"):
+        SentenceTransformerEncoder(str(empty)).encode("x")
+    with pytest.raises(LocusInputError, match="hashing-<dim>"):
+        get_text_encoder("hashing-abc")
+
+
+def test_encode_missing_caches_by_text(tmp_path: Path) -> None:
+    rows = planted_long_table(n_queries=12)
+    encoder = HashingEncoder(dim=16)
+    with Store.open(tmp_path / "ws") as store:
+        store.write_batch(ImportBatch.from_long(rows, source="a", origin="a.csv"), kind="table")
+        first = encode_missing(store, encoder, chunk_size=5)
+        second = encode_missing(store, encoder)
+        # identical texts under another source reuse the cached vectors
+        store.write_batch(ImportBatch.from_long(rows, source="b", origin="b.csv"), kind="table")
+        third = encode_missing(store, encoder)
+        assert (first.encoded, second.encoded, second.cached, third.encoded) == (12, 0, 12, 0)
+        assert store.text_encoder == encoder.name
+        table = store.score_table(sources=["a"])
+        vectors = store.get_vectors(encoder.name, list(table.text_hashes))
+        expected = encoder.encode([t or "" for t in table.query_texts])
+        np.testing.assert_allclose(vectors, expected, atol=1e-6)
+        with pytest.raises(LocusNotFoundError, match="run `locus encode`"):
+            store.get_vectors("some-other-encoder", list(table.text_hashes))
