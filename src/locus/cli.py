@@ -306,19 +306,290 @@ def encode_command(
     )
 
 
+ArtifactOption = Annotated[
+    str, typer.Option("--artifact", help="Name of the trained artifact in the workspace.")
+]
+
+
+@contextmanager
+def _training_bar(enabled: bool) -> Iterator[Any]:
+    """A rich bar fed by the trainer's progress(step, total, info) callback."""
+    if not enabled or os.environ.get("LOCUS_NO_PROGRESS"):
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("training"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[info]}"),
+        console=_stderr_console(),
+    ) as bar:
+        task = bar.add_task("training", total=None, info="")
+
+        def update(step: int, total: int, info: dict[str, float]) -> None:
+            parts = [f"loss {info['loss']:.4f}"] if "loss" in info else []
+            if "val_routing_accuracy" in info:
+                parts.append(f"val hit@1 {info['val_routing_accuracy']:.4f}")
+                parts.append(f"best {info.get('best_val_routing_accuracy', float('nan')):.4f}")
+            bar.update(task, completed=step, total=total, info="  ".join(parts))
+
+        yield update
+
+
+@app.command("fit")
+def fit_command(
+    anchors: Annotated[
+        int, typer.Option("--anchors", "-A", min=1, help="Anchor evaluations per LLM.")
+    ] = 1024,
+    seed: Annotated[int, typer.Option("--seed", help="Training seed.")] = 0,
+    split_seed: Annotated[int, typer.Option("--split-seed", help="Query split seed.")] = 0,
+    max_steps: Annotated[int, typer.Option("--max-steps", min=1)] = 5000,
+    epochs: Annotated[
+        int | None,
+        typer.Option("--epochs", min=1, help="Passes over the LLMs (overrides --max-steps)."),
+    ] = None,
+    patience: Annotated[int, typer.Option("--patience", min=1, help="Evaluations.")] = 10,
+    exclude: Annotated[
+        list[str] | None, typer.Option("--exclude", help="Keep an LLM out of training.")
+    ] = None,
+    artifact: ArtifactOption = "default",
+    workspace: WorkspaceOption = None,
+    as_json: JsonOption = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+) -> None:
+    """Train the LOCUS networks on the workspace's training queries; write an artifact."""
+    import math
+
+    from locus.nn import TrainingConfig
+    from locus.pipeline import fit_workspace
+
+    with _open_store(workspace, create=False) as store:
+        steps = max_steps
+        if epochs is not None:
+            defaults = TrainingConfig()
+            steps = epochs * math.ceil(len(store.llm_ids()) / defaults.llms_per_step)
+        config = TrainingConfig(
+            anchors=anchors,
+            seed=seed,
+            max_steps=steps,
+            patience=patience,
+            min_evidence=min(16, anchors),
+        )
+        with _training_bar(not (quiet or as_json)) as progress:
+            report = fit_workspace(
+                store,
+                config,
+                name=artifact,
+                split_seed=split_seed,
+                exclude_llms=exclude or (),
+                progress=progress,
+            )
+    if as_json:
+        _print_json(report.as_dict())
+        return
+    _stdout_console().print(
+        f"trained artifact [bold]{artifact}[/] on {report.llms} LLMs, {report.train_queries:,} "
+        f"training queries in {report.seconds:.0f} s; best validation hit@1 "
+        f"{report.best_val_routing_accuracy:.4f} at step {report.best_step}"
+    )
+
+
+@app.command("embed")
+def embed_command(
+    llm_id: Annotated[str, typer.Argument(help="The LLM to (re)embed from its stored scores.")],
+    include_test: Annotated[
+        bool, typer.Option("--include-test", help="Also use scores on test-split queries.")
+    ] = False,
+    artifact: ArtifactOption = "default",
+    workspace: WorkspaceOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Onboard an LLM: its embedding from the scores the workspace holds, no retraining."""
+    from locus.pipeline import embed_workspace_llm
+
+    with _open_store(workspace, create=False) as store:
+        result = embed_workspace_llm(store, llm_id, name=artifact, include_test=include_test)
+    if as_json:
+        _print_json(result)
+        return
+    moved = "new to the pool" if result["new"] else f"moved {result['moved']:.4f}"
+    _stdout_console().print(
+        f"embedded {llm_id} from {result['evidence']:,} scores in "
+        f"{result['seconds'] * 1000:.1f} ms ({moved})"
+    )
+
+
+@app.command("route")
+def route_command(
+    query: Annotated[str | None, typer.Argument(help="Query text to route.")] = None,
+    file: Annotated[
+        Path | None, typer.Option("--file", "-f", help="Route each line of this file.")
+    ] = None,
+    top: Annotated[int, typer.Option("--top", min=1, help="Candidates to show.")] = 3,
+    cost_weight: Annotated[
+        float, typer.Option("--cost-weight", min=0.0, help="USD traded per unit P(correct).")
+    ] = 0.0,
+    max_cost: Annotated[
+        float | None, typer.Option("--max-cost", min=0.0, help="Max USD per query.")
+    ] = None,
+    artifact: ArtifactOption = "default",
+    workspace: WorkspaceOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Send each query to the LLM most likely to answer it correctly."""
+    from locus.pipeline import route_workspace
+    from locus.text import get_text_encoder
+
+    texts = _route_texts(query, file)
+    with _open_store(workspace, create=False) as store:
+        encoder = get_text_encoder(store.text_encoder)
+        decisions = route_workspace(
+            store,
+            texts,
+            name=artifact,
+            text_encoder=encoder,
+            top=top,
+            cost_weight=cost_weight,
+            max_cost=max_cost,
+        )
+    if as_json:
+        _print_json(
+            [{"query": text, **d.as_dict()} for text, d in zip(texts, decisions, strict=True)]
+        )
+        return
+    console = _stdout_console()
+    for text, decision in zip(texts, decisions, strict=True):
+        shown = text if len(text) <= 70 else text[:67] + "..."
+        others = ", ".join(f"{llm} {p:.2f}" for llm, p in decision.runners_up)
+        console.print(
+            f"[bold]{decision.llm_id}[/] P(correct) {decision.p_correct:.2f}"
+            + (f"  ${decision.cost_usd:.6f}" if decision.cost_usd is not None else "")
+            + (f"  (then {others})" if others else "")
+            + f"\n  {shown!r}"
+        )
+
+
+def _route_texts(query: str | None, file: Path | None) -> list[str]:
+    if (query is None) == (file is None):
+        raise LocusInputError(
+            "route: expected a query text or --file, found "
+            + ("both" if query is not None else "neither")
+        )
+    if query is not None:
+        if not query.strip():
+            raise LocusInputError("route: the query text is empty; expected some text to route")
+        return [query]
+    assert file is not None
+    try:
+        lines = [line for line in file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except (OSError, UnicodeDecodeError) as error:
+        raise LocusInputError(
+            f"{file}: cannot read ({error}); expected a UTF-8 text file"
+        ) from error
+    if not lines:
+        raise LocusInputError(f"{file}: no non-empty lines; expected one query per line")
+    return lines
+
+
+@app.command("evaluate")
+def evaluate_command(
+    split: Annotated[str, typer.Option("--split", help="val or test.")] = "test",
+    artifact: ArtifactOption = "default",
+    workspace: WorkspaceOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Routing hit@1/3/5 and correctness metrics on a split, next to baselines, per task."""
+    from locus.pipeline import evaluate_workspace
+
+    with _open_store(workspace, create=False) as store:
+        result = evaluate_workspace(store, name=artifact, split=split)
+    if as_json:
+        _print_json(result)
+        return
+    _render_evaluation(result)
+
+
+def _render_evaluation(result: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    console = _stdout_console()
+    routing, correct, base = result["routing"], result["correctness"], result["baselines"]
+    console.print(
+        f"{result['split']} split: {result['queries']:,} queries, {result['llms']} LLMs "
+        f"(artifact {result['artifact']})"
+    )
+    summary = Table(show_header=True)
+    summary.add_column("router")
+    summary.add_column("hit@1", justify="right")
+    summary.add_row("LOCUS", f"{routing['hit@1']:.4f}")
+    summary.add_row(
+        f"best single LLM ({base['best_single_llm_id']})", f"{base['best_single_llm']:.4f}"
+    )
+    summary.add_row("best LLM per task", f"{base['best_llm_per_task']:.4f}")
+    summary.add_row("random LLM", f"{base['random']:.4f}")
+    summary.add_row("oracle", f"{base['oracle']:.4f}")
+    console.print(summary)
+    console.print(
+        f"hit@3 {routing['hit@3']:.4f}  hit@5 {routing['hit@5']:.4f}  |  correctness: accuracy "
+        f"{correct['accuracy']:.4f}  AUROC {correct['auroc']:.4f}  Brier {correct['brier']:.4f}  "
+        f"ECE {correct['ece']:.4f}"
+    )
+    if result["per_task"]:
+        tasks = Table(title="per task")
+        for column in ("task", "queries", "LOCUS hit@1", "best single", "oracle"):
+            tasks.add_column(column, justify="left" if column == "task" else "right")
+        for task, row in result["per_task"].items():
+            tasks.add_row(
+                task,
+                f"{row['queries']:,}",
+                f"{row['hit@1']:.4f}",
+                f"{row['best_single_llm']:.4f}",
+                f"{row['oracle']:.4f}",
+            )
+        console.print(tasks)
+
+
+_DEMO_QUERIES = (
+    "What is the derivative of sin(x) * x^2 with respect to x?",
+    "Under the Fourth Amendment, when may police search a car without a warrant?",
+    "Which enzyme unwinds the DNA double helix during replication?",
+)
+
+
 @app.command("demo")
 def demo_command(
     workspace: WorkspaceOption = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
-    """The main job: import the real MMLU-Pro results, encode the queries, show the pool."""
+    """The main job: import MMLU-Pro, encode, fit (or reuse), evaluate, route examples."""
+    from locus.pipeline import DEFAULT_ARTIFACT, load_workspace_locus
+
     console = _stdout_console()
-    console.rule("1. import MMLU-Pro results")
+    console.rule("1. import the MMLU-Pro results")
     import_command("mmlu-pro", None, workspace=workspace, quiet=quiet)
-    console.rule("2. encode queries")
+    console.rule("2. encode the queries (cached)")
     encode_command(workspace=workspace, quiet=quiet)
     console.rule("3. the pool")
     llms_command(workspace=workspace)
+    console.rule("4. train LOCUS (or reuse the artifact trained on the same data)")
+    with _open_store(workspace, create=False) as store:
+        try:
+            model = load_workspace_locus(store, DEFAULT_ARTIFACT)
+            fresh = model.metadata.get("data_checksums") == store.checksums()
+        except LocusError:
+            fresh = False
+    if fresh:
+        console.print("artifact 'default' matches the workspace's data: reused")
+    else:
+        fit_command(workspace=workspace, quiet=quiet)
+    console.rule("5. routing accuracy on the held-out test queries")
+    evaluate_command(workspace=workspace)
+    console.rule("6. route three new queries")
+    for text in _DEMO_QUERIES:
+        route_command(text, workspace=workspace)
 
 
 def main() -> None:

@@ -1,0 +1,510 @@
+"""Training the encoder and predictor by meta-learning over LLMs.
+
+Each step takes a batch of LLMs. For each LLM it draws an evidence subset of random size
+K ~ log-uniform[min_evidence, A] from the LLM's anchors and an independent target subset of its
+observed training queries; the encoder embeds the evidence and the predictor is trained with BCE on
+the targets. Embeddings therefore work from few scores as well as from many.
+
+Choices worth knowing:
+
+- Anchors: one seeded permutation of the training queries is shared by all LLMs; an LLM's anchors
+  are the first A of its observed training queries in that order. LLMs evaluated on the same
+  queries get the same anchors (a common probe set), and each step projects few distinct queries.
+- Targets: likewise the first `targets_per_llm` observed queries in a fresh per-step permutation,
+  so fully observed LLMs are scored on the same queries in a step (a like-for-like comparison,
+  which is what routing needs); each LLM's targets are still a uniform subset of its queries.
+- Each distinct query is noised and projected once per step (`LLMEncoder.project_queries`,
+  `CorrectnessPredictor.project_queries`) and gathered per LLM.
+- LLMs in a step are sorted by evidence count and split into `micro_batches` groups, so short
+  evidence sets are not padded to the longest; the loss is still the mean over all target cells.
+- Early stopping on validation routing accuracy with every LLM embedded from all its anchors; the
+  best weights are kept.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from numpy.typing import NDArray
+
+from locus.errors import LocusInputError
+from locus.nn.embedding import embed_indexed, evaluating
+from locus.nn.encoder import LLMEncoder
+from locus.nn.predictor import CorrectnessPredictor
+
+__all__ = ["ProgressCallback", "TrainingConfig", "TrainingResult", "build_networks", "train"]
+
+ProgressCallback = Callable[[int, int, dict[str, float]], None]
+"""progress(step, total_steps, info): info holds "loss" and, after the first evaluation,
+"val_routing_accuracy", "val_correctness_accuracy" and "best_val_routing_accuracy"."""
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """Every hyper-parameter of the networks and of training (defaults follow LOCUS).
+
+    Example:
+        >>> TrainingConfig(anchors=256, max_steps=2000).llms_per_step
+        32
+    """
+
+    # networks
+    dim: int = 128
+    inducing_points: int = 64
+    heads: int = 4
+    feed_forward: int = 256
+    layers: int = 2
+    predictor_hidden: int = 64
+    dropout: float = 0.1
+    # optimisation
+    encoder_lr: float = 2e-4
+    predictor_lr: float = 8e-4
+    weight_decay: float = 0.05
+    grad_clip: float = 1.0
+    noise_start: float = 0.10
+    noise_end: float = 0.05
+    # meta-learning episodes
+    min_evidence: int = 16
+    anchors: int = 1024
+    llms_per_step: int = 32
+    targets_per_llm: int = 256
+    micro_batches: int = 4
+    # schedule
+    max_steps: int = 5000
+    eval_every: int = 100
+    patience: int = 10  # evaluations without improvement before stopping
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        positive_ints = [
+            "dim", "inducing_points", "heads", "feed_forward", "layers", "predictor_hidden",
+            "min_evidence", "anchors", "llms_per_step", "targets_per_llm", "micro_batches",
+            "max_steps", "eval_every", "patience",
+        ]  # fmt: skip
+        for name in positive_ints:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise LocusInputError(
+                    f"TrainingConfig.{name} must be an integer >= 1; got {value!r}"
+                )
+        for name in ["encoder_lr", "predictor_lr", "grad_clip"]:
+            if not getattr(self, name) > 0:
+                raise LocusInputError(
+                    f"TrainingConfig.{name} must be > 0; got {getattr(self, name)}"
+                )
+        for name in ["weight_decay", "noise_start", "noise_end"]:
+            if not getattr(self, name) >= 0:
+                raise LocusInputError(
+                    f"TrainingConfig.{name} must be >= 0; got {getattr(self, name)}"
+                )
+        if not 0.0 <= self.dropout < 1.0:
+            raise LocusInputError(f"TrainingConfig.dropout must be in [0, 1); got {self.dropout}")
+        if self.dim % self.heads != 0:
+            raise LocusInputError(
+                f"TrainingConfig.dim ({self.dim}) must be divisible by heads ({self.heads})"
+            )
+        if self.min_evidence > self.anchors:
+            raise LocusInputError(
+                f"TrainingConfig.min_evidence ({self.min_evidence}) must not exceed "
+                f"anchors ({self.anchors})"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict of every field."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> TrainingConfig:
+        """Inverse of `to_dict`; unknown keys are an error (a typo must not pass silently)."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise LocusInputError(
+                f"unknown TrainingConfig fields {unknown}; expected a subset of {sorted(known)}"
+            )
+        return cls(**dict(values))
+
+
+@dataclass
+class TrainingResult:
+    """What `train` returns.
+
+    Attributes:
+        encoder, predictor: the best networks (by validation routing accuracy), in eval mode.
+        anchor_query_idx: per LLM (column of `scores`), the row indices into `query_vectors`
+            of its anchors: up to `config.anchors` of its observed training queries.
+        llm_embeddings: (n_llms, d) every LLM embedded from its anchors with the best encoder.
+        history: one dict per evaluation: step, loss (mean training loss since the previous
+            evaluation), val_routing_accuracy, val_correctness_accuracy, noise_std, seconds.
+        best_step: the step whose weights were kept.
+        config: the configuration used.
+    """
+
+    encoder: LLMEncoder
+    predictor: CorrectnessPredictor
+    anchor_query_idx: list[NDArray[np.int64]]
+    llm_embeddings: NDArray[np.float32]
+    history: list[dict[str, float]] = field(default_factory=list)
+    best_step: int = 0
+    config: TrainingConfig = field(default_factory=TrainingConfig)
+
+
+def build_networks(
+    query_dim: int, config: TrainingConfig
+) -> tuple[LLMEncoder, CorrectnessPredictor]:
+    """Fresh (encoder, predictor) shaped by `config` (initialised from torch's global RNG)."""
+    encoder = LLMEncoder(
+        query_dim,
+        dim=config.dim,
+        inducing=config.inducing_points,
+        heads=config.heads,
+        feed_forward=config.feed_forward,
+        layers=config.layers,
+    )
+    predictor = CorrectnessPredictor(
+        query_dim, dim=config.dim, hidden=config.predictor_hidden, dropout=config.dropout
+    )
+    return encoder, predictor
+
+
+def train(
+    query_vectors: NDArray[np.float32],
+    scores: NDArray[np.float32],
+    train_query_idx: NDArray[np.integer[Any]],
+    val_query_idx: NDArray[np.integer[Any]],
+    config: TrainingConfig | None = None,
+    progress: ProgressCallback | None = None,
+    device: str | torch.device = "cpu",
+) -> TrainingResult:
+    """Train an encoder and a predictor on a score table.
+
+    Args:
+        query_vectors: (n_queries, dq) float32, one row per query.
+        scores: (n_queries, n_llms) float32 in [0, 1]; NaN = not evaluated.
+        train_query_idx: rows used for anchors, evidence and targets.
+        val_query_idx: rows for early stopping (disjoint from training); may be empty, in which
+            case training runs `max_steps` and keeps the final weights.
+        config: hyper-parameters; default `TrainingConfig()`.
+        progress: optional `progress(step, total_steps, info)`, called after every step.
+        device: torch device to train on.
+
+    Returns:
+        a `TrainingResult` with the best networks in eval mode.
+
+    Example:
+        >>> result = train(vectors, scores, train_idx, val_idx, TrainingConfig(max_steps=500))
+        >>> result.llm_embeddings.shape
+        (n_llms, 128)
+    """
+    config = config or TrainingConfig()
+    vectors, table, train_idx, val_idx = _check_inputs(
+        query_vectors, scores, train_query_idx, val_query_idx
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed)  # initialisation, dropout and noise; global RNG restored
+        return _train(vectors, table, train_idx, val_idx, config, progress, torch.device(device))
+
+
+def _check_inputs(
+    query_vectors: NDArray[np.float32],
+    scores: NDArray[np.float32],
+    train_query_idx: NDArray[np.integer[Any]],
+    val_query_idx: NDArray[np.integer[Any]],
+) -> tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.int64], NDArray[np.int64]]:
+    vectors = np.ascontiguousarray(query_vectors, dtype=np.float32)
+    table = np.asarray(scores, dtype=np.float32)
+    if vectors.ndim != 2 or not np.all(np.isfinite(vectors)):
+        raise LocusInputError(
+            f"query_vectors must be a finite (n_queries, dq) array; got shape {vectors.shape}"
+        )
+    if table.ndim != 2 or table.shape[0] != vectors.shape[0]:
+        raise LocusInputError(
+            f"scores must be (n_queries, n_llms) with n_queries = {vectors.shape[0]} (rows of "
+            f"query_vectors); got shape {table.shape}"
+        )
+    observed = table[~np.isnan(table)]
+    if observed.size and (observed.min() < 0.0 or observed.max() > 1.0):
+        raise LocusInputError(
+            f"scores must lie in [0, 1] (NaN = not evaluated); found values in "
+            f"[{observed.min()}, {observed.max()}]"
+        )
+    indices = []
+    for name, raw in [("train_query_idx", train_query_idx), ("val_query_idx", val_query_idx)]:
+        array = np.asarray(raw)
+        if array.ndim != 1 or (array.size and not np.issubdtype(array.dtype, np.integer)):
+            raise LocusInputError(
+                f"{name} must be a 1-D integer array; got {array.dtype} {array.shape}"
+            )
+        if array.size and (array.min() < 0 or array.max() >= len(vectors)):
+            raise LocusInputError(
+                f"{name} must index rows in [0, {len(vectors)}); got [{array.min()}, {array.max()}]"
+            )
+        if len(np.unique(array)) != len(array):
+            raise LocusInputError(f"{name} contains duplicate rows")
+        indices.append(array.astype(np.int64))
+    train_idx, val_idx = indices
+    if train_idx.size == 0:
+        raise LocusInputError("train_query_idx is empty; training needs training queries")
+    overlap = np.intersect1d(train_idx, val_idx)
+    if overlap.size:
+        raise LocusInputError(
+            f"train_query_idx and val_query_idx share {overlap.size} rows (e.g. {overlap[:5]}); "
+            "validation queries must be held out of training"
+        )
+    unobserved = np.flatnonzero(np.isnan(table[train_idx]).all(axis=0))
+    if unobserved.size:
+        raise LocusInputError(
+            f"LLM columns {unobserved[:10].tolist()} have no score on any training query; drop "
+            "them from training (embed them later from their scores) or add training queries"
+        )
+    return vectors, table, train_idx, val_idx
+
+
+def _choose_anchors(
+    observed: NDArray[np.bool_], train_idx: NDArray[np.int64], count: int, rng: np.random.Generator
+) -> list[NDArray[np.int64]]:
+    """Per LLM, the first `count` observed training rows in one shared random order."""
+    order = rng.permutation(len(train_idx))
+    observed_in_order = observed[train_idx[order]]  # (n_train, n_llms)
+    return [
+        train_idx[order[np.flatnonzero(observed_in_order[:, llm])[:count]]]
+        for llm in range(observed.shape[1])
+    ]
+
+
+def _log_uniform_size(low: int, high: int, rng: np.random.Generator) -> int:
+    if high <= low:
+        return high
+    return int(min(high, max(low, round(math.exp(rng.uniform(math.log(low), math.log(high)))))))
+
+
+def _pad(rows: list[NDArray[Any]]) -> tuple[NDArray[Any], NDArray[np.bool_]]:
+    """Right-pad 1-D arrays with zeros: -> (n, longest) values and (n, longest) mask."""
+    width = max(len(row) for row in rows)
+    values = np.zeros((len(rows), width), dtype=rows[0].dtype)
+    mask = np.zeros((len(rows), width), dtype=bool)
+    for i, row in enumerate(rows):
+        values[i, : len(row)] = row
+        mask[i, : len(row)] = True
+    return values, mask
+
+
+@dataclass(frozen=True)
+class _Pool:
+    """The training data as the step function needs it."""
+
+    vectors: torch.Tensor  # (n_queries, dq) on the training device
+    table: NDArray[np.float32]  # (n_queries, n_llms), NaN = not evaluated
+    train_idx: NDArray[np.int64]  # (n_train,)
+    train_observed: NDArray[np.bool_]  # (n_train, n_llms)
+    anchors: list[NDArray[np.int64]]  # per LLM, rows of its anchors
+    anchor_scores: list[NDArray[np.float32]]  # per LLM, its scores on them
+
+
+def _validation_metrics(
+    logits: NDArray[np.float32], val_scores: NDArray[np.float32]
+) -> tuple[float, float]:
+    """(routing accuracy, correctness accuracy) of (n_val, n_llms) logits against scores.
+
+    Routing sends each query to the evaluated LLM with the highest logit and counts that LLM's
+    score; queries no LLM was evaluated on are skipped.
+    """
+    observed = ~np.isnan(val_scores)
+    answerable = observed.any(axis=1)
+    if not answerable.any():
+        return math.nan, math.nan
+    masked = np.where(observed, logits, -np.inf)[answerable]
+    chosen = masked.argmax(axis=1)
+    routing = float(val_scores[answerable][np.arange(len(chosen)), chosen].mean())
+    correctness = float(((logits > 0) == (val_scores >= 0.5))[observed].mean())
+    return routing, correctness
+
+
+def _train(
+    vectors: NDArray[np.float32],
+    table: NDArray[np.float32],
+    train_idx: NDArray[np.int64],
+    val_idx: NDArray[np.int64],
+    config: TrainingConfig,
+    progress: ProgressCallback | None,
+    device: torch.device,
+) -> TrainingResult:
+    started = time.perf_counter()
+    rng = np.random.default_rng(config.seed)
+    n_llms = table.shape[1]
+    observed = ~np.isnan(table)  # (n_queries, n_llms)
+    anchors = _choose_anchors(observed, train_idx, config.anchors, rng)
+    pool = _Pool(
+        vectors=torch.from_numpy(vectors).to(device),
+        table=table,
+        train_idx=train_idx,
+        train_observed=observed[train_idx],
+        anchors=anchors,
+        anchor_scores=[table[rows, llm] for llm, rows in enumerate(anchors)],
+    )
+
+    encoder, predictor = build_networks(vectors.shape[1], config)
+    encoder.to(device).train()
+    predictor.to(device).train()
+    optimizer = torch.optim.AdamW(
+        [
+            {"params": list(encoder.parameters()), "lr": config.encoder_lr},
+            {"params": list(predictor.parameters()), "lr": config.predictor_lr},
+        ],
+        weight_decay=config.weight_decay,
+    )
+    val_vectors = pool.vectors[torch.from_numpy(val_idx).to(device)]  # (n_val, dq)
+    val_scores = table[val_idx]  # (n_val, n_llms)
+    validating = bool(observed[val_idx].any())  # else: run max_steps, keep the final weights
+
+    history: list[dict[str, float]] = []
+    best_accuracy = -math.inf
+    best_state = _snapshot(encoder, predictor)
+    best_step = 0
+    evals_without_gain = 0
+    losses: list[float] = []
+    info: dict[str, float] = {}
+    llm_queue: list[int] = []
+    for step in range(1, config.max_steps + 1):
+        fraction = (step - 1) / max(1, config.max_steps - 1)
+        noise_std = config.noise_start + (config.noise_end - config.noise_start) * fraction
+        if len(llm_queue) < min(config.llms_per_step, n_llms):
+            llm_queue.extend(rng.permutation(n_llms).tolist())
+        batch_llms = llm_queue[: min(config.llms_per_step, n_llms)]
+        del llm_queue[: len(batch_llms)]
+
+        loss = _training_step(
+            encoder, predictor, optimizer, pool, batch_llms, noise_std, config, rng
+        )
+        losses.append(loss)
+        info["loss"] = loss
+
+        if step % config.eval_every == 0 or step == config.max_steps:
+            record: dict[str, float] = {
+                "step": step,
+                "loss": float(np.mean(losses)),
+                "noise_std": noise_std,
+            }
+            losses = []
+            routing, correctness = math.nan, math.nan
+            if validating:
+                with evaluating(encoder, predictor), torch.inference_mode():
+                    z = _embed_pool(encoder, pool)  # (n_llms, d)
+                    logits = predictor.score_matrix(z, val_vectors)  # (n_val, n_llms)
+                routing, correctness = _validation_metrics(logits.cpu().numpy(), val_scores)
+            record["val_routing_accuracy"] = routing
+            record["val_correctness_accuracy"] = correctness
+            record["seconds"] = time.perf_counter() - started
+            history.append(record)
+            info.update(val_routing_accuracy=routing, val_correctness_accuracy=correctness)
+            if not validating or routing > best_accuracy:
+                best_accuracy, best_step = routing, step
+                best_state = _snapshot(encoder, predictor)
+                evals_without_gain = 0
+            else:
+                evals_without_gain += 1
+            info["best_val_routing_accuracy"] = best_accuracy
+        if progress is not None:
+            progress(step, config.max_steps, dict(info))
+        if evals_without_gain >= config.patience:
+            break
+
+    encoder.load_state_dict(best_state[0])
+    predictor.load_state_dict(best_state[1])
+    encoder.eval()
+    predictor.eval()
+    return TrainingResult(
+        encoder=encoder,
+        predictor=predictor,
+        anchor_query_idx=anchors,
+        llm_embeddings=_embed_pool(encoder, pool).cpu().numpy(),
+        history=history,
+        best_step=best_step,
+        config=config,
+    )
+
+
+def _embed_pool(encoder: LLMEncoder, pool: _Pool) -> torch.Tensor:
+    """Every LLM embedded from all its anchors (eval mode, clean vectors): (n_llms, d)."""
+    z = embed_indexed(encoder, pool.vectors.cpu().numpy(), pool.anchors, pool.anchor_scores)
+    return torch.from_numpy(z).to(pool.vectors.device)
+
+
+def _snapshot(
+    encoder: LLMEncoder, predictor: CorrectnessPredictor
+) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    return copy.deepcopy(encoder.state_dict()), copy.deepcopy(predictor.state_dict())
+
+
+def _training_step(
+    encoder: LLMEncoder,
+    predictor: CorrectnessPredictor,
+    optimizer: torch.optim.Optimizer,
+    pool: _Pool,
+    batch_llms: list[int],
+    noise_std: float,
+    config: TrainingConfig,
+    rng: np.random.Generator,
+) -> float:
+    """One optimisation step on a batch of LLMs; returns the mean BCE over target cells."""
+    device = pool.vectors.device
+    table, train_idx, anchors = pool.table, pool.train_idx, pool.anchors
+    # Evidence: the first K anchors in a per-step random order (nested across LLMs that share
+    # anchors). Targets: the first T observed training queries in another per-step order.
+    priority = rng.random(len(table))
+    target_order = rng.permutation(len(train_idx))
+    observed_in_order = pool.train_observed[:, batch_llms][target_order]  # (n_train, b)
+    evidence_rows, target_rows = [], []
+    for column, llm in enumerate(batch_llms):
+        size = _log_uniform_size(config.min_evidence, len(anchors[llm]), rng)
+        own = anchors[llm]
+        evidence_rows.append(own[np.argsort(priority[own], kind="stable")[:size]])
+        picked = np.flatnonzero(observed_in_order[:, column])[: config.targets_per_llm]
+        target_rows.append(train_idx[target_order[picked]])
+
+    # Each distinct query is noised and projected once, then gathered per LLM.
+    unique, inverse = np.unique(np.concatenate(evidence_rows + target_rows), return_inverse=True)
+    phi = pool.vectors[torch.from_numpy(unique).to(device)]  # (u, dq)
+    phi = phi + noise_std * torch.randn_like(phi)
+    p, q = encoder.project_queries(phi)  # (u, d) each
+    u = predictor.project_queries(phi)  # (u, d)
+    boundaries = np.cumsum([len(r) for r in evidence_rows + target_rows])[:-1]
+    positions = np.split(inverse, boundaries)  # per LLM, rows of (p, q, u)
+
+    def tensor(array: NDArray[Any]) -> torch.Tensor:
+        return torch.from_numpy(array).to(device)
+
+    n_batch = len(batch_llms)
+    total_targets = sum(len(r) for r in target_rows)
+    loss = torch.zeros((), device=device)
+    by_size = np.argsort([len(r) for r in evidence_rows], kind="stable")
+    for group in np.array_split(by_size, min(config.micro_batches, n_batch)):
+        evidence, evidence_mask = _pad([positions[i] for i in group])  # (g, K)
+        evidence_y, _ = _pad([table[evidence_rows[i], batch_llms[i]] for i in group])  # (g, K)
+        targets, target_mask = _pad([positions[n_batch + i] for i in group])  # (g, T)
+        target_y, _ = _pad([table[target_rows[i], batch_llms[i]] for i in group])  # (g, T)
+        z = encoder.forward_projected(
+            p[tensor(evidence)], q[tensor(evidence)], tensor(evidence_y), tensor(evidence_mask)
+        )  # (g, d)
+        logits = predictor.forward_projected(z.unsqueeze(1), u[tensor(targets)])  # (g, T)
+        cell_loss = F.binary_cross_entropy_with_logits(
+            logits, tensor(target_y), reduction="none"
+        )  # (g, T)
+        loss = loss + (cell_loss * tensor(target_mask)).sum() / total_targets
+
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(
+        [param for group in optimizer.param_groups for param in group["params"]], config.grad_clip
+    )
+    optimizer.step()
+    return float(loss.detach())

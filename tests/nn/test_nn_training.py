@@ -1,0 +1,159 @@
+"""Training on a planted pool: determinism, routing quality, onboarding of unseen LLMs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pytest
+import torch
+
+from locus.errors import LocusInputError
+from locus.nn import TrainingConfig, TrainingResult, embed, train
+
+if TYPE_CHECKING:
+    from tests.nn.conftest import PlantedPool
+
+MakeConfig = Callable[..., TrainingConfig]
+
+
+def routing_accuracy(logits: np.ndarray, scores: np.ndarray) -> float:
+    observed = ~np.isnan(scores)
+    chosen = np.where(observed, logits, -np.inf).argmax(axis=1)
+    return float(scores[np.arange(len(chosen)), chosen].mean())
+
+
+def test_config_round_trips_and_rejects_unknown_fields() -> None:
+    config = TrainingConfig(anchors=256, seed=3)
+    assert TrainingConfig.from_dict(config.to_dict()) == config
+    with pytest.raises(LocusInputError, match="unknown TrainingConfig fields"):
+        TrainingConfig.from_dict({"anchor": 10})
+    with pytest.raises(LocusInputError, match="divisible"):
+        TrainingConfig(dim=30, heads=4)
+    with pytest.raises(LocusInputError, match="min_evidence"):
+        TrainingConfig(min_evidence=64, anchors=32)
+    with pytest.raises(LocusInputError, match="llms_per_step"):
+        TrainingConfig(llms_per_step=0)
+
+
+def test_rejects_bad_inputs(planted_pool: PlantedPool, make_config: MakeConfig) -> None:
+    pool = planted_pool
+    args = (pool.query_vectors, pool.scores, pool.train_idx, pool.val_idx, make_config())
+    with pytest.raises(LocusInputError, match="share"):
+        train(pool.query_vectors, pool.scores, pool.train_idx, pool.train_idx[:5], make_config())
+    bad_scores = pool.scores.copy()
+    bad_scores[0, 0] = 2.0
+    with pytest.raises(LocusInputError, match=r"\[0, 1\]"):
+        train(args[0], bad_scores, *args[2:])
+    unobserved = pool.scores.copy()
+    unobserved[pool.train_idx, 4] = np.nan
+    with pytest.raises(LocusInputError, match=r"LLM columns \[4\]"):
+        train(args[0], unobserved, *args[2:])
+    with pytest.raises(LocusInputError, match="rows of query_vectors"):
+        train(args[0], pool.scores[:-1], *args[2:])
+
+
+def test_same_seed_gives_identical_weights(
+    planted_pool: PlantedPool, make_config: MakeConfig
+) -> None:
+    pool = planted_pool
+    global_state = torch.random.get_rng_state()
+
+    def run(seed: int) -> TrainingResult:
+        config = make_config(max_steps=15, eval_every=5, seed=seed)
+        return train(pool.query_vectors, pool.scores, pool.train_idx, pool.val_idx, config)
+
+    first, second, other = run(0), run(0), run(1)
+    for name, tensor in first.encoder.state_dict().items():
+        assert torch.equal(tensor, second.encoder.state_dict()[name]), name
+    for name, tensor in first.predictor.state_dict().items():
+        assert torch.equal(tensor, second.predictor.state_dict()[name]), name
+    np.testing.assert_array_equal(first.llm_embeddings, second.llm_embeddings)
+    assert not torch.equal(first.encoder.token.weight, other.encoder.token.weight)
+    assert torch.equal(torch.random.get_rng_state(), global_state)  # caller's RNG untouched
+
+
+def test_result_is_consistent(planted_pool: PlantedPool, trained: TrainingResult) -> None:
+    pool = planted_pool
+    assert not trained.encoder.training and not trained.predictor.training
+    assert trained.llm_embeddings.shape == (pool.scores.shape[1], trained.config.dim)
+    assert trained.history and {"step", "loss", "val_routing_accuracy"} <= set(trained.history[0])
+    assert trained.best_step in [record["step"] for record in trained.history]
+    train_rows = set(pool.train_idx.tolist())
+    for llm, rows in enumerate(trained.anchor_query_idx):
+        assert 0 < len(rows) <= trained.config.anchors
+        assert set(rows.tolist()) <= train_rows
+        assert not np.isnan(pool.scores[rows, llm]).any()
+    again = embed(
+        trained.encoder, pool.query_vectors[trained.anchor_query_idx[0]],
+        pool.scores[trained.anchor_query_idx[0], 0],
+    )  # fmt: skip
+    assert np.abs(again - trained.llm_embeddings[0]).max() < 1e-5
+
+
+def test_routing_beats_the_best_single_llm(
+    planted_pool: PlantedPool, trained: TrainingResult
+) -> None:
+    pool = planted_pool
+    test_scores = pool.scores[pool.test_idx]
+    with torch.no_grad():
+        logits = trained.predictor.score_matrix(
+            torch.from_numpy(trained.llm_embeddings),
+            torch.from_numpy(pool.query_vectors[pool.test_idx]),
+        ).numpy()
+    best_single = float(np.nanmean(test_scores, axis=0).max())
+    assert routing_accuracy(logits, test_scores) > best_single + 0.15
+
+
+def test_unseen_llm_lands_nearest_its_own_group(
+    planted_pool: PlantedPool, trained: TrainingResult
+) -> None:
+    pool = planted_pool
+    group_means = np.stack(
+        [trained.llm_embeddings[pool.groups == g].mean(axis=0) for g in range(3)]
+    )  # (3, d)
+    rng = np.random.default_rng(11)
+    for column, group in enumerate(pool.held_out_groups):
+        rows = rng.choice(pool.train_idx, size=64, replace=False)
+        z = embed(trained.encoder, pool.query_vectors[rows], pool.held_out_scores[rows, column])
+        distances = np.linalg.norm(group_means - z, axis=1)
+        assert distances.argmin() == group, distances
+
+
+def test_progress_is_reported(planted_pool: PlantedPool, make_config: MakeConfig) -> None:
+    pool = planted_pool
+    calls: list[tuple[int, int, dict[str, float]]] = []
+    train(
+        pool.query_vectors, pool.scores, pool.train_idx, pool.val_idx,
+        make_config(max_steps=6, eval_every=3), progress=lambda *call: calls.append(call),
+    )  # fmt: skip
+    assert [step for step, _, _ in calls] == [1, 2, 3, 4, 5, 6]
+    assert all(total == 6 for _, total, _ in calls)
+    assert "loss" in calls[0][2] and "val_routing_accuracy" in calls[-1][2]
+
+
+def test_trains_without_validation_queries(
+    planted_pool: PlantedPool, make_config: MakeConfig
+) -> None:
+    pool = planted_pool
+    result = train(
+        pool.query_vectors, pool.scores, pool.train_idx, pool.val_idx[:0],
+        make_config(max_steps=4, eval_every=2),
+    )  # fmt: skip
+    assert result.best_step == 4
+    assert np.isnan(result.history[-1]["val_routing_accuracy"])
+
+
+def test_validation_routing_only_picks_evaluated_llms() -> None:
+    from locus.nn.training import _validation_metrics
+
+    logits = np.array([[5.0, 1.0, -1.0], [2.0, 3.0, 0.0], [1.0, 1.0, 1.0]], dtype=np.float32)
+    scores = np.array(
+        [[np.nan, 1.0, 0.0], [1.0, 0.0, np.nan], [np.nan, np.nan, np.nan]], dtype=np.float32
+    )
+    routing, correctness = _validation_metrics(logits, scores)
+    # query 0: LLM 0 not evaluated -> LLM 1 (score 1); query 1: LLM 1 (score 0); query 2 skipped
+    assert routing == 0.5
+    # evaluated cells: (0,1) 1>0 & 1 ok, (0,2) -1<0 & 0 ok, (1,0) ok, (1,1) 3>0 but 0 wrong
+    assert correctness == 0.75

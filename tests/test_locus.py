@@ -1,0 +1,121 @@
+"""The Locus facade on planted data: fit, embed, onboard, predict, route, save, load."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from locus.data.splits import assign_splits
+from locus.errors import LocusArtifactError, LocusInputError, LocusNotFittedError
+from locus.locus import Locus
+from locus.pipeline import workspace_table
+from locus.store import Store
+from locus.text import HashingEncoder
+from tests.nn.conftest import small_config
+from tests.planted_workspace import ENCODER_DIM, build_planted_workspace
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Locus, object]:
+    path = build_planted_workspace(tmp_path_factory.mktemp("planted") / "ws")
+    with Store.open(path) as store:
+        data = workspace_table(store)
+    model = Locus(small_config(), text_encoder=HashingEncoder(ENCODER_DIM))
+    model.fit(data.table, data.vectors, data.rows("train"), data.rows("val"))
+    return model, data
+
+
+def test_unfitted_use_is_a_clear_error() -> None:
+    with pytest.raises(LocusNotFittedError, match="call fit"):
+        Locus().predict_proba(np.zeros((1, 4), dtype=np.float32))
+
+
+def test_predict_and_route_texts(fitted: tuple[Locus, object]) -> None:
+    model, _ = fitted
+    proba = model.predict_proba(["integral derivative matrix limit", "court jury appeal tort"])
+    assert proba.shape == (2, 12) and ((proba > 0) & (proba < 1)).all()
+    decisions = model.route(["integral derivative matrix limit", "court jury appeal tort"], top=3)
+    assert decisions[0].llm_id.startswith("math-")
+    assert decisions[1].llm_id.startswith("law-")
+    assert len(decisions[0].runners_up) == 2
+    with pytest.raises(LocusInputError, match="empty"):
+        model.route([""])
+
+
+def test_route_with_costs(fitted: tuple[Locus, object]) -> None:
+    model, _ = fitted
+    costs = {llm: (10.0 if llm.startswith("math-") else 0.001) for llm in model.llm_ids_}
+    text = "integral derivative matrix limit"
+    assert model.route(text, costs=costs)[0].llm_id.startswith("math-")
+    assert not model.route(text, costs=costs, cost_weight=1.0)[0].llm_id.startswith("math-")
+    assert not model.route(text, costs=costs, max_cost=0.01)[0].llm_id.startswith("math-")
+    with pytest.raises(LocusInputError, match="raise --max-cost"):
+        model.route(text, costs=costs, max_cost=0.0001)
+    with pytest.raises(LocusInputError, match="need per-LLM costs"):
+        model.route(text, cost_weight=1.0)
+
+
+def test_onboarding_moves_nobody_else(fitted: tuple[Locus, object]) -> None:
+    model, data = fitted
+    before = model.llm_embeddings_.copy()
+    column = data.table.scores[:, data.table.llm_index("law-0")]  # type: ignore[attr-defined]
+    # 64 scores drawn across tasks (the table is sorted by query id, i.e. by task)
+    rng = np.random.default_rng(0)
+    rows = rng.choice(np.flatnonzero(~np.isnan(column)), size=64, replace=False)
+    vector = model.embed(data.vectors[rows], column[rows])  # type: ignore[attr-defined]
+    names = list(model.llm_ids_)
+    model.add_llm("newcomer", data.vectors[rows], column[rows])  # type: ignore[attr-defined]
+    try:
+        np.testing.assert_array_equal(model.llm_embeddings_[: len(before)], before)
+        np.testing.assert_allclose(model.llm_embeddings_[-1], vector, atol=1e-6)
+        distances = np.linalg.norm(before - vector[None], axis=1)
+        nearest = names[int(np.argmin(distances))]
+        assert nearest.startswith("law-")
+    finally:
+        model.set_embeddings(names, before, model.evidence_counts_[: len(names)])
+    with pytest.raises(LocusInputError, match="no scores"):
+        model.embed(np.zeros((0, ENCODER_DIM), dtype=np.float32), np.zeros(0, dtype=np.float32))
+
+
+def test_save_load_identical(fitted: tuple[Locus, object], tmp_path: Path) -> None:
+    model, data = fitted
+    model.save(tmp_path / "artifact")
+    loaded = Locus.load(tmp_path / "artifact", text_encoder=HashingEncoder(ENCODER_DIM))
+    vectors = data.vectors[:50]  # type: ignore[attr-defined]
+    np.testing.assert_array_equal(loaded.predict_proba(vectors), model.predict_proba(vectors))
+    assert loaded.llm_ids_ == model.llm_ids_ and loaded.anchors_ == model.anchors_
+    # saving again over the same folder replaces it whole
+    model.save(tmp_path / "artifact")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["artifact"]
+
+
+def test_corrupt_and_foreign_artifacts(fitted: tuple[Locus, object], tmp_path: Path) -> None:
+    model, _ = fitted
+    folder = model.save(tmp_path / "artifact")
+    weights = folder / "weights.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    with pytest.raises(LocusArtifactError, match="unreadable weights"):
+        Locus.load(folder)
+    (folder / "config.json").write_text('{"format": "something-else"}')
+    with pytest.raises(LocusArtifactError, match="not a locus artifact"):
+        Locus.load(folder)
+    with pytest.raises(LocusArtifactError, match="missing"):
+        Locus.load(tmp_path / "nowhere")
+
+
+def test_encoder_mismatch_is_refused(fitted: tuple[Locus, object]) -> None:
+    model, _ = fitted
+    model.text_encoder = HashingEncoder(16)
+    try:
+        with pytest.raises(LocusArtifactError, match="differs from the one"):
+            model.predict_proba("integral")
+    finally:
+        model.text_encoder = HashingEncoder(ENCODER_DIM)
+
+
+def test_split_is_hash_of_text(fitted: tuple[Locus, object]) -> None:
+    _, data = fitted
+    expected = assign_splits(list(data.table.text_hashes), seed=0)  # type: ignore[attr-defined]
+    assert list(data.splits) == list(expected)  # type: ignore[attr-defined]

@@ -1,0 +1,139 @@
+"""Workspace workflows and their CLI commands on a planted workspace (hashing text encoder)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from locus.data.batch import ImportBatch
+from locus.errors import LocusArtifactError, LocusInputError, LocusNotFoundError
+from locus.pipeline import (
+    embed_workspace_llm,
+    evaluate_workspace,
+    fit_workspace,
+    load_workspace_locus,
+)
+from locus.store import Store
+from locus.text import HashingEncoder
+from locus.text.cache import encode_missing
+from tests.conftest import CliResult
+from tests.nn.conftest import small_config
+from tests.planted_workspace import ENCODER_DIM, build_planted_workspace, planted_rows
+
+Run = Callable[..., CliResult]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A planted workspace trained without `law-3`, which is left to onboard."""
+    path = build_planted_workspace(tmp_path_factory.mktemp("pipeline") / "ws")
+    with Store.open(path) as store:
+        fit_workspace(store, small_config(), exclude_llms=["law-3"])
+    return path
+
+
+def test_routing_beats_best_single_llm(trained: Path) -> None:
+    with Store.open(trained) as store:
+        result = evaluate_workspace(store)
+    routing, baselines = result["routing"], result["baselines"]
+    assert result["llms"] == 11  # law-3 is not embedded yet
+    assert routing["hit@1"] > baselines["best_single_llm"] + 0.15
+    assert routing["hit@1"] >= baselines["best_llm_per_task"] - 0.05
+    assert routing["hit@1"] <= routing["hit@3"] <= routing["hit@5"] <= baselines["oracle"]
+    assert result["correctness"]["auroc"] > 0.8
+    assert set(result["per_task"]) == {"math", "law", "biology"}
+
+
+def test_onboarding_without_retraining(trained: Path) -> None:
+    with Store.open(trained) as store:
+        before_ids, before, _ = store.embeddings("default")
+        report = embed_workspace_llm(store, "law-3")
+        assert report["new"] and report["evidence"] > 100
+        ids, after, _ = store.embeddings("default")
+        assert ids == sorted([*before_ids, "law-3"])
+        kept = [ids.index(llm) for llm in before_ids]
+        np.testing.assert_array_equal(after[kept], before)  # nobody else moved
+        model = load_workspace_locus(store)
+        vector = after[ids.index("law-3")]
+        distances = {llm: float(np.linalg.norm(after[i] - vector)) for i, llm in enumerate(ids)}
+        del distances["law-3"]
+        assert min(distances, key=distances.__getitem__).startswith("law-")
+        assert "law-3" in model.llm_ids_
+        # the same evidence gives the same vector
+        again = embed_workspace_llm(store, "law-3")
+        assert again["moved"] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_more_scores_refine_the_embedding(tmp_path: Path) -> None:
+    rows = planted_rows()
+    newcomer = rows[rows["llm_id"] == "math-0"].assign(llm_id="fresh")
+    path = build_planted_workspace(tmp_path / "ws", rows)
+    with Store.open(path) as store:
+        fit_workspace(store, small_config(max_steps=100))
+        first, extra = newcomer.iloc[::7].iloc[:40], newcomer.iloc[1::7].iloc[:10]
+        store.write_batch(
+            ImportBatch.from_long(first, source="planted", origin="a.csv"), kind="table"
+        )
+        one = embed_workspace_llm(store, "fresh", include_test=True)
+        store.write_batch(
+            ImportBatch.from_long(extra, source="planted", origin="b.csv"), kind="table"
+        )
+        two = embed_workspace_llm(store, "fresh", include_test=True)
+    assert (one["evidence"], two["evidence"]) == (40, 50)
+    assert two["moved"] > 0
+
+
+def test_bad_requests(trained: Path, tmp_path: Path) -> None:
+    with Store.open(trained) as store:
+        with pytest.raises(LocusNotFoundError, match="unknown LLM 'gpt-9'"):
+            embed_workspace_llm(store, "gpt-9")
+        with pytest.raises(LocusNotFoundError, match="run `locus fit` first"):
+            load_workspace_locus(store, "other")
+        with pytest.raises(LocusInputError, match="plain name"):
+            load_workspace_locus(store, "../x")
+    # an LLM whose only scores are on queries without text cannot be embedded
+    no_text = pd.DataFrame({"llm_id": ["mute"], "query_id": ["x1"], "score": [1.0]})
+    other = build_planted_workspace(tmp_path / "ws")
+    with Store.open(other) as store:
+        fit_workspace(store, small_config(max_steps=50))
+        store.write_batch(
+            ImportBatch.from_long(no_text, source="bare", origin="bare.csv"), kind="table"
+        )
+        with pytest.raises(LocusInputError, match="no usable scores"):
+            embed_workspace_llm(store, "mute")
+        # an artifact whose text encoder differs from the workspace's is refused
+        encode_missing(store, HashingEncoder(ENCODER_DIM + 1))
+        with pytest.raises(LocusArtifactError, match="re-run locus fit"):
+            load_workspace_locus(store)
+
+
+def test_cli_route_evaluate_embed(run_cli: Run, trained: Path) -> None:
+    result = run_cli("route", "integral derivative matrix limit", "-w", trained, "--json")
+    assert result.exit_code == 0, result.stderr
+    payload = result.json()
+    assert isinstance(payload, list) and payload[0]["llm_id"].startswith("math-")
+    assert len(payload[0]["runners_up"]) == 2
+    text = run_cli("route", "court jury appeal tort verdict", "-w", trained, "--top", "1")
+    assert text.exit_code == 0 and "law-" in text.stdout
+    empty = run_cli("route", "", "-w", trained)
+    assert empty.exit_code == 2 and "empty" in empty.stderr
+    evaluation = run_cli("evaluate", "-w", trained, "--json").json()
+    assert isinstance(evaluation, dict) and evaluation["split"] == "test"
+    table = run_cli("evaluate", "-w", trained)
+    assert "best single LLM" in table.stdout and "per task" in table.stdout
+    unknown = run_cli("embed", "nobody", "-w", trained)
+    assert unknown.exit_code == 2 and unknown.stderr.count("\n") == 1
+
+
+def test_cli_route_file(run_cli: Run, trained: Path, tmp_path: Path) -> None:
+    queries = tmp_path / "queries.txt"
+    queries.write_text("integral derivative\n\ncell enzyme protein\n")
+    payload = run_cli("route", "--file", queries, "-w", trained, "--json").json()
+    assert isinstance(payload, list) and len(payload) == 2
+    assert payload[1]["llm_id"].startswith("biology-")
+    neither = run_cli("route", "-w", trained)
+    assert neither.exit_code == 2 and "neither" in neither.stderr
