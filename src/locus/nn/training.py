@@ -72,6 +72,10 @@ class TrainingConfig:
     grad_clip: float = 1.0
     noise_start: float = 0.10
     noise_end: float = 0.05
+    # Noise std is noise_* x the RMS coordinate of the training query vectors, so the same levels
+    # mean the same thing for unit-norm 384-d vectors (RMS ~0.05) and for unnormalised ones.
+    # Absolute noise of 0.1 on a unit-norm 384-d vector has twice its norm and drowns the query.
+    noise_relative: bool = True
     # meta-learning episodes
     min_evidence: int = 16
     anchors: int = 1024
@@ -374,9 +378,13 @@ def _train(
     losses: list[float] = []
     info: dict[str, float] = {}
     llm_queue: list[int] = []
+    noise_scale = 1.0
+    if config.noise_relative and len(train_idx):
+        noise_scale = float(np.sqrt(np.mean(np.square(vectors[train_idx], dtype=np.float64))))
     for step in range(1, config.max_steps + 1):
         fraction = (step - 1) / max(1, config.max_steps - 1)
-        noise_std = config.noise_start + (config.noise_end - config.noise_start) * fraction
+        noise_level = config.noise_start + (config.noise_end - config.noise_start) * fraction
+        noise_std = noise_level * noise_scale
         if len(llm_queue) < min(config.llms_per_step, n_llms):
             llm_queue.extend(rng.permutation(n_llms).tolist())
         batch_llms = llm_queue[: min(config.llms_per_step, n_llms)]

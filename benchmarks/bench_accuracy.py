@@ -1,0 +1,111 @@
+"""Accuracy benchmark: LOCUS routing and correctness on real data, mean ± sd over seeds.
+
+For each dataset: import into a fresh workspace (or reuse one), encode the queries with the
+default text encoder (cached in the workspace), then for each training seed fit on the hash
+split (seed 0: 80/10/10 of the queries) and evaluate on the test queries, next to the best
+single LLM, the best LLM per task and the oracle on the same queries.
+
+Run: `.venv/bin/python benchmarks/bench_accuracy.py --dataset mmlu-pro --seeds 0 1 2`
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import REPO_ROOT, peak_memory_mb, require_shared_data, write_results
+
+from locus.nn import TrainingConfig
+from locus.pipeline import evaluate_workspace, fit_workspace
+from locus.store import Store
+from locus.store.ingest import import_path
+from locus.text import get_text_encoder
+from locus.text.cache import encode_missing
+
+
+def prepare(dataset: str, workspace: Path) -> Store:
+    data = require_shared_data()
+    store = Store.open(workspace)
+    if dataset == "mmlu-pro":
+        import_path(store, "mmlu-pro", data / "mmlu_pro" / "eval_results")
+    elif dataset == "zeroeval":
+        folder = data / "zeroeval"
+        import_path(store, "table", folder / "scores.csv.gz", queries=folder / "queries.jsonl.gz")
+    else:
+        sys.exit(f"unknown dataset {dataset!r}; expected mmlu-pro or zeroeval")
+    report = encode_missing(store, get_text_encoder())
+    print(f"encoded {report.encoded} queries ({report.cached} cached)", flush=True)
+    return store
+
+
+def summarise(values: list[float]) -> dict[str, float]:
+    return {
+        "mean": statistics.fmean(values),
+        "sd": statistics.stdev(values) if len(values) > 1 else 0.0,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dataset", default="mmlu-pro", choices=["mmlu-pro", "zeroeval"])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--anchors", type=int, default=1024)
+    parser.add_argument("--max-steps", type=int, default=3000)
+    parser.add_argument("--eval-every", type=int, default=50)
+    parser.add_argument("--patience", type=int, default=6)
+    parser.add_argument("--workspace", type=Path, default=REPO_ROOT / ".bench" / "accuracy")
+    args = parser.parse_args()
+    store = prepare(args.dataset, args.workspace / args.dataset)
+    runs = []
+    for seed in args.seeds:
+        config = TrainingConfig(
+            anchors=args.anchors, seed=seed, max_steps=args.max_steps,
+            eval_every=args.eval_every, patience=args.patience,
+        )  # fmt: skip
+        started = time.perf_counter()
+        fit = fit_workspace(store, config, name=f"bench-seed{seed}")
+        result = evaluate_workspace(store, name=f"bench-seed{seed}")
+        result["fit_seconds"] = time.perf_counter() - started
+        result["best_step"] = fit.best_step
+        runs.append(result)
+        print(
+            f"seed {seed}: hit@1 {result['routing']['hit@1']:.4f} (best single "
+            f"{result['baselines']['best_single_llm']:.4f}, per task "
+            f"{result['baselines']['best_llm_per_task']:.4f}, oracle "
+            f"{result['baselines']['oracle']:.4f}) AUROC {result['correctness']['auroc']:.4f} "
+            f"fit {result['fit_seconds']:.0f} s, best step {fit.best_step}",
+            flush=True,
+        )
+    figures = {
+        "dataset": args.dataset,
+        "seeds": args.seeds,
+        "anchors": args.anchors,
+        "llms": runs[0]["llms"],
+        "test_queries": runs[0]["queries"],
+        "routing": {k: summarise([r["routing"][k] for r in runs]) for k in runs[0]["routing"]},
+        "correctness": {
+            k: summarise([r["correctness"][k] for r in runs])
+            for k in ("accuracy", "auroc", "brier", "ece")
+        },
+        "baselines": {
+            k: runs[0]["baselines"][k]
+            for k in ("best_single_llm", "best_single_llm_id", "best_llm_per_task", "oracle")
+        },
+        "fit_seconds": summarise([r["fit_seconds"] for r in runs]),
+        "best_steps": [r["best_step"] for r in runs],
+        "peak_memory_mb": round(peak_memory_mb()),
+        "per_task_seed0": runs[0]["per_task"],
+    }
+    print(json.dumps({k: figures[k] for k in ("routing", "correctness", "baselines")}, indent=1))
+    print(f"written {write_results(f'accuracy-{args.dataset}', figures)}")
+    store.close()
+
+
+if __name__ == "__main__":
+    main()
