@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import REPO_ROOT, peak_memory_mb, require_shared_data, write_results
 
 from locus.nn import TrainingConfig
-from locus.pipeline import evaluate_workspace, fit_workspace
+from locus.pipeline import evaluate_workspace, fit_workspace, load_workspace_locus
 from locus.store import Store
 from locus.store.ingest import import_path
 from locus.text import get_text_encoder
@@ -59,6 +59,9 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=3000)
     parser.add_argument("--eval-every", type=int, default=50)
     parser.add_argument("--patience", type=int, default=6)
+    parser.add_argument(
+        "--evaluate-only", action="store_true", help="Reuse the artifacts of an earlier run."
+    )
     parser.add_argument("--workspace", type=Path, default=REPO_ROOT / ".bench" / "accuracy")
     args = parser.parse_args()
     store = prepare(args.dataset, args.workspace / args.dataset)
@@ -69,17 +72,22 @@ def main() -> None:
             eval_every=args.eval_every, patience=args.patience,
         )  # fmt: skip
         started = time.perf_counter()
-        fit = fit_workspace(store, config, name=f"bench-seed{seed}")
+        if args.evaluate_only:
+            model = load_workspace_locus(store, f"bench-seed{seed}")
+            best_step, fit_seconds = model.best_step_, float("nan")
+        else:
+            fit = fit_workspace(store, config, name=f"bench-seed{seed}")
+            best_step, fit_seconds = fit.best_step, time.perf_counter() - started
         result = evaluate_workspace(store, name=f"bench-seed{seed}")
-        result["fit_seconds"] = time.perf_counter() - started
-        result["best_step"] = fit.best_step
+        result["fit_seconds"] = fit_seconds
+        result["best_step"] = best_step
         runs.append(result)
         print(
             f"seed {seed}: hit@1 {result['routing']['hit@1']:.4f} (best single "
             f"{result['baselines']['best_single_llm']:.4f}, per task "
             f"{result['baselines']['best_llm_per_task']:.4f}, oracle "
             f"{result['baselines']['oracle']:.4f}) AUROC {result['correctness']['auroc']:.4f} "
-            f"fit {result['fit_seconds']:.0f} s, best step {fit.best_step}",
+            f"fit {result['fit_seconds']:.0f} s, best step {best_step}",
             flush=True,
         )
     figures = {

@@ -48,6 +48,9 @@ def test_baselines_chosen_on_train_scored_on_test() -> None:
     train = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
     test = np.array([[0.0, 1.0], [1.0, 1.0]])
     assert best_single_accuracy(train, test) == (0, 0.5)
+    # where the best LLM was not evaluated, the next in the training ranking answers
+    gappy = np.array([[np.nan, 1.0], [1.0, 0.0]])
+    assert best_single_accuracy(train, gappy) == (0, 1.0)
     tasks_train = ["a", "a", "b"]
     assert best_per_task_accuracy(train, tasks_train, test, ["b", "a"]) == 1.0
 

@@ -281,7 +281,7 @@ def encode_command(
             " else all-MiniLM-L6-v2).",
         ),
     ] = None,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 64,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 16,
     workspace: WorkspaceOption = None,
     as_json: JsonOption = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
@@ -346,12 +346,17 @@ def fit_command(
     ] = 1024,
     seed: Annotated[int, typer.Option("--seed", help="Training seed.")] = 0,
     split_seed: Annotated[int, typer.Option("--split-seed", help="Query split seed.")] = 0,
-    max_steps: Annotated[int, typer.Option("--max-steps", min=1)] = 5000,
+    max_steps: Annotated[int, typer.Option("--max-steps", min=1)] = 3000,
+    eval_every: Annotated[
+        int, typer.Option("--eval-every", min=1, help="Steps between validation checks.")
+    ] = 50,
     epochs: Annotated[
         int | None,
         typer.Option("--epochs", min=1, help="Passes over the LLMs (overrides --max-steps)."),
     ] = None,
-    patience: Annotated[int, typer.Option("--patience", min=1, help="Evaluations.")] = 10,
+    patience: Annotated[
+        int, typer.Option("--patience", min=1, help="Checks without gain before stopping.")
+    ] = 6,
     exclude: Annotated[
         list[str] | None, typer.Option("--exclude", help="Keep an LLM out of training.")
     ] = None,
@@ -376,6 +381,7 @@ def fit_command(
             seed=seed,
             max_steps=steps,
             patience=patience,
+            eval_every=eval_every,
             min_evidence=min(16, anchors),
         )
         with _training_bar(not (quiet or as_json)) as progress:

@@ -291,7 +291,9 @@ def evaluate_workspace(
         per_task[task] = {
             "queries": int(mask.sum()),
             "hit@1": metrics.routing_accuracy(proba[mask], truth[mask]),
-            "best_single_llm": float(np.nanmean(truth[mask][:, best_index])),
+            "best_single_llm": metrics.best_single_accuracy(table.scores[train_rows], truth[mask])[
+                1
+            ],
             "oracle": metrics.oracle_accuracy(truth[mask]),
         }
     result["per_task"] = per_task

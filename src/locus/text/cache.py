@@ -33,7 +33,7 @@ def encode_missing(
     encoder: TextEncoder,
     *,
     chunk_size: int = 512,
-    batch_size: int = 64,
+    batch_size: int = 16,
     progress: ProgressFactory = no_progress,
 ) -> EncodeReport:
     """Encode every query text of the store that has no vector for `encoder`.
