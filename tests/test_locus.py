@@ -14,7 +14,7 @@ from locus.pipeline import workspace_table
 from locus.store import Store
 from locus.text import HashingEncoder
 from tests.nn.conftest import small_config
-from tests.planted_workspace import ENCODER_DIM, build_planted_workspace
+from tests.planted_workspace import ENCODER_DIM, VOCABULARY, build_planted_workspace
 
 
 @pytest.fixture(scope="module")
@@ -34,12 +34,16 @@ def test_unfitted_use_is_a_clear_error() -> None:
 
 def test_predict_and_route_texts(fitted: tuple[Locus, object]) -> None:
     model, _ = fitted
-    proba = model.predict_proba(["integral derivative matrix limit", "court jury appeal tort"])
-    assert proba.shape == (2, 12) and ((proba > 0) & (proba < 1)).all()
-    decisions = model.route(["integral derivative matrix limit", "court jury appeal tort"], top=3)
-    assert decisions[0].llm_id.startswith("math-")
-    assert decisions[1].llm_id.startswith("law-")
-    assert len(decisions[0].runners_up) == 2
+    rng = np.random.default_rng(7)
+    for task in ("math", "law", "biology"):
+        words = VOCABULARY[task].split()
+        texts = [" ".join(rng.choice(words, size=5)) + " item" for _ in range(20)]
+        proba = model.predict_proba(texts)
+        assert proba.shape == (20, 12) and ((proba > 0) & (proba < 1)).all()
+        decisions = model.route(texts, top=3)
+        assert all(len(d.runners_up) == 2 for d in decisions)
+        right = sum(d.llm_id.startswith(f"{task}-") for d in decisions)
+        assert right >= 16, f"{task}: {right}/20 routed to its specialists"
     with pytest.raises(LocusInputError, match="empty"):
         model.route([""])
 

@@ -44,7 +44,8 @@ def test_routing_beats_best_single_llm(trained: Path) -> None:
     assert routing["hit@1"] > baselines["best_single_llm"] + 0.15
     assert routing["hit@1"] >= baselines["best_llm_per_task"] - 0.05
     assert routing["hit@1"] <= routing["hit@3"] <= routing["hit@5"] <= baselines["oracle"]
-    assert result["correctness"]["auroc"] > 0.8
+    # Bayes-optimal AUROC on this planted pool (skill 0.9 vs 0.2, one task in three) is ~0.815
+    assert result["correctness"]["auroc"] > 0.7
     assert set(result["per_task"]) == {"math", "law", "biology"}
 
 
