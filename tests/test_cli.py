@@ -71,3 +71,16 @@ def test_workspace_that_is_a_file(run_cli: Run, tmp_path: Path) -> None:
 def test_usage_error_exit_2(run_cli: Run) -> None:
     result = run_cli("llms", "--no-such-option")
     assert result.exit_code == 2
+
+
+def test_failed_import_leaves_no_workspace_behind(run_cli: Run, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text("llm_id,query_id,score\na,1,0.5\nb,1,2\n")
+    workspace = tmp_path / "ws"
+    result = run_cli("import", "table", bad, "--workspace", workspace)
+    assert result.exit_code == 2
+    assert "line 3, column 'score': expected a number in [0, 1], found '2'" in result.stderr
+    assert not workspace.exists()
+    unknown = run_cli("import", "csvv", bad, "--workspace", workspace)
+    assert unknown.exit_code == 2 and "expected one of table, mmlu-pro" in unknown.stderr
+    assert not workspace.exists()

@@ -169,9 +169,8 @@ def import_command(
 ) -> None:
     """Import evaluation results into the workspace (one transaction: all or nothing)."""
     from locus.data.importers import get_importer
-    from locus.store.ingest import import_path
 
-    get_importer(format_name)  # unknown format: fail before touching anything
+    get_importer(format_name)  # unknown format: fail before reading anything
     options: dict[str, Any] = {}
     if format_name == "table":
         if queries is not None:
@@ -188,10 +187,10 @@ def import_command(
         if format_name != "mmlu-pro":
             raise LocusInputError(f"import {format_name}: expected a PATH to import, found none")
         path = _mmlu_pro_path(workspace, progress)
+    # read and validate before the workspace is touched: a bad file leaves no trace
+    batch = get_importer(format_name)(path, source=source, progress=progress, **options)
     with _open_store(workspace) as store:
-        report = import_path(
-            store, format_name, path, source=source, replace=replace, progress=progress, **options
-        )
+        report = store.write_batch(batch, kind=format_name, replace=replace, progress=progress)
     if as_json:
         _print_json(report.as_dict())
         return

@@ -78,5 +78,5 @@ def get_importer(name: str) -> Importer:
     except KeyError:
         raise LocusInputError(
             f"unknown import format {name!r}; expected one of {', '.join(IMPORTERS)}; pick one "
-            "of these (--format NAME)"
+            "of these, e.g. `locus import table scores.csv`"
         ) from None
