@@ -232,7 +232,7 @@ def llms_command(workspace: WorkspaceOption = None, as_json: JsonOption = False)
         ("best task", "left"),
         ("its accuracy", "right"),
     ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for row in summary.sort_values("accuracy", ascending=False).to_dict("records"):
         table.add_row(
             row["llm_id"],
