@@ -46,3 +46,11 @@ def write_results(name: str, figures: dict[str, Any]) -> Path:
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(payload, indent=2) + "\n")
     return path
+
+
+def report(name: str, figures: dict[str, Any]) -> None:
+    """Print the figures one per line, then write them to results/<name>.json."""
+    width = max(map(len, figures), default=0)
+    for key, value in figures.items():
+        print(f"{key:>{width}}: {value}")
+    print(f"written {write_results(name, figures)}")

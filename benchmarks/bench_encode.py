@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import peak_memory_mb, require_shared_data, write_results
+from _common import peak_memory_mb, report, require_shared_data
 
 from locus.data.importers import get_importer
 from locus.text import get_text_encoder
@@ -43,9 +43,7 @@ def main() -> None:
         seconds = time.perf_counter() - started
         figures[f"queries_per_s_batch_{batch_size}"] = round(len(texts) / seconds, 1)
     figures["peak_memory_mb"] = round(peak_memory_mb())
-    for key, value in figures.items():
-        print(f"{key:>26}: {value}")
-    print(f"written {write_results('encode', figures)}")
+    report("encode", figures)
 
 
 if __name__ == "__main__":

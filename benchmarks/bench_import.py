@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import peak_memory_mb, require_shared_data, write_results
+from _common import peak_memory_mb, report, require_shared_data
 
 from locus.data.importers import get_importer
 from locus.store import Store
@@ -28,7 +28,7 @@ def main() -> None:
         read_s = time.perf_counter() - started
         with Store.open(Path(tmp) / "ws") as store:
             started = time.perf_counter()
-            report = store.write_batch(batch, kind="mmlu-pro")
+            first = store.write_batch(batch, kind="mmlu-pro")
             write_s = time.perf_counter() - started
             started = time.perf_counter()
             again = store.write_batch(importer(folder), kind="mmlu-pro")
@@ -44,13 +44,11 @@ def main() -> None:
         "scores_per_s": round(batch.n_scores / (read_s + write_s)),
         "reimport_s": round(reimport_s, 2),
         "reimport_changed": again.changed,
-        "new_scores_first": report.new_scores,
+        "new_scores_first": first.new_scores,
         "db_mb": round(db_mb, 1),
         "peak_memory_mb": round(peak_memory_mb()),
     }
-    for key, value in figures.items():
-        print(f"{key:>22}: {value}")
-    print(f"written {write_results('import', figures)}")
+    report("import", figures)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import REPO_ROOT, peak_memory_mb, write_results
+from _common import REPO_ROOT, peak_memory_mb, report
 
 from locus.pipeline import load_workspace_locus
 from locus.store import Store
@@ -58,9 +58,7 @@ def main() -> None:
         "score_median_ms": round(statistics.median(score_ms), 2),
         "peak_memory_mb": round(peak_memory_mb()),
     }
-    for key, value in figures.items():
-        print(f"{key:>18}: {value}")
-    print(f"written {write_results('route', figures)}")
+    report("route", figures)
 
 
 if __name__ == "__main__":

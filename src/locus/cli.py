@@ -445,10 +445,31 @@ def route_command(
     as_json: JsonOption = False,
 ) -> None:
     """Send each query to the LLM most likely to answer it correctly."""
+    _route_and_render(
+        _route_texts(query, file),
+        workspace=workspace,
+        artifact=artifact,
+        top=top,
+        cost_weight=cost_weight,
+        max_cost=max_cost,
+        as_json=as_json,
+    )
+
+
+def _route_and_render(
+    texts: list[str],
+    *,
+    workspace: Path | None,
+    artifact: str = "default",
+    top: int = 3,
+    cost_weight: float = 0.0,
+    max_cost: float | None = None,
+    as_json: bool = False,
+) -> None:
+    """Load the text encoder and the artifact once, route every text, print the choices."""
     from locus.pipeline import route_workspace
     from locus.text import get_text_encoder
 
-    texts = _route_texts(query, file)
     with _open_store(workspace, create=False) as store:
         encoder = get_text_encoder(store.text_encoder)
         decisions = route_workspace(
@@ -593,8 +614,7 @@ def demo_command(
     console.rule("5. routing accuracy on the held-out test queries")
     evaluate_command(workspace=workspace)
     console.rule("6. route three new queries")
-    for text in _DEMO_QUERIES:
-        route_command(text, workspace=workspace)
+    _route_and_render(list(_DEMO_QUERIES), workspace=workspace)
 
 
 def main() -> None:

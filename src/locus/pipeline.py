@@ -57,8 +57,13 @@ class WorkspaceTable:
         return np.flatnonzero(self.splits == split)
 
 
-def workspace_table(store: Store, *, split_seed: int = 0) -> WorkspaceTable:
+def workspace_table(
+    store: Store, *, split_seed: int = 0, llm_ids: Sequence[str] | None = None
+) -> WorkspaceTable:
     """Score table of every query that has text, its cached vectors and its split.
+
+    With `llm_ids`, only those LLMs' columns and the queries they were scored on are read (a
+    query's split depends only on its text, so it is the same either way).
 
     Raises:
         LocusInputError: empty workspace, or queries not encoded yet (run `locus encode`).
@@ -68,13 +73,13 @@ def workspace_table(store: Store, *, split_seed: int = 0) -> WorkspaceTable:
         raise LocusInputError(
             f"workspace {store.workspace}: queries are not encoded yet; run `locus encode` first"
         )
-    table = store.score_table()
+    table = store.score_table(llm_ids=llm_ids)
     if table.n_llms == 0:
         raise LocusInputError(
             f"workspace {store.workspace}: no scores; import evaluation results first"
         )
-    has_text = np.array([h != "" for h in table.text_hashes])
-    if not has_text.any():
+    has_text = np.array([h != "" for h in table.text_hashes], dtype=bool)
+    if not has_text.any() and llm_ids is None:
         raise LocusInputError(
             f"workspace {store.workspace}: no query has text; LOCUS needs query texts (import "
             "with query_text or --queries)"
@@ -199,8 +204,10 @@ def embed_workspace_llm(
             f"unknown LLM {llm_id!r}; expected an LLM of the workspace (see `locus llms`); "
             "import its scores first"
         )
-    data = workspace_table(store, split_seed=int(model.metadata.get("split_seed", 0)))
-    column = data.table.scores[:, data.table.llm_index(llm_id)]
+    data = workspace_table(
+        store, split_seed=int(model.metadata.get("split_seed", 0)), llm_ids=[llm_id]
+    )
+    column = data.table.scores[:, 0]
     usable = ~np.isnan(column)
     if not include_test:
         usable &= data.splits != "test"
@@ -212,7 +219,9 @@ def embed_workspace_llm(
     started = time.perf_counter()
     vector = model.embed(data.vectors[usable], column[usable])
     seconds = time.perf_counter() - started
-    previous = dict(zip(*store.embeddings(name)[:2], strict=True)).get(llm_id)
+    previous = (
+        model.llm_embeddings_[model.llm_ids_.index(llm_id)] if llm_id in model.llm_ids_ else None
+    )
     store.replace_embeddings(name, [llm_id], vector[None, :], [int(usable.sum())], only=True)
     return {
         "llm_id": llm_id,

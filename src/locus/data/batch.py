@@ -25,6 +25,7 @@ __all__ = [
     "REQUIRED_COLUMNS",
     "SPLIT_NAMES",
     "ImportBatch",
+    "parse_numbers",
 ]
 
 REQUIRED_COLUMNS = ("llm_id", "query_id", "score")
@@ -190,6 +191,29 @@ def _id_column(
     return as_text.to_numpy(dtype=object)
 
 
+def parse_numbers(
+    raw: pd.Series, *, low: float | None, high: float | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Parse a column of numbers: (values with NaN for blanks, unparsable mask, out-of-range mask).
+
+    Blank cells ("", "nan", "None", "null", "NA", missing) are NaN, never an error; infinities
+    are out of range.
+    """
+    if raw.dtype == bool:
+        raw = raw.astype(float)
+    text = raw.astype(str).str.strip()
+    blank = raw.isna().to_numpy() | text.isin(["", "nan", "NaN", "None", "null", "NA"]).to_numpy()
+    parsed = pd.to_numeric(raw.where(~blank), errors="coerce").to_numpy(dtype=float)
+    bad = np.isnan(parsed) & ~blank
+    finite = ~np.isnan(parsed)
+    outside = np.isinf(parsed)
+    if low is not None:
+        outside = outside | (finite & (parsed < low))
+    if high is not None:
+        outside = outside | (finite & (parsed > high))
+    return parsed, bad, outside
+
+
 def _numeric_column(
     rows: pd.DataFrame,
     column: str,
@@ -201,25 +225,13 @@ def _numeric_column(
 ) -> np.ndarray:
     """Parse a numeric column; blank cells become NaN, anything else unparsable is an error."""
     raw = rows[column]
-    if raw.dtype == bool:
-        raw = raw.astype(float)
-    text = raw.astype(str).str.strip()
-    blank = raw.isna().to_numpy() | text.isin(["", "nan", "NaN", "None", "null", "NA"]).to_numpy()
-    parsed = pd.to_numeric(raw.where(~blank), errors="coerce").to_numpy(dtype=float)
-    bad = np.isnan(parsed) & ~blank
+    parsed, bad, outside = parse_numbers(raw, low=low, high=high)
     if bad.any():
         position = int(np.flatnonzero(bad)[0])
         raise LocusInputError(
             f"{origin}: {describe_row(position)}, column {column!r}: expected a number, found "
             f"{_show(raw.iloc[position])}; fix the value or leave it blank for 'not evaluated'"
         )
-    outside = np.zeros(len(parsed), dtype=bool)
-    finite = ~np.isnan(parsed)
-    if low is not None:
-        outside |= finite & (parsed < low)
-    if high is not None:
-        outside |= finite & (parsed > high)
-    outside = outside | np.isinf(parsed)
     if outside.any():
         position = int(np.flatnonzero(outside)[0])
         bounds = f"in [{low:g}, {high:g}]" if high is not None else f">= {low:g}"

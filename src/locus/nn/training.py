@@ -36,6 +36,7 @@ import torch
 import torch.nn.functional as F
 from numpy.typing import NDArray
 
+from locus import metrics
 from locus.errors import LocusInputError
 from locus.nn.embedding import embed_indexed, evaluating
 from locus.nn.encoder import LLMEncoder
@@ -321,15 +322,13 @@ def _validation_metrics(
     """(routing accuracy, correctness accuracy) of (n_val, n_llms) logits against scores.
 
     Routing sends each query to the evaluated LLM with the highest logit and counts that LLM's
-    score; queries no LLM was evaluated on are skipped.
+    score (`locus.metrics.routing_accuracy`; the logit ranks LLMs as P(correct) does); queries
+    no LLM was evaluated on are skipped.
     """
     observed = ~np.isnan(val_scores)
-    answerable = observed.any(axis=1)
-    if not answerable.any():
+    if not observed.any():
         return math.nan, math.nan
-    masked = np.where(observed, logits, -np.inf)[answerable]
-    chosen = masked.argmax(axis=1)
-    routing = float(val_scores[answerable][np.arange(len(chosen)), chosen].mean())
+    routing = metrics.routing_accuracy(logits, val_scores)
     correctness = float(((logits > 0) == (val_scores >= 0.5))[observed].mean())
     return routing, correctness
 

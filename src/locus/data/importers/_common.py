@@ -10,6 +10,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from locus.data.batch import parse_numbers
 from locus.data.readers import check_file, check_folder
 from locus.data.text import normalise_text
 from locus.errors import LocusInputError
@@ -154,14 +155,10 @@ def merge_repeats(
 
 def _clean_numbers(values: pd.Series, *, high: float | None) -> pd.Series | None:
     """Parse to float (blank -> NaN); None if any value is unparsable, negative or above high."""
-    parsed = pd.to_numeric(values, errors="coerce")
-    blank = values.isna() | values.astype(str).str.strip().isin(["", "nan", "NaN", "None"])
-    finite = parsed.notna()
-    if (~finite & ~blank).any() or (parsed[finite] < 0).any() or np.isinf(parsed[finite]).any():
+    parsed, bad, outside = parse_numbers(values, low=0.0, high=high)
+    if bad.any() or outside.any():
         return None
-    if high is not None and (parsed[finite] > high).any():
-        return None
-    return parsed.astype(float)
+    return pd.Series(parsed, index=values.index)
 
 
 def unwrap_list_text(text: str) -> str:
