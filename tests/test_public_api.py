@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import locus
 
 
@@ -12,6 +14,7 @@ def test_exported_names_are_pinned() -> None:
     assert sorted(locus.__all__) == sorted(
         [
             "ImportBatch",
+            "Locus",
             "LocusArtifactError",
             "LocusConflictError",
             "LocusError",
@@ -20,6 +23,7 @@ def test_exported_names_are_pinned() -> None:
             "LocusNotFoundError",
             "LocusStoreError",
             "ScoreTable",
+            "TrainingConfig",
             "__version__",
         ]
     )
@@ -38,3 +42,13 @@ def test_import_is_light() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert loaded == ""
+
+
+def test_torch_backed_names_load_on_first_use() -> None:
+    from locus.locus import Locus
+    from locus.nn import TrainingConfig
+
+    assert locus.Locus is Locus
+    assert locus.TrainingConfig is TrainingConfig
+    with pytest.raises(AttributeError, match="NoSuchName"):
+        locus.NoSuchName  # noqa: B018

@@ -333,6 +333,8 @@ def _training_bar(enabled: bool) -> Iterator[Any]:
             if "val_routing_accuracy" in info:
                 parts.append(f"val hit@1 {info['val_routing_accuracy']:.4f}")
                 parts.append(f"best {info.get('best_val_routing_accuracy', float('nan')):.4f}")
+            if "val_log_loss" in info:
+                parts.append(f"val log-loss {info['val_log_loss']:.4f}")
             bar.update(task, completed=step, total=total, info="  ".join(parts))
 
         yield update

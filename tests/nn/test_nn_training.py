@@ -152,8 +152,45 @@ def test_validation_routing_only_picks_evaluated_llms() -> None:
     scores = np.array(
         [[np.nan, 1.0, 0.0], [1.0, 0.0, np.nan], [np.nan, np.nan, np.nan]], dtype=np.float32
     )
-    routing, correctness = _validation_metrics(logits, scores)
+    routing, correctness, log_loss = _validation_metrics(logits, scores)
     # query 0: LLM 0 not evaluated -> LLM 1 (score 1); query 1: LLM 1 (score 0); query 2 skipped
     assert routing == 0.5
     # evaluated cells: (0,1) 1>0 & 1 ok, (0,2) -1<0 & 0 ok, (1,0) ok, (1,1) 3>0 but 0 wrong
     assert correctness == 0.75
+    # mean BCE over the four evaluated cells: -log sigmoid(1), -log sigmoid(1), -log sigmoid(2),
+    # -log(1 - sigmoid(3)) = softplus(-1), softplus(-1), softplus(-2), softplus(3)
+    expected = np.mean(np.log1p(np.exp([-1.0, -1.0, -2.0, 3.0])))
+    assert log_loss == pytest.approx(expected, rel=1e-6)
+
+
+def test_equal_routing_accuracy_goes_to_lower_log_loss() -> None:
+    from locus.nn.training import _better
+
+    assert _better((0.72, 0.70), (0.71, 0.50))  # routing first
+    assert _better((0.71, 0.49), (0.71, 0.50))  # tie -> lower log-loss
+    assert not _better((0.71, 0.51), (0.71, 0.50))
+    assert not _better((0.70, 0.10), (0.71, 0.50))
+
+
+def test_ties_keep_the_lowest_log_loss_and_patience_counts_routing_gains(
+    planted_pool: PlantedPool, make_config: MakeConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import locus.nn.training as training
+
+    # Scripted validations: routing gains at evaluations 1 and 2, then flat; log-loss falls
+    # until evaluation 4, then rises. Patience 3 stops after evaluation 5 (3 without a gain).
+    script = iter([(0.5, 0.70), (0.6, 0.69), (0.6, 0.60), (0.6, 0.55), (0.6, 0.58), (0.6, 0.50)])
+
+    def scripted(logits: np.ndarray, scores: np.ndarray) -> tuple[float, float, float]:
+        routing, log_loss = next(script)
+        return routing, 0.5, log_loss
+
+    monkeypatch.setattr(training, "_validation_metrics", scripted)
+    pool = planted_pool
+    result = train(
+        pool.query_vectors, pool.scores, pool.train_idx, pool.val_idx,
+        make_config(max_steps=100, eval_every=2, patience=3),
+    )  # fmt: skip
+    assert [h["step"] for h in result.history] == [2, 4, 6, 8, 10]
+    assert result.best_step == 8  # same routing as steps 4 and 6, lowest log-loss
+    assert result.history[-1]["val_log_loss"] == 0.58

@@ -18,7 +18,9 @@ Choices worth knowing:
 - LLMs in a step are sorted by evidence count and split into `micro_batches` groups, so short
   evidence sets are not padded to the longest; the loss is still the mean over all target cells.
 - Early stopping on validation routing accuracy with every LLM embedded from all its anchors; the
-  best weights are kept.
+  best weights are kept. Ties in routing accuracy (common: on a pool with one dominant LLM it
+  stays at "always that LLM" for hundreds of steps) go to the lower validation log-loss, so the
+  kept step is not simply the first; patience still counts evaluations without a routing gain.
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ __all__ = ["ProgressCallback", "TrainingConfig", "TrainingResult", "build_networ
 
 ProgressCallback = Callable[[int, int, dict[str, float]], None]
 """progress(step, total_steps, info): info holds "loss" and, after the first evaluation,
-"val_routing_accuracy", "val_correctness_accuracy" and "best_val_routing_accuracy"."""
+"val_routing_accuracy", "val_correctness_accuracy", "val_log_loss" and
+"best_val_routing_accuracy"."""
 
 
 @dataclass(frozen=True)
@@ -318,19 +321,28 @@ class _Pool:
 
 def _validation_metrics(
     logits: NDArray[np.float32], val_scores: NDArray[np.float32]
-) -> tuple[float, float]:
-    """(routing accuracy, correctness accuracy) of (n_val, n_llms) logits against scores.
+) -> tuple[float, float, float]:
+    """(routing accuracy, correctness accuracy, log-loss) of (n_val, n_llms) logits.
 
     Routing sends each query to the evaluated LLM with the highest logit and counts that LLM's
     score (`locus.metrics.routing_accuracy`; the logit ranks LLMs as P(correct) does); queries
-    no LLM was evaluated on are skipped.
+    no LLM was evaluated on are skipped. Log-loss is the mean binary cross-entropy over evaluated
+    cells (scores in between 0 and 1 are soft targets).
     """
     observed = ~np.isnan(val_scores)
     if not observed.any():
-        return math.nan, math.nan
+        return math.nan, math.nan, math.nan
     routing = metrics.routing_accuracy(logits, val_scores)
     correctness = float(((logits > 0) == (val_scores >= 0.5))[observed].mean())
-    return routing, correctness
+    cell_logits = torch.from_numpy(np.ascontiguousarray(logits[observed], dtype=np.float32))
+    cell_targets = torch.from_numpy(np.ascontiguousarray(val_scores[observed], dtype=np.float32))
+    log_loss = float(F.binary_cross_entropy_with_logits(cell_logits, cell_targets))
+    return routing, correctness, log_loss
+
+
+def _better(candidate: tuple[float, float], best: tuple[float, float]) -> bool:
+    """Higher routing accuracy wins; equal routing accuracy goes to the lower log-loss."""
+    return candidate[0] > best[0] or (candidate[0] == best[0] and candidate[1] < best[1])
 
 
 def _train(
@@ -371,7 +383,7 @@ def _train(
     validating = bool(observed[val_idx].any())  # else: run max_steps, keep the final weights
 
     history: list[dict[str, float]] = []
-    best_accuracy = -math.inf
+    best_accuracy, best_log_loss = -math.inf, math.inf
     best_state = _snapshot(encoder, predictor)
     best_step = 0
     evals_without_gain = 0
@@ -403,23 +415,31 @@ def _train(
                 "noise_std": noise_std,
             }
             losses = []
-            routing, correctness = math.nan, math.nan
+            routing, correctness, log_loss = math.nan, math.nan, math.nan
             if validating:
                 with evaluating(encoder, predictor), torch.inference_mode():
                     z = _embed_pool(encoder, pool)  # (n_llms, d)
                     logits = predictor.score_matrix(z, val_vectors)  # (n_val, n_llms)
-                routing, correctness = _validation_metrics(logits.cpu().numpy(), val_scores)
+                routing, correctness, log_loss = _validation_metrics(
+                    logits.cpu().numpy(), val_scores
+                )
             record["val_routing_accuracy"] = routing
             record["val_correctness_accuracy"] = correctness
+            record["val_log_loss"] = log_loss
             record["seconds"] = time.perf_counter() - started
             history.append(record)
-            info.update(val_routing_accuracy=routing, val_correctness_accuracy=correctness)
-            if not validating or routing > best_accuracy:
-                best_accuracy, best_step = routing, step
+            info.update(
+                val_routing_accuracy=routing,
+                val_correctness_accuracy=correctness,
+                val_log_loss=log_loss,
+            )
+            routing_gain = not validating or routing > best_accuracy
+            if not validating or _better((routing, log_loss), (best_accuracy, best_log_loss)):
+                best_accuracy, best_log_loss, best_step = routing, log_loss, step
                 best_state = _snapshot(encoder, predictor)
-                evals_without_gain = 0
-            else:
-                evals_without_gain += 1
+            # patience counts evaluations without a routing gain: a tie-break never prolongs
+            # training (letting log-loss gains reset it tripled the MMLU-Pro fit: 413 s)
+            evals_without_gain = 0 if routing_gain else evals_without_gain + 1
             info["best_val_routing_accuracy"] = best_accuracy
         if progress is not None:
             progress(step, config.max_steps, dict(info))
