@@ -28,6 +28,8 @@ from locus.store.ingest import import_path
 from locus.text import get_text_encoder
 from locus.text.cache import encode_missing
 
+DATASETS = ("mmlu-pro", "zeroeval", "split2-model7")
+
 
 def prepare(dataset: str, workspace: Path) -> Store:
     data = require_shared_data()
@@ -37,8 +39,10 @@ def prepare(dataset: str, workspace: Path) -> Store:
     elif dataset == "zeroeval":
         folder = data / "zeroeval"
         import_path(store, "table", folder / "scores.csv.gz", queries=folder / "queries.jsonl.gz")
+    elif dataset == "split2-model7":
+        import_path(store, "scores-json", data / "routerdc" / "split2_model7")
     else:
-        sys.exit(f"unknown dataset {dataset!r}; expected mmlu-pro or zeroeval")
+        sys.exit(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}")
     report = encode_missing(store, get_text_encoder())
     print(f"encoded {report.encoded} queries ({report.cached} cached)", flush=True)
     return store
@@ -53,7 +57,7 @@ def summarise(values: list[float]) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--dataset", default="mmlu-pro", choices=["mmlu-pro", "zeroeval"])
+    parser.add_argument("--dataset", default="mmlu-pro", choices=DATASETS)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--anchors", type=int, default=1024)
     parser.add_argument("--max-steps", type=int, default=3000)

@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import REPO_ROOT, report
+from bench_accuracy import DATASETS
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
@@ -150,7 +151,9 @@ def task_profile(data: WorkspaceTable, top: int = 5) -> dict[str, dict[str, floa
     leaders = np.argsort(-overall)[:top]
     profile: dict[str, dict[str, float]] = {}
     for task in sorted({t for t in tasks if t is not None}):
-        in_task = np.nanmean(scores[tasks == task], axis=0)
+        with warnings.catch_warnings():  # an LLM not evaluated on a task gives NaN, quietly
+            warnings.simplefilter("ignore", RuntimeWarning)
+            in_task = np.nanmean(scores[tasks == task], axis=0)
         profile[task] = {
             data.table.llm_ids[j]: round(float(in_task[j] - overall[j]), 3) for j in leaders
         }
@@ -194,7 +197,7 @@ def artifact_diagnostics(model: Locus, data: WorkspaceTable) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--dataset", default="mmlu-pro", choices=["mmlu-pro", "zeroeval"])
+    parser.add_argument("--dataset", default="mmlu-pro", choices=DATASETS)
     parser.add_argument("--workspace", type=Path, default=REPO_ROOT / ".bench" / "accuracy")
     parser.add_argument("--anchors", type=int, nargs="+", default=[256, 1024])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])

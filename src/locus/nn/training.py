@@ -153,8 +153,10 @@ class TrainingResult:
             of its anchors: up to `config.anchors` of its observed training queries.
         llm_embeddings: (n_llms, d) every LLM embedded from its anchors with the best encoder.
         history: one dict per evaluation: step, loss (mean training loss since the previous
-            evaluation), val_routing_accuracy, val_correctness_accuracy, noise_std, seconds.
-        best_step: the step whose weights were kept.
+            evaluation), val_routing_accuracy, val_correctness_accuracy, val_log_loss,
+            noise_std, seconds.
+        best_step: the step whose weights were kept (best validation routing accuracy, ties to
+            the lower validation log-loss).
         config: the configuration used.
     """
 
