@@ -92,6 +92,30 @@ def test_result_is_consistent(planted_pool: PlantedPool, trained: TrainingResult
     assert np.abs(again - trained.llm_embeddings[0]).max() < 1e-5
 
 
+def test_query_standardisation_uses_training_queries_only(
+    planted_pool: PlantedPool, trained: TrainingResult, make_config: MakeConfig
+) -> None:
+    pool = planted_pool
+    train_vectors = pool.query_vectors[pool.train_idx].astype(np.float64)
+    mean = train_vectors.mean(axis=0)
+    rms = np.sqrt(np.mean(np.square(train_vectors - mean)))
+    for network in (trained.encoder, trained.predictor):
+        assert np.allclose(network.standardize.shift.numpy(), mean, atol=1e-6)
+        assert float(network.standardize.scale) == pytest.approx(rms, rel=1e-5)
+    # moving the validation and test queries changes nothing; without the option: the identity
+    moved = pool.query_vectors.copy()
+    held_out = np.setdiff1d(np.arange(len(moved)), pool.train_idx)
+    moved[held_out] += 3.0
+    config = make_config(max_steps=2, eval_every=2)
+    result = train(moved, pool.scores, pool.train_idx, pool.val_idx, config)
+    assert np.allclose(result.encoder.standardize.shift.numpy(), mean, atol=1e-6)
+    raw = train(
+        pool.query_vectors, pool.scores, pool.train_idx, pool.val_idx,
+        make_config(max_steps=2, eval_every=2, standardise_queries=False),
+    )  # fmt: skip
+    assert not raw.encoder.standardize.shift.any() and float(raw.predictor.standardize.scale) == 1
+
+
 def test_routing_beats_the_best_single_llm(
     planted_pool: PlantedPool, trained: TrainingResult
 ) -> None:

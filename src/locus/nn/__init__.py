@@ -4,6 +4,7 @@ This is the only package (with the facade) that imports torch.
 
     encoder.py        LLMEncoder: evidence set -> LLM embedding
     predictor.py      CorrectnessPredictor: (LLM embedding, query vector) -> logit of P(correct)
+    standardize.py    QueryStandardizer: query vectors centred and scaled by training statistics
     embedding.py      embed / embed_many / embed_indexed: numpy evidence -> LLM embeddings
     training.py       TrainingConfig, train -> TrainingResult
     serialization.py  weights <-> safetensors

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from locus.errors import LocusInputError
+from locus.nn.standardize import QueryStandardizer
 
 __all__ = ["LLMEncoder"]
 
@@ -132,6 +133,7 @@ class LLMEncoder(nn.Module):
                 raise LocusInputError(f"LLMEncoder {name} must be a positive integer; got {value}")
         self.query_dim = query_dim
         self.dim = dim
+        self.standardize = QueryStandardizer(query_dim)  # identity until training sets it
         # Stored as in the paper, Linear([phi, y, phi (2y - 1)]); used through the P + y Q form.
         self.token = nn.Linear(2 * query_dim + 1, dim)
         self.blocks = nn.ModuleList(
@@ -152,6 +154,7 @@ class LLMEncoder(nn.Module):
             (P, Q), each (..., d), with token(phi, y) = P + y Q.
         """
         self._check_query_dim(phi)
+        phi = self.standardize(phi)
         dq = self.query_dim
         weight = self.token.weight  # (d, 2 dq + 1): columns phi | y | phi (2y - 1)
         w_phi, w_score, w_cross = weight[:, :dq], weight[:, dq], weight[:, dq + 1 :]
@@ -165,6 +168,7 @@ class LLMEncoder(nn.Module):
 
         Kept for tests and the benchmark ablation; `forward` uses the projected form.
         """
+        phi = self.standardize(phi)
         y = y.unsqueeze(-1)  # (B, K, 1)
         return self.token(torch.cat([phi, y, phi * (2.0 * y - 1.0)], dim=-1))
 

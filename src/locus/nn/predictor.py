@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from locus.errors import LocusInputError
+from locus.nn.standardize import QueryStandardizer
 
 __all__ = ["CorrectnessPredictor"]
 
@@ -53,19 +54,20 @@ class CorrectnessPredictor(nn.Module):
             raise LocusInputError(f"dropout must be in [0, 1); got {dropout}")
         self.query_dim = query_dim
         self.dim = dim
+        self.standardize = QueryStandardizer(query_dim)  # identity until training sets it
         self.query_projection = nn.Linear(query_dim, dim)
         self.hidden = nn.Linear(3 * dim, hidden)  # input [z, u, z * u]
         self.dropout = nn.Dropout(dropout)
         self.output = nn.Linear(hidden, 1)
 
     def project_queries(self, phi: Tensor) -> Tensor:
-        """u = Linear(phi): (..., dq) -> (..., d)."""
+        """u = Linear(standardised phi): (..., dq) -> (..., d)."""
         if phi.shape[-1] != self.query_dim:
             raise LocusInputError(
                 f"query vectors must have dimension {self.query_dim} (the predictor's query_dim); "
                 f"got {phi.shape[-1]}"
             )
-        return self.query_projection(phi)
+        return self.query_projection(self.standardize(phi))
 
     def forward(self, z: Tensor, phi: Tensor) -> Tensor:
         """Paired logits.
