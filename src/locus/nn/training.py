@@ -41,8 +41,8 @@ import torch
 import torch.nn.functional as F
 from numpy.typing import NDArray
 
-from locus import metrics
 from locus.errors import LocusInputError
+from locus.metrics import routing_accuracy
 from locus.nn.embedding import embed_indexed, evaluating
 from locus.nn.encoder import LLMEncoder
 from locus.nn.predictor import CorrectnessPredictor
@@ -337,7 +337,7 @@ def _validation_metrics(
     observed = ~np.isnan(val_scores)
     if not observed.any():
         return math.nan, math.nan, math.nan
-    routing = metrics.routing_accuracy(logits, val_scores)
+    routing = routing_accuracy(logits, val_scores)
     correctness = float(((logits > 0) == (val_scores >= 0.5))[observed].mean())
     cell_logits = torch.from_numpy(np.ascontiguousarray(logits[observed], dtype=np.float32))
     cell_targets = torch.from_numpy(np.ascontiguousarray(val_scores[observed], dtype=np.float32))
