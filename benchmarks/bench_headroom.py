@@ -109,14 +109,14 @@ def knn_proba(
     vectors), shrunk towards its overall accuracy."""
     centred = data.vectors - data.vectors[data.rows("train")].mean(axis=0)
     centred /= np.maximum(np.linalg.norm(centred, axis=1, keepdims=True), 1e-12)
-    scores = data.table.scores
+    scores, centred_test = data.table.scores, centred[test]
     proba = np.zeros((len(test), data.table.n_llms))
     for llm, rows in enumerate(anchors):
-        labels = scores[rows, llm]
         if len(rows) == 0:
             continue
+        labels = scores[rows, llm]
         kk = min(k, len(rows))
-        similarity = centred[test] @ centred[rows].T  # (n_test, n_anchors)
+        similarity = centred_test @ centred[rows].T  # (n_test, n_anchors)
         nearest = np.argpartition(-similarity, kk - 1, axis=1)[:, :kk]
         proba[:, llm] = (labels[nearest].sum(axis=1) + strength * labels.mean()) / (kk + strength)
     return proba
@@ -163,7 +163,8 @@ def task_profile(data: WorkspaceTable, top: int = 5) -> dict[str, dict[str, floa
 def artifact_diagnostics(model: Locus, data: WorkspaceTable) -> dict[str, Any]:
     llm_ids = [llm for llm in data.table.llm_ids if llm in set(model.llm_ids_)]
     test = data.rows("test")
-    truth = data.table.select_llms(llm_ids).scores[test]
+    pool_scores = data.table.select_llms(llm_ids).scores
+    truth = pool_scores[test]
     proba = np.clip(model.predict_proba(data.vectors[test], llm_ids), 1e-6, 1 - 1e-6)
     logits = np.log(proba / (1 - proba))
     llm_part = logits.mean(axis=0, keepdims=True) - logits.mean()
@@ -173,7 +174,7 @@ def artifact_diagnostics(model: Locus, data: WorkspaceTable) -> dict[str, Any]:
     centred = embeddings - embeddings.mean(axis=0)
     left, singular, _ = np.linalg.svd(centred, full_matrices=False)
     share = singular**2 / np.sum(singular**2)
-    accuracy = np.nanmean(data.table.select_llms(llm_ids).scores[data.rows("train")], axis=0)
+    accuracy = np.nanmean(pool_scores[data.rows("train")], axis=0)
     return {
         "test_hit@1": metrics.routing_accuracy(proba, truth),
         "embedding_variance_share_top3": [round(float(s), 3) for s in share[:3]],
