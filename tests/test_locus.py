@@ -10,7 +10,9 @@ import pytest
 from locus.data.splits import assign_splits
 from locus.errors import LocusArtifactError, LocusInputError, LocusNotFittedError
 from locus.locus import Locus
+from locus.nn import embed_many, evidence_chunks
 from locus.pipeline import workspace_table
+from locus.routing import LocusRouter
 from locus.store import Store
 from locus.text import HashingEncoder
 from tests.nn.conftest import small_config
@@ -34,31 +36,38 @@ def test_unfitted_use_is_a_clear_error() -> None:
 
 def test_predict_and_route_texts(fitted: tuple[Locus, object]) -> None:
     model, _ = fitted
+    router = LocusRouter(model)
     rng = np.random.default_rng(7)
     for task in ("math", "law", "biology"):
         words = VOCABULARY[task].split()
         texts = [" ".join(rng.choice(words, size=5)) + " item" for _ in range(20)]
         proba = model.predict_proba(texts)
         assert proba.shape == (20, 12) and ((proba > 0) & (proba < 1)).all()
-        decisions = model.route(texts, top=3)
+        decisions = router.route(model.query_vectors(texts), top=3)
         assert all(len(d.runners_up) == 2 for d in decisions)
         right = sum(d.llm_id.startswith(f"{task}-") for d in decisions)
         assert right >= 16, f"{task}: {right}/20 routed to its specialists"
     with pytest.raises(LocusInputError, match="empty"):
-        model.route([""])
+        model.predict_proba([""])
 
 
-def test_route_with_costs(fitted: tuple[Locus, object]) -> None:
-    model, _ = fitted
-    costs = {llm: (10.0 if llm.startswith("math-") else 0.001) for llm in model.llm_ids_}
-    text = "integral derivative matrix limit"
-    assert model.route(text, costs=costs)[0].llm_id.startswith("math-")
-    assert not model.route(text, costs=costs, cost_weight=1.0)[0].llm_id.startswith("math-")
-    assert not model.route(text, costs=costs, max_cost=0.01)[0].llm_id.startswith("math-")
-    with pytest.raises(LocusInputError, match="raise --max-cost"):
-        model.route(text, costs=costs, max_cost=0.0001)
-    with pytest.raises(LocusInputError, match="need per-LLM costs"):
-        model.route(text, cost_weight=1.0)
+def test_evidence_beyond_the_bound_is_read_in_chunks(fitted: tuple[Locus, object]) -> None:
+    model, data = fitted
+    column = data.table.scores[:, data.table.llm_index("law-0")]  # type: ignore[attr-defined]
+    rows = np.flatnonzero(~np.isnan(column))
+    assert len(rows) > 2 * model.evidence_bound_  # several chunks
+    vectors, scores = data.vectors[rows], column[rows]  # type: ignore[attr-defined]
+    vector = model.embed(vectors, scores)
+    # deterministic and independent of the order of the evidence
+    order = np.random.default_rng(3).permutation(len(rows))
+    np.testing.assert_allclose(model.embed(vectors[order], scores[order]), vector, atol=1e-5)
+    # the mean of the chunk embeddings, weighted by chunk size
+    chunks = evidence_chunks(vectors, scores, model.evidence_bound_)
+    assert sorted(np.concatenate(chunks).tolist()) == list(range(len(rows)))
+    assert max(map(len, chunks)) <= model.evidence_bound_
+    parts = embed_many(model.encoder_, [(vectors[c], scores[c]) for c in chunks])
+    weights = np.array([len(c) for c in chunks], dtype=float)
+    np.testing.assert_allclose(vector, weights @ parts / weights.sum(), atol=1e-5)
 
 
 def test_onboarding_moves_nobody_else(fitted: tuple[Locus, object]) -> None:

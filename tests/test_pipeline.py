@@ -12,7 +12,7 @@ import pytest
 from locus.data.batch import ImportBatch
 from locus.errors import LocusArtifactError, LocusInputError, LocusNotFoundError
 from locus.pipeline import (
-    embed_workspace_llm,
+    embed_workspace_llms,
     evaluate_workspace,
     fit_workspace,
     load_workspace_locus,
@@ -39,21 +39,22 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_routing_beats_best_single_llm(trained: Path) -> None:
     with Store.open(trained) as store:
         result = evaluate_workspace(store)
-    routing, baselines = result["routing"], result["baselines"]
-    assert result["llms"] == 11  # law-3 is not embedded yet
-    assert routing["hit@1"] > baselines["best_single_llm"] + 0.15
-    assert routing["hit@1"] >= baselines["best_llm_per_task"] - 0.05
-    assert routing["hit@1"] <= routing["hit@3"] <= routing["hit@5"] <= baselines["oracle"]
+    routing, baselines = result.routing, result.baselines
+    assert result.llms == 11  # law-3 is not embedded yet
+    assert routing.hit_at_1 > baselines.best_single_llm + 0.15
+    assert routing.hit_at_1 >= baselines.best_llm_per_task - 0.05
+    assert routing.hit_at_1 <= routing.hit_at_3 <= routing.hit_at_5 <= baselines.oracle
     # Bayes-optimal AUROC on this planted pool (skill 0.9 vs 0.2, one task in three) is ~0.815
-    assert result["correctness"]["auroc"] > 0.7
-    assert set(result["per_task"]) == {"math", "law", "biology"}
+    assert result.correctness.auroc > 0.7
+    assert set(result.per_task) == {"math", "law", "biology"}
+    assert result.as_dict()["routing"]["hit@1"] == routing.hit_at_1
 
 
 def test_onboarding_without_retraining(trained: Path) -> None:
     with Store.open(trained) as store:
         before_ids, before, _ = store.embeddings("default")
-        report = embed_workspace_llm(store, "law-3")
-        assert report["new"] and report["evidence"] > 100
+        [report] = embed_workspace_llms(store, ["law-3"])
+        assert report.new and report.evidence > 100
         ids, after, _ = store.embeddings("default")
         assert ids == sorted([*before_ids, "law-3"])
         kept = [ids.index(llm) for llm in before_ids]
@@ -65,8 +66,8 @@ def test_onboarding_without_retraining(trained: Path) -> None:
         assert min(distances, key=distances.__getitem__).startswith("law-")
         assert "law-3" in model.llm_ids_
         # the same evidence gives the same vector
-        again = embed_workspace_llm(store, "law-3")
-        assert again["moved"] == pytest.approx(0.0, abs=1e-6)
+        [again] = embed_workspace_llms(store, ["law-3"])
+        assert again.moved == pytest.approx(0.0, abs=1e-6)
 
 
 def test_more_scores_refine_the_embedding(tmp_path: Path) -> None:
@@ -79,19 +80,19 @@ def test_more_scores_refine_the_embedding(tmp_path: Path) -> None:
         store.write_batch(
             ImportBatch.from_long(first, source="planted", origin="a.csv"), kind="table"
         )
-        one = embed_workspace_llm(store, "fresh", include_test=True)
+        [one] = embed_workspace_llms(store, ["fresh"], include_test=True)
         store.write_batch(
             ImportBatch.from_long(extra, source="planted", origin="b.csv"), kind="table"
         )
-        two = embed_workspace_llm(store, "fresh", include_test=True)
-    assert (one["evidence"], two["evidence"]) == (40, 50)
-    assert two["moved"] > 0
+        [two] = embed_workspace_llms(store, ["fresh"], include_test=True)
+    assert (one.evidence, two.evidence) == (40, 50)
+    assert two.moved is not None and two.moved > 0
 
 
 def test_bad_requests(trained: Path, tmp_path: Path) -> None:
     with Store.open(trained) as store:
         with pytest.raises(LocusNotFoundError, match="unknown LLM 'gpt-9'"):
-            embed_workspace_llm(store, "gpt-9")
+            embed_workspace_llms(store, ["gpt-9"])
         with pytest.raises(LocusNotFoundError, match="run `locus fit` first"):
             load_workspace_locus(store, "other")
         with pytest.raises(LocusInputError, match="plain name"):
@@ -105,7 +106,7 @@ def test_bad_requests(trained: Path, tmp_path: Path) -> None:
             ImportBatch.from_long(no_text, source="bare", origin="bare.csv"), kind="table"
         )
         with pytest.raises(LocusInputError, match="no usable scores"):
-            embed_workspace_llm(store, "mute")
+            embed_workspace_llms(store, ["mute"])
         # an artifact whose text encoder differs from the workspace's is refused
         encode_missing(store, HashingEncoder(ENCODER_DIM + 1))
         with pytest.raises(LocusArtifactError, match="re-run locus fit"):
@@ -117,7 +118,9 @@ def test_cli_route_evaluate_embed(run_cli: Run, trained: Path) -> None:
     assert result.exit_code == 0, result.stderr
     payload = result.json()
     assert isinstance(payload, list) and payload[0]["llm_id"].startswith("math-")
-    assert len(payload[0]["runners_up"]) == 2
+    assert (
+        len(payload[0]["ranked"]) == 3 and payload[0]["ranked"][0]["llm_id"] == payload[0]["llm_id"]
+    )
     text = run_cli("route", "court jury appeal tort verdict", "-w", trained, "--top", "1")
     assert text.exit_code == 0 and "law-" in text.stdout
     empty = run_cli("route", "", "-w", trained)

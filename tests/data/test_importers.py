@@ -42,9 +42,10 @@ def test_signature(name: str) -> None:
     parameters = inspect.signature(IMPORTERS[name]).parameters
     first = next(iter(parameters.values()))
     assert first.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
-    for keyword in ("source", "progress"):
+    for keyword in ("source", "namespace", "progress"):
         assert parameters[keyword].kind is inspect.Parameter.KEYWORD_ONLY
     assert parameters["source"].default is None
+    assert parameters["namespace"].default is None
 
 
 # --- contract: every importer, on a tiny valid input of its format ------------------------------
@@ -81,7 +82,19 @@ def test_contract_valid_input(
     assert progress_record.tasks, "an importer reports progress"
     for (_, total), advanced in zip(progress_record.tasks, progress_record.advanced, strict=True):
         assert total is None or advanced == total
-    assert IMPORTERS[name](path, source="mine").source == "mine"
+    assert batch.namespace == default_source, "queries without text live in the source's namespace"
+    mine = IMPORTERS[name](path, source="mine")
+    assert (mine.source, mine.namespace) == ("mine", "mine")
+    shared = IMPORTERS[name](path, source="mine", namespace="bench")
+    assert (shared.source, shared.namespace) == ("mine", "bench")
+    assert shared.queries.equals(mine.queries) and shared.scores.equals(mine.scores)
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_contract_unusable_namespace(name: str, request: pytest.FixtureRequest) -> None:
+    path: Path = request.getfixturevalue(CASES[name][0])
+    with pytest.raises(LocusInputError, match=r"namespace name ' bench' is not usable"):
+        IMPORTERS[name](path, namespace=" bench")
 
 
 @pytest.mark.parametrize("name", FORMATS)

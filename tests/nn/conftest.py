@@ -10,7 +10,7 @@ import pytest
 import torch
 from numpy.typing import NDArray
 
-from locus.nn import TrainingConfig, TrainingResult, train
+from locus.nn import NetworkConfig, TrainingConfig, TrainingResult, train
 
 N_TASKS = 3
 QUERY_DIM = 32
@@ -69,9 +69,12 @@ def make_planted_pool(
 
 def small_config(**overrides: object) -> TrainingConfig:
     """A network small enough to train in seconds on 2 CPU cores."""
+    network = NetworkConfig(
+        dim=32, inducing_points=8, heads=2, feed_forward=64, predictor_hidden=32
+    )
     values: dict[str, object] = dict(
-        dim=32, inducing_points=8, heads=2, feed_forward=64, predictor_hidden=32,
-        min_evidence=8, anchors=128, llms_per_step=8, targets_per_llm=64, micro_batches=2,
+        network=network, min_evidence=8, anchors=128, llms_per_step=8, targets_per_llm=64,
+        micro_batches=2,
         encoder_lr=1e-3, predictor_lr=2e-3, max_steps=300, eval_every=50, patience=3, seed=0,
     )  # fmt: skip
     values.update(overrides)

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from locus.errors import LocusInputError
-from locus.nn import TrainingConfig, TrainingResult, embed, train
+from locus.nn import NetworkConfig, TrainingConfig, TrainingResult, embed, train
 
 if TYPE_CHECKING:
     from tests.nn.conftest import PlantedPool
@@ -29,8 +29,11 @@ def test_config_round_trips_and_rejects_unknown_fields() -> None:
     assert TrainingConfig.from_dict(config.to_dict()) == config
     with pytest.raises(LocusInputError, match="unknown TrainingConfig fields"):
         TrainingConfig.from_dict({"anchor": 10})
+    flat = {**config.to_dict(), **config.network.to_dict()}  # format-1 artifacts were flat
+    del flat["network"]
+    assert TrainingConfig.from_dict(flat) == config
     with pytest.raises(LocusInputError, match="divisible"):
-        TrainingConfig(dim=30, heads=4)
+        NetworkConfig(dim=30, heads=4)
     with pytest.raises(LocusInputError, match="min_evidence"):
         TrainingConfig(min_evidence=64, anchors=32)
     with pytest.raises(LocusInputError, match="llms_per_step"):
@@ -77,7 +80,7 @@ def test_same_seed_gives_identical_weights(
 def test_result_is_consistent(planted_pool: PlantedPool, trained: TrainingResult) -> None:
     pool = planted_pool
     assert not trained.encoder.training and not trained.predictor.training
-    assert trained.llm_embeddings.shape == (pool.scores.shape[1], trained.config.dim)
+    assert trained.llm_embeddings.shape == (pool.scores.shape[1], trained.config.network.dim)
     assert trained.history and {"step", "loss", "val_routing_accuracy"} <= set(trained.history[0])
     assert trained.best_step in [record["step"] for record in trained.history]
     train_rows = set(pool.train_idx.tolist())
@@ -218,3 +221,31 @@ def test_ties_keep_the_lowest_log_loss_and_patience_counts_routing_gains(
     assert [h["step"] for h in result.history] == [2, 4, 6, 8, 10]
     assert result.best_step == 8  # same routing as steps 4 and 6, lowest log-loss
     assert result.history[-1]["val_log_loss"] == 0.58
+
+
+def test_more_evidence_never_moves_a_planted_llm_away_from_its_group(
+    planted_pool: PlantedPool, trained: TrainingResult
+) -> None:
+    """Held-out LLMs embedded from n = 16 ... all 900 scores (7x the 128 anchors the encoder
+    was trained on): each stays nearest its own group's centroid, and the embeddings converge on
+    the all-scores one."""
+    pool = planted_pool
+    centroids = np.stack(
+        [trained.llm_embeddings[pool.groups == g].mean(axis=0) for g in range(3)]
+    )  # (3, d)
+    bound = trained.config.anchors
+    rng = np.random.default_rng(0)
+    for column, group in enumerate(pool.held_out_groups):
+        order = rng.permutation(len(pool.query_vectors))
+        vectors, scores = pool.query_vectors[order], pool.held_out_scores[order, column]
+        sizes = [32, 64, 128, 256, 512, len(order)]
+        z = np.stack(
+            [embed(trained.encoder, vectors[:n], scores[:n], max_evidence=bound) for n in sizes]
+        )
+        distances = np.linalg.norm(z[:, None, :] - centroids[None], axis=2)  # (n_sizes, 3)
+        assert (distances.argmin(axis=1) == group).all(), distances
+        others = np.delete(distances, group, axis=1).min(axis=1)
+        # from the anchor count on, well inside its group: under 1/10 of the way to another
+        assert (distances[2:, group] < 0.1 * others[2:]).all(), distances
+        cosine = 1 - (z @ z[-1]) / (np.linalg.norm(z, axis=1) * np.linalg.norm(z[-1]))
+        assert cosine[-2] < cosine[0], cosine  # 512 scores are closer to all than 32 are

@@ -63,15 +63,33 @@ def test_conflicting_score_needs_replace_and_changes_nothing_without(workspace: 
         assert store.checksums()["scores"] != sums["scores"]
 
 
-def test_same_query_ids_in_two_sources_are_distinct(workspace: Path) -> None:
+def test_same_queries_in_two_sources_are_one_query_per_text(workspace: Path) -> None:
     rows = planted_long_table(n_queries=10)
     with Store.open(workspace) as store:
         store.write_batch(batch_of(rows, "one"), kind="table")
-        store.write_batch(batch_of(rows, "two"), kind="table")
+        second = store.write_batch(batch_of(rows, "two"), kind="table")
+        table = store.score_table()
+        counts = store.counts()
+        only_two = store.score_table(sources=["two"])
+    assert (second.new_queries, second.new_aliases, second.new_scores) == (0, 10, len(rows))
+    assert counts["queries"] == 10 and counts["query_aliases"] == 20
+    assert counts["scores"] == 2 * len(rows) and counts["disagreeing_cells"] == 0
+    assert table.query_ids == tuple(f"q{q}" for q in range(10))
+    assert int(table.observed.sum()) == len(rows), "each (LLM, query) once, not twice"
+    assert only_two.n_queries == 10 and only_two.query_ids == table.query_ids
+
+
+def test_same_query_ids_with_other_texts_in_two_sources_are_distinct(workspace: Path) -> None:
+    rows = planted_long_table(n_queries=10)
+    other = rows.assign(query_text=rows["query_text"] + " (other benchmark)")
+    with Store.open(workspace) as store:
+        store.write_batch(batch_of(rows, "one"), kind="table")
+        store.write_batch(batch_of(other, "two"), kind="table")
         table = store.score_table()
         assert store.counts()["queries"] == 20
-    assert table.query_ids[0].startswith("one/")
-    assert store.score_table(sources=["two"]).n_queries == 10
+        assert store.score_table(sources=["two"]).query_ids[0] == "q0"
+    assert table.query_ids[0] == "one/q0" and table.query_ids[-1].startswith("two/")
+    assert len(set(table.query_ids)) == 20
 
 
 def test_workspace_that_is_a_file_is_refused(tmp_path: Path) -> None:

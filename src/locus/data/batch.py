@@ -7,6 +7,10 @@ every format gets the same checks and the same error messages.
 Canonical long table columns: `llm_id, query_id, score` (required) and `query_text, task, split,
 cost_usd, latency_ms` (optional). A missing (blank) score means "not evaluated": the row is dropped,
 never read as 0.
+
+Query identity: a query with text is its normalised text, whatever source or file it came from;
+a query without text is its ``query_id`` within the batch's ``namespace`` (default: the source),
+so per-LLM files of one benchmark without text join when they are imported with one namespace.
 """
 
 from __future__ import annotations
@@ -44,14 +48,18 @@ class ImportBatch:
     """One validated import.
 
     Attributes:
-        source: namespace of the query ids and provenance of the scores (e.g. ``"mmlu-pro"``).
+        source: provenance of the scores and scope of the query ids (e.g. ``"mmlu-pro"``): the
+            store keeps each source's ``(query_id, text_hash)`` as an alias of its query.
         origin: the file or folder the data came from (for messages only).
-        queries: one row per distinct query: ``query_id, text_hash, query_text, task, split``.
-            ``text_hash`` is ``""`` for a query given without text. The same ``query_id`` with two
-            different texts is two queries.
+        queries: one row per distinct query of the file: ``query_id, text_hash, query_text, task,
+            split``. ``text_hash`` is ``""`` for a query given without text. The same
+            ``query_id`` with two different texts is two queries.
         scores: one row per observed (LLM, query): ``llm_id, query_id, text_hash, score, cost_usd,
             latency_ms`` (the last two may be NaN).
         llms: one row per LLM: ``llm_id`` plus any metadata columns.
+        namespace: where the ids of queries *without text* live: two batches with one namespace
+            and the same ``query_id`` (no text) score one query. ``""`` (the default of the
+            constructor) means the source name.
     """
 
     source: str
@@ -59,6 +67,11 @@ class ImportBatch:
     queries: pd.DataFrame
     scores: pd.DataFrame
     llms: pd.DataFrame
+    namespace: str = ""
+
+    def __post_init__(self) -> None:
+        if self.namespace == "":
+            object.__setattr__(self, "namespace", self.source)
 
     @property
     def n_scores(self) -> int:
@@ -81,21 +94,27 @@ class ImportBatch:
         origin: str,
         describe_row: RowDescriber = _default_row,
         llm_metadata: pd.DataFrame | None = None,
+        namespace: str | None = None,
     ) -> ImportBatch:
         """Validate a canonical long table and build the batch.
 
         Args:
             rows: one row per (LLM, query) observation, canonical column names.
-            source: query-id namespace and score provenance.
+            source: score provenance and scope of the query ids.
             origin: the file the rows came from, named in every error.
             describe_row: maps a 0-based row position of ``rows`` to words such as ``"line 17"``.
             llm_metadata: optional extra LLM columns, keyed by ``llm_id``.
+            namespace: identifies queries without text together with their ``query_id``;
+                default ``source``.
 
         Raises:
-            LocusInputError: a missing column, an empty table, a non-numeric score, a score outside
-                [0, 1], a blank id, or two different scores for one (LLM, query).
+            LocusInputError: an unusable source or namespace name, a missing column, an empty
+                table, a non-numeric score, a score outside [0, 1], a blank id, or two different
+                scores for one (LLM, query).
         """
-        _check_source(source)
+        _check_name(source, "source", "--source mmlu-pro")
+        if namespace is not None:
+            _check_name(namespace, "namespace", "--namespace mmlu-pro")
         missing = [c for c in REQUIRED_COLUMNS if c not in rows.columns]
         if missing:
             raise LocusInputError(
@@ -146,7 +165,14 @@ class ImportBatch:
         llms = pd.DataFrame({"llm_id": sorted(score_rows["llm_id"].unique())})
         if llm_metadata is not None and len(llm_metadata):
             llms = llms.merge(llm_metadata, on="llm_id", how="left")
-        return cls(source=source, origin=origin, queries=queries, scores=score_rows, llms=llms)
+        return cls(
+            source=source,
+            origin=origin,
+            queries=queries,
+            scores=score_rows,
+            llms=llms,
+            namespace=source if namespace is None else namespace,
+        )
 
 
 def _hash_texts(texts: list[str | None]) -> tuple[pd.Series, pd.Series]:
@@ -168,11 +194,12 @@ def _show(value: object) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
-def _check_source(source: str) -> None:
-    if not source or source.strip() != source or "\n" in source:
+def _check_name(name: str, what: str, example: str) -> None:
+    """A source or namespace name: non-empty, one line, no surrounding whitespace."""
+    if not isinstance(name, str) or not name or name.strip() != name or "\n" in name:
         raise LocusInputError(
-            f"source name {source!r} is not usable; expected a non-empty name without surrounding "
-            "whitespace, e.g. --source mmlu-pro"
+            f"{what} name {name!r} is not usable; expected a non-empty name without surrounding "
+            f"whitespace, e.g. {example}"
         )
 
 

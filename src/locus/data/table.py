@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 from locus.errors import LocusInputError, LocusNotFoundError
 
@@ -133,62 +132,3 @@ class ScoreTable:
             splits=self.splits,
             costs=None if self.costs is None else self.costs[:, columns],
         )
-
-    @classmethod
-    def from_long_store_rows(
-        cls, long: pd.DataFrame, *, llm_order: Sequence[str] | None = None
-    ) -> ScoreTable:
-        """Build from store rows: llm_id, qpk, source, query_id, text_hash, query_text, task,
-        split, score, cost_usd (one row per observed cell)."""
-        if len(long) == 0:
-            return cls(scores=np.zeros((0, 0), dtype=np.float32), llm_ids=(), query_ids=())
-        queries = (
-            long[["qpk", "source", "query_id", "text_hash", "query_text", "task", "split"]]
-            .drop_duplicates("qpk")
-            .sort_values(["source", "query_id", "text_hash"])
-            .reset_index(drop=True)
-        )
-        keys = _query_keys(queries)
-        llm_ids = list(llm_order) if llm_order is not None else sorted(long["llm_id"].unique())
-        row_of = pd.Series(np.arange(len(queries)), index=queries["qpk"].to_numpy())
-        col_of = pd.Series(np.arange(len(llm_ids)), index=llm_ids)
-        rows = row_of.loc[long["qpk"].to_numpy()].to_numpy()
-        cols = col_of.loc[long["llm_id"].to_numpy()].to_numpy()
-        scores = np.full((len(queries), len(llm_ids)), np.nan, dtype=np.float32)
-        scores[rows, cols] = long["score"].to_numpy(dtype=np.float32)
-        costs = None
-        cost_values = long["cost_usd"].to_numpy(dtype=float)
-        if not np.isnan(cost_values).all():
-            costs = np.full_like(scores, np.nan)
-            costs[rows, cols] = cost_values.astype(np.float32)
-
-        def column(name: str) -> tuple[str | None, ...]:
-            return tuple(None if v is None or v != v else str(v) for v in queries[name].tolist())
-
-        return cls(
-            scores=scores,
-            llm_ids=tuple(llm_ids),
-            query_ids=tuple(keys),
-            text_hashes=tuple(str(h) for h in queries["text_hash"].tolist()),
-            query_texts=column("query_text"),
-            tasks=column("task"),
-            splits=column("split"),
-            costs=costs,
-        )
-
-
-def _query_keys(queries: pd.DataFrame) -> list[str]:
-    """`query_id`, `@hash8` added where an id has several texts, `source/` if several sources."""
-    several_sources = queries["source"].nunique() > 1
-    variants = queries.groupby(["source", "query_id"])["text_hash"].transform("nunique")
-    keys = []
-    for source, query_id, text_hash, n in zip(
-        queries["source"], queries["query_id"], queries["text_hash"], variants, strict=True
-    ):
-        key = str(query_id)
-        if n > 1:
-            key = f"{key}@{str(text_hash)[:8] or 'notext'}"
-        if several_sources:
-            key = f"{source}/{key}"
-        keys.append(key)
-    return keys

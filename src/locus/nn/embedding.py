@@ -6,8 +6,11 @@ restore the encoder's previous mode, so the same evidence always gives the same 
 
 from __future__ import annotations
 
+import hashlib
+import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 import torch
@@ -17,7 +20,7 @@ from torch import nn
 from locus.errors import LocusInputError
 from locus.nn.encoder import LLMEncoder
 
-__all__ = ["embed", "embed_indexed", "embed_many"]
+__all__ = ["embed", "embed_indexed", "embed_many", "evidence_chunks", "pad_rows"]
 
 
 @contextmanager
@@ -68,20 +71,54 @@ def _check_evidence(
     return phi_array, score_array
 
 
-def _padded(
-    rows: Sequence[NDArray[np.generic]], width: int, dtype: torch.dtype, device: torch.device
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-pad 1-D or 2-D arrays to `width` rows: -> (n, width, ...) tensor, (n, width) mask."""
-    shape = (len(rows), width, *rows[0].shape[1:])
-    values = np.zeros(shape, dtype=rows[0].dtype)
+def pad_rows(rows: Sequence[NDArray[Any]]) -> tuple[NDArray[Any], NDArray[np.bool_]]:
+    """Right-pad 1-D or 2-D arrays with zeros: -> (n, longest, ...) values, (n, longest) mask."""
+    width = max(len(row) for row in rows)
+    values = np.zeros((len(rows), width, *rows[0].shape[1:]), dtype=rows[0].dtype)
     mask = np.zeros((len(rows), width), dtype=bool)
     for i, row in enumerate(rows):
         values[i, : len(row)] = row
         mask[i, : len(row)] = True
+    return values, mask
+
+
+def _padded(
+    rows: Sequence[NDArray[Any]], dtype: torch.dtype, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """`pad_rows` as tensors on `device`."""
+    values, mask = pad_rows(rows)
     return (
         torch.from_numpy(values).to(device=device, dtype=dtype),
         torch.from_numpy(mask).to(device),
     )
+
+
+def evidence_chunks(
+    query_vectors: NDArray[np.float32], scores: NDArray[np.float32], max_evidence: int
+) -> list[NDArray[np.intp]]:
+    """Split K evidence pairs into ceil(K / max_evidence) chunks of near-equal size.
+
+    Rows are dealt to chunks in the order of a hash of their query vector, so the split is
+    deterministic, independent of the order the evidence came in, random-like (each chunk is a
+    spread sample, not a run of similar queries), and the same for every LLM evaluated on the
+    same queries: they are compared on the same chunks.
+    """
+    count = len(scores)
+    n_chunks = max(1, math.ceil(count / max_evidence))
+    if n_chunks == 1:
+        return [np.arange(count)]
+    keys = np.array(
+        [
+            int.from_bytes(
+                hashlib.blake2b(query_vectors[i].tobytes(), digest_size=8).digest(),
+                "little",
+            )
+            for i in range(count)
+        ],
+        dtype=np.uint64,
+    )
+    order = np.argsort(keys, kind="stable")
+    return [np.sort(order[c::n_chunks]) for c in range(n_chunks)]
 
 
 def _batches(lengths: Sequence[int], batch_size: int) -> Iterator[NDArray[np.intp]]:
@@ -93,13 +130,20 @@ def _batches(lengths: Sequence[int], batch_size: int) -> Iterator[NDArray[np.int
         yield order[start : start + batch_size]
 
 
-def embed(encoder: LLMEncoder, query_vectors: ArrayLike, scores: ArrayLike) -> NDArray[np.float32]:
+def embed(
+    encoder: LLMEncoder,
+    query_vectors: ArrayLike,
+    scores: ArrayLike,
+    *,
+    max_evidence: int | None = None,
+) -> NDArray[np.float32]:
     """Embed one LLM from its evidence.
 
     Args:
         encoder: a trained `LLMEncoder`.
         query_vectors: query vectors of the evaluated queries (K, dq).
         scores: the LLM's scores on them (K,), in [0, 1].
+        max_evidence: most pairs the encoder reads in one set (see `embed_many`).
 
     Returns:
         the LLM embedding (d,), float32.
@@ -109,36 +153,61 @@ def embed(encoder: LLMEncoder, query_vectors: ArrayLike, scores: ArrayLike) -> N
         >>> embed(encoder, np.random.rand(20, 8), np.random.rand(20) > 0.5).shape
         (128,)
     """
-    return embed_many(encoder, [(query_vectors, scores)])[0]
+    return embed_many(encoder, [(query_vectors, scores)], max_evidence=max_evidence)[0]
 
 
 def embed_many(
     encoder: LLMEncoder,
     evidence: Sequence[tuple[ArrayLike, ArrayLike]],
     batch_size: int = 32,
+    *,
+    max_evidence: int | None = None,
 ) -> NDArray[np.float32]:
     """Embed several LLMs, each from its own evidence; evidence counts may differ.
 
     Args:
         encoder: a trained `LLMEncoder`.
         evidence: one (query_vectors (K_i, dq), scores (K_i,)) pair per LLM.
-        batch_size: LLMs per forward pass (padded and masked together).
+        batch_size: evidence sets per forward pass (padded and masked together).
+        max_evidence: the most pairs the encoder reads in one set, normally the largest
+            evidence size it was trained on. An LLM with more evidence is embedded from
+            `evidence_chunks` of at most that size and its embedding is their mean weighted by
+            chunk size: the encoder stays on the set sizes it knows, and more evidence lowers
+            the variance of the estimate instead of moving it off its training distribution.
+            None reads every pair in one set.
 
     Returns:
         LLM embeddings (n_llms, d), float32, in the order of `evidence`.
     """
+    if max_evidence is not None and max_evidence < 1:
+        raise LocusInputError(f"max_evidence must be >= 1 or None; got {max_evidence}")
     checked = [
         _check_evidence(encoder, phi, y, f"evidence[{i}]") for i, (phi, y) in enumerate(evidence)
     ]
-    out = np.zeros((len(checked), encoder.dim), dtype=np.float32)
+    sets: list[tuple[NDArray[np.float32], NDArray[np.float32]]] = []
+    owner: list[int] = []
+    for i, (phi, y) in enumerate(checked):
+        chunks = (
+            [np.arange(len(y))] if max_evidence is None else evidence_chunks(phi, y, max_evidence)
+        )
+        for rows in chunks:
+            sets.append((phi[rows], y[rows]))
+            owner.append(i)
+    per_set = np.zeros((len(sets), encoder.dim), dtype=np.float32)
     device = _device(encoder)
     with evaluating(encoder), torch.inference_mode():
-        for batch in _batches([len(y) for _, y in checked], batch_size):
-            width = max(len(checked[i][1]) for i in batch)
-            phi, mask = _padded([checked[i][0] for i in batch], width, torch.float32, device)
-            y, _ = _padded([checked[i][1] for i in batch], width, torch.float32, device)
-            out[batch] = encoder(phi, y, mask).cpu().numpy()  # (b, d)
-    return out
+        for batch in _batches([len(y) for _, y in sets], batch_size):
+            phi_t, mask = _padded([sets[i][0] for i in batch], torch.float32, device)
+            y_t, _ = _padded([sets[i][1] for i in batch], torch.float32, device)
+            per_set[batch] = encoder(phi_t, y_t, mask).cpu().numpy()  # (b, d)
+    if len(sets) == len(checked):
+        return per_set
+    weights = np.array([len(y) for _, y in sets], dtype=np.float64)
+    owners = np.asarray(owner)
+    out = np.zeros((len(checked), encoder.dim), dtype=np.float64)
+    np.add.at(out, owners, per_set * weights[:, None])
+    totals = np.bincount(owners, weights=weights, minlength=len(checked))
+    return (out / totals[:, None]).astype(np.float32)
 
 
 def embed_indexed(
@@ -198,14 +267,13 @@ def embed_indexed(
     device = _device(encoder)
     with evaluating(encoder), torch.inference_mode():
         for batch in _batches([len(s) for s in scores], batch_size):
-            width = max(len(scores[i]) for i in batch)
             unique, inverse = np.unique(
                 np.concatenate([indices[i] for i in batch]), return_inverse=True
             )
             splits = np.cumsum([len(indices[i]) for i in batch])[:-1]
             positions = np.split(inverse, splits)
             p, q = encoder.project_queries(torch.from_numpy(table[unique]).to(device))  # (u, d)
-            gather, mask = _padded(positions, width, torch.long, device)  # (b, K)
-            y, _ = _padded([scores[i] for i in batch], width, torch.float32, device)
+            gather, mask = _padded(positions, torch.long, device)  # (b, K)
+            y, _ = _padded([scores[i] for i in batch], torch.float32, device)
             out[batch] = encoder.forward_projected(p[gather], q[gather], y, mask).cpu().numpy()
     return out

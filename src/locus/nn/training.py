@@ -29,10 +29,9 @@ Choices worth knowing:
 from __future__ import annotations
 
 import copy
-import dataclasses
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,107 +42,17 @@ from numpy.typing import NDArray
 
 from locus.errors import LocusInputError
 from locus.metrics import routing_accuracy
-from locus.nn.embedding import embed_indexed, evaluating
+from locus.nn.config import TrainingConfig, build_networks
+from locus.nn.embedding import embed_indexed, evaluating, pad_rows
 from locus.nn.encoder import LLMEncoder
 from locus.nn.predictor import CorrectnessPredictor
 
-__all__ = ["ProgressCallback", "TrainingConfig", "TrainingResult", "build_networks", "train"]
+__all__ = ["ProgressCallback", "TrainingResult", "train"]
 
 ProgressCallback = Callable[[int, int, dict[str, float]], None]
 """progress(step, total_steps, info): info holds "loss" and, after the first evaluation,
 "val_routing_accuracy", "val_correctness_accuracy", "val_log_loss" and
 "best_val_routing_accuracy"."""
-
-
-@dataclass(frozen=True)
-class TrainingConfig:
-    """Every hyper-parameter of the networks and of training (defaults follow LOCUS).
-
-    Example:
-        >>> TrainingConfig(anchors=256, max_steps=2000).llms_per_step
-        32
-    """
-
-    # networks
-    dim: int = 128
-    inducing_points: int = 64
-    heads: int = 4
-    feed_forward: int = 256
-    layers: int = 2
-    predictor_hidden: int = 64
-    dropout: float = 0.1
-    # optimisation
-    encoder_lr: float = 2e-4
-    predictor_lr: float = 8e-4
-    weight_decay: float = 0.05
-    grad_clip: float = 1.0
-    noise_start: float = 0.10
-    noise_end: float = 0.05
-    # Deviation from the paper (on by default; False = the paper's raw query vectors): both
-    # networks standardise query vectors with the training queries' mean and RMS coordinate
-    # (`nn/standardize.py`), and the noise above is in those units. With raw unit-norm vectors
-    # the networks learned LLM quality and query difficulty only (see the issue 3 note).
-    standardise_queries: bool = True
-    # meta-learning episodes
-    min_evidence: int = 16
-    anchors: int = 1024
-    llms_per_step: int = 32
-    targets_per_llm: int = 256
-    micro_batches: int = 4
-    # schedule
-    max_steps: int = 5000
-    eval_every: int = 100
-    patience: int = 10  # evaluations without improvement before stopping
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        positive_ints = [
-            "dim", "inducing_points", "heads", "feed_forward", "layers", "predictor_hidden",
-            "min_evidence", "anchors", "llms_per_step", "targets_per_llm", "micro_batches",
-            "max_steps", "eval_every", "patience",
-        ]  # fmt: skip
-        for name in positive_ints:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise LocusInputError(
-                    f"TrainingConfig.{name} must be an integer >= 1; got {value!r}"
-                )
-        for name in ["encoder_lr", "predictor_lr", "grad_clip"]:
-            if not getattr(self, name) > 0:
-                raise LocusInputError(
-                    f"TrainingConfig.{name} must be > 0; got {getattr(self, name)}"
-                )
-        for name in ["weight_decay", "noise_start", "noise_end"]:
-            if not getattr(self, name) >= 0:
-                raise LocusInputError(
-                    f"TrainingConfig.{name} must be >= 0; got {getattr(self, name)}"
-                )
-        if not 0.0 <= self.dropout < 1.0:
-            raise LocusInputError(f"TrainingConfig.dropout must be in [0, 1); got {self.dropout}")
-        if self.dim % self.heads != 0:
-            raise LocusInputError(
-                f"TrainingConfig.dim ({self.dim}) must be divisible by heads ({self.heads})"
-            )
-        if self.min_evidence > self.anchors:
-            raise LocusInputError(
-                f"TrainingConfig.min_evidence ({self.min_evidence}) must not exceed "
-                f"anchors ({self.anchors})"
-            )
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict of every field."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> TrainingConfig:
-        """Inverse of `to_dict`; unknown keys are an error (a typo must not pass silently)."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise LocusInputError(
-                f"unknown TrainingConfig fields {unknown}; expected a subset of {sorted(known)}"
-            )
-        return cls(**dict(values))
 
 
 @dataclass
@@ -170,24 +79,6 @@ class TrainingResult:
     history: list[dict[str, float]] = field(default_factory=list)
     best_step: int = 0
     config: TrainingConfig = field(default_factory=TrainingConfig)
-
-
-def build_networks(
-    query_dim: int, config: TrainingConfig
-) -> tuple[LLMEncoder, CorrectnessPredictor]:
-    """Fresh (encoder, predictor) shaped by `config` (initialised from torch's global RNG)."""
-    encoder = LLMEncoder(
-        query_dim,
-        dim=config.dim,
-        inducing=config.inducing_points,
-        heads=config.heads,
-        feed_forward=config.feed_forward,
-        layers=config.layers,
-    )
-    predictor = CorrectnessPredictor(
-        query_dim, dim=config.dim, hidden=config.predictor_hidden, dropout=config.dropout
-    )
-    return encoder, predictor
 
 
 def train(
@@ -301,17 +192,6 @@ def _log_uniform_size(low: int, high: int, rng: np.random.Generator) -> int:
     return int(min(high, max(low, round(math.exp(rng.uniform(math.log(low), math.log(high)))))))
 
 
-def _pad(rows: list[NDArray[Any]]) -> tuple[NDArray[Any], NDArray[np.bool_]]:
-    """Right-pad 1-D arrays with zeros: -> (n, longest) values and (n, longest) mask."""
-    width = max(len(row) for row in rows)
-    values = np.zeros((len(rows), width), dtype=rows[0].dtype)
-    mask = np.zeros((len(rows), width), dtype=bool)
-    for i, row in enumerate(rows):
-        values[i, : len(row)] = row
-        mask[i, : len(row)] = True
-    return values, mask
-
-
 @dataclass(frozen=True)
 class _Pool:
     """The training data as the step function needs it."""
@@ -322,6 +202,7 @@ class _Pool:
     train_observed: NDArray[np.bool_]  # (n_train, n_llms)
     anchors: list[NDArray[np.int64]]  # per LLM, rows of its anchors
     anchor_scores: list[NDArray[np.float32]]  # per LLM, its scores on them
+    evidence_pools: list[NDArray[np.int64]]  # per LLM, rows evidence is drawn from
 
 
 def _validation_metrics(
@@ -371,9 +252,14 @@ def _train(
         train_observed=observed[train_idx],
         anchors=anchors,
         anchor_scores=[table[rows, llm] for llm, rows in enumerate(anchors)],
+        evidence_pools=(
+            anchors
+            if config.evidence_from == "anchors"
+            else [train_idx[observed[train_idx, llm]] for llm in range(n_llms)]
+        ),
     )
 
-    encoder, predictor = build_networks(vectors.shape[1], config)
+    encoder, predictor = build_networks(vectors.shape[1], config.network)
     encoder.to(device).train()
     predictor.to(device).train()
     optimizer = torch.optim.AdamW(
@@ -494,15 +380,17 @@ def _training_step(
     """One optimisation step on a batch of LLMs; returns the mean BCE over target cells."""
     device = pool.vectors.device
     table, train_idx, anchors = pool.table, pool.train_idx, pool.anchors
-    # Evidence: the first K anchors in a per-step random order (nested across LLMs that share
-    # anchors). Targets: the first T observed training queries in another per-step order.
+    # Evidence: the first K of the LLM's evidence pool (its anchors, or all its training
+    # queries) in a per-step random order, nested across LLMs that share queries; K is at most
+    # the anchor count either way. Targets: the first T observed training queries in another
+    # per-step order.
     priority = rng.random(len(table))
     target_order = rng.permutation(len(train_idx))
     observed_in_order = pool.train_observed[:, batch_llms][target_order]  # (n_train, b)
     evidence_rows, target_rows = [], []
     for column, llm in enumerate(batch_llms):
         size = _log_uniform_size(config.min_evidence, len(anchors[llm]), rng)
-        own = anchors[llm]
+        own = pool.evidence_pools[llm]
         evidence_rows.append(own[np.argsort(priority[own], kind="stable")[:size]])
         picked = np.flatnonzero(observed_in_order[:, column])[: config.targets_per_llm]
         target_rows.append(train_idx[target_order[picked]])
@@ -524,10 +412,10 @@ def _training_step(
     loss = torch.zeros((), device=device)
     by_size = np.argsort([len(r) for r in evidence_rows], kind="stable")
     for group in np.array_split(by_size, min(config.micro_batches, n_batch)):
-        evidence, evidence_mask = _pad([positions[i] for i in group])  # (g, K)
-        evidence_y, _ = _pad([table[evidence_rows[i], batch_llms[i]] for i in group])  # (g, K)
-        targets, target_mask = _pad([positions[n_batch + i] for i in group])  # (g, T)
-        target_y, _ = _pad([table[target_rows[i], batch_llms[i]] for i in group])  # (g, T)
+        evidence, evidence_mask = pad_rows([positions[i] for i in group])  # (g, K)
+        evidence_y, _ = pad_rows([table[evidence_rows[i], batch_llms[i]] for i in group])  # (g, K)
+        targets, target_mask = pad_rows([positions[n_batch + i] for i in group])  # (g, T)
+        target_y, _ = pad_rows([table[target_rows[i], batch_llms[i]] for i in group])  # (g, T)
         z = encoder.forward_projected(
             p[tensor(evidence)], q[tensor(evidence)], tensor(evidence_y), tensor(evidence_mask)
         )  # (g, d)

@@ -1,10 +1,18 @@
 """The workspace schema, in SQLAlchemy Core so one code path serves SQLite and PostgreSQL.
 
-Bump `SCHEMA_VERSION` with every change and teach `Store` to migrate from the previous one; a store
-written by a newer locus is refused rather than guessed at.
+Bump `SCHEMA_VERSION` with every change and teach `Store` to migrate from the previous one
+(`locus.store.migrate`); a store written by a newer locus is refused rather than guessed at.
+
+Queries (version 2): `queries` holds one row per query *identity* (its normalised text, or
+(namespace, query_id) without text); `query_aliases` holds each source's own
+(source, query_id, text_hash) and points at its query; `scores` are keyed by (LLM, alias), so each
+source's scores are kept exactly as imported and two sources scoring one query never overwrite
+each other.
 """
 
 from __future__ import annotations
+
+import json
 
 from sqlalchemy import (
     Column,
@@ -21,9 +29,9 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-__all__ = ["SCHEMA_VERSION", "metadata"]
+__all__ = ["SCHEMA_VERSION", "metadata", "query_identity"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 metadata = MetaData()
 
@@ -63,30 +71,57 @@ queries = Table(
     "queries",
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("source", String(200), ForeignKey("sources.name"), nullable=False),
-    Column("query_id", String(300), nullable=False),
+    # `query_identity(...)`: the text hash for a query with text (one query across all sources),
+    # ["<namespace>", "<query_id>"] as JSON for one without.
+    Column("query_key", String(1000), nullable=False),
     # "" when the query came without text: such a query can be scored but not encoded.
     Column("text_hash", String(64), nullable=False),
     Column("query_text", Text),
+    # The first non-null task / split seen for this query; each alias keeps its own.
     Column("task", String(200)),
     Column("split", String(16)),
-    UniqueConstraint("source", "query_id", "text_hash", name="uq_query_identity"),
-    Index("ix_queries_text_hash", "text_hash"),
+    UniqueConstraint("query_key", name="uq_queries_query_key"),
+)
+
+query_aliases = Table(
+    "query_aliases",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("source", String(200), ForeignKey("sources.name"), nullable=False),
+    Column("query_id", String(300), nullable=False),
+    Column("text_hash", String(64), nullable=False),
+    Column("query", Integer, ForeignKey("queries.id"), nullable=False),
+    Column("task", String(200)),
+    Column("split", String(16)),
+    UniqueConstraint("source", "query_id", "text_hash", name="uq_query_aliases_source_id_text"),
+    Index("ix_query_aliases_query", "query"),
 )
 
 scores = Table(
     "scores",
     metadata,
     Column("llm", Integer, ForeignKey("llms.id"), nullable=False),
-    Column("query", Integer, ForeignKey("queries.id"), nullable=False),
+    Column("alias", Integer, ForeignKey("query_aliases.id"), nullable=False),
     Column("source", String(200), ForeignKey("sources.name"), nullable=False),
     Column("score", Float, nullable=False),
     Column("cost_usd", Float),
     Column("latency_ms", Float),
     Column("imported_at", String(40), nullable=False),
-    PrimaryKeyConstraint("llm", "query", "source", name="pk_scores"),
-    Index("ix_scores_query", "query"),
+    PrimaryKeyConstraint("llm", "alias", name="pk_scores_llm_alias"),
+    Index("ix_scores_alias", "alias"),
 )
+
+
+def query_identity(text_hash: str, namespace: str, query_id: str) -> str:
+    """The `queries.query_key` of a query: its text hash, or (namespace, id) when it has no text.
+
+    >>> query_identity("", "mmlu", "q1")
+    '["mmlu", "q1"]'
+    """
+    if text_hash:
+        return text_hash
+    return json.dumps([namespace, query_id], ensure_ascii=False)
+
 
 query_vectors = Table(
     "query_vectors",

@@ -2,13 +2,18 @@
 
 Every importer has the signature
 
-    importer(path, *, source=None, progress=no_progress, **format_options) -> ImportBatch
+    importer(path, *, source=None, namespace=None, progress=no_progress, **format_options)
+        -> ImportBatch
 
 reads its format, maps it to the canonical long table (``llm_id, query_id, score`` plus optional
 ``query_text, task, split, cost_usd, latency_ms``) and lets `ImportBatch.from_long` validate it,
 with row descriptions that name the real place in the file (``"line 17"``,
 ``"model_outputs_X.zip: record 12"``). Bad input raises `LocusInputError`, one line naming the
 file.
+
+``source`` (each format has a default) is the provenance of the scores and the scope of the
+file's query ids. A query with text is its text whatever the source, so per-LLM files share
+their queries; a query without text is its id within ``namespace`` (default: the source).
 
 | name          | reads                                                                     |
 |---------------|---------------------------------------------------------------------------|
@@ -49,7 +54,8 @@ __all__ = [
 
 
 Importer = Callable[..., ImportBatch]
-"""``(path, *, source=None, progress=no_progress, **format_options) -> ImportBatch``.
+"""``(path, *, source=None, namespace=None, progress=no_progress, **format_options) ->
+ImportBatch``.
 
 Typed loosely because each format has its own keyword options (``columns=``, ``queries=``,
 ``repeats=``, ...).

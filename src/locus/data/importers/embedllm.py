@@ -38,6 +38,7 @@ def import_embedllm(
     path: Path,
     *,
     source: str | None = None,
+    namespace: str | None = None,
     progress: ProgressFactory = no_progress,
 ) -> ImportBatch:
     """Import the EmbedLLM release folder.
@@ -45,7 +46,10 @@ def import_embedllm(
     Args:
         path: the folder holding ``model_order.csv``, ``question_order.csv`` and at least one of
             ``train.csv``, ``val.csv``, ``test.csv`` (each optionally ``.csv.gz``).
-        source: query-id namespace; default ``"embedllm"``.
+        source: scope of the query ids and provenance of the scores; default ``"embedllm"``.
+        namespace: identifies the queries that come without text, with their id; default
+            the source. Give per-LLM imports of one benchmark the same namespace to
+            join them.
         progress: one step per file read.
 
     Returns:
@@ -97,6 +101,7 @@ def import_embedllm(
         source=source if source is not None else DEFAULT_SOURCE,
         origin=str(folder),
         describe_row=describe_row,
+        namespace=namespace,
     )
 
 

@@ -69,6 +69,7 @@ def import_mmlu_pro(
     path: Path,
     *,
     source: str | None = None,
+    namespace: str | None = None,
     progress: ProgressFactory = no_progress,
 ) -> ImportBatch:
     """Import MMLU-Pro results: a folder of ``eval_results`` zips or JSON files, or one file.
@@ -76,7 +77,10 @@ def import_mmlu_pro(
     Args:
         path: a folder (its ``.zip``, ``.json`` and ``.json.gz`` files are read; other files are
             ignored) or a single result file.
-        source: query-id namespace; default ``"mmlu-pro"``.
+        source: scope of the query ids and provenance of the scores; default ``"mmlu-pro"``.
+        namespace: identifies the queries that come without text, with their id; default
+            the source. Give per-LLM imports of one benchmark the same namespace to
+            join them.
         progress: one step per file.
 
     Returns:
@@ -125,6 +129,7 @@ def import_mmlu_pro(
         source=source if source is not None else DEFAULT_SOURCE,
         origin=str(path),
         describe_row=describe_row,
+        namespace=namespace,
     )
 
 

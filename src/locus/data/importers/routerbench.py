@@ -44,6 +44,7 @@ def import_routerbench(
     path: Path,
     *,
     source: str | None = None,
+    namespace: str | None = None,
     progress: ProgressFactory = no_progress,
     id_column: str = "sample_id",
     task_column: str = "eval_name",
@@ -57,7 +58,10 @@ def import_routerbench(
     Args:
         path: a ``.csv``, ``.csv.gz``, ``.tsv``, ``.tsv.gz`` or ``.parquet`` file, or a folder
             of them.
-        source: query-id namespace; default ``"routerbench"``.
+        source: scope of the query ids and provenance of the scores; default ``"routerbench"``.
+        namespace: identifies the queries that come without text, with their id; default
+            the source. Give per-LLM imports of one benchmark the same namespace to
+            join them.
         progress: one step per file.
         id_column: the query id column.
         task_column: the task column (optional in the file).
@@ -98,6 +102,7 @@ def import_routerbench(
         source=source if source is not None else DEFAULT_SOURCE,
         origin=str(path),
         describe_row=describe_row,
+        namespace=namespace,
     )
 
 

@@ -47,6 +47,7 @@ def import_scores_json(
     path: Path,
     *,
     source: str | None = None,
+    namespace: str | None = None,
     progress: ProgressFactory = no_progress,
     repeats: RepeatPolicy = "mean",
 ) -> ImportBatch:
@@ -54,7 +55,10 @@ def import_scores_json(
 
     Args:
         path: a file or a folder.
-        source: query-id namespace; default ``"scores-json"``.
+        source: scope of the query ids and provenance of the scores; default ``"scores-json"``.
+        namespace: identifies the queries that come without text, with their id; default
+            the source. Give per-LLM imports of one benchmark the same namespace to
+            join them.
         progress: one step per file.
         repeats: what to do with a text listed more than once: ``"mean"`` (average the scores,
             keep the first task) or ``"error"``.
@@ -91,6 +95,7 @@ def import_scores_json(
         source=source if source is not None else DEFAULT_SOURCE,
         origin=str(path),
         describe_row=describe_merged,
+        namespace=namespace,
     )
 
 

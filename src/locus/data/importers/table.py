@@ -41,6 +41,7 @@ def import_table(
     path: Path,
     *,
     source: str | None = None,
+    namespace: str | None = None,
     progress: ProgressFactory = no_progress,
     columns: Mapping[str, str] | None = None,
     queries: Path | None = None,
@@ -50,8 +51,11 @@ def import_table(
     Args:
         path: the scores file; format from the suffix (``.csv``, ``.csv.gz``, ``.tsv``,
             ``.tsv.gz``, ``.parquet``, ``.jsonl``, ``.jsonl.gz``, ``.json``, ``.json.gz``).
-        source: query-id namespace; default the file name without suffixes
-            (``scores.csv.gz`` -> ``scores``).
+        source: scope of the query ids and provenance of the scores; default the file name
+            without suffixes (``scores.csv.gz`` -> ``scores``).
+        namespace: identifies the queries that come without text, with their id; default
+            the source. Give per-LLM imports of one benchmark the same namespace to
+            join them.
         progress: progress reporting (one step per file read).
         columns: canonical column name -> column name in the scores file, for files whose
             columns are named differently, e.g. ``{"score": "correct", "llm_id": "model"}``.
@@ -79,6 +83,7 @@ def import_table(
         source=source if source is not None else file_stem(path),
         origin=str(path),
         describe_row=table.describe_row,
+        namespace=namespace,
     )
 
 

@@ -1,0 +1,222 @@
+"""The artifact format: a folder with the trained networks and the pool as it was at fit time.
+
+    config.json           format, locus and torch versions, text encoder (name, dim), network
+                          shapes, training hyper-parameters, the evidence bound, llm_ids,
+                          evidence counts, best step, history, metadata
+    anchors.json          per LLM, the text hashes of its anchor queries
+    weights.safetensors   encoder.*, predictor.* (standardisation buffers included) and
+                          llm_embeddings (n_llms, d)
+
+No pickle: loading reads JSON and tensors and runs no code from the artifact. Rebuilding the
+networks needs only `NetworkConfig` (never the trainer). Inside a workspace the artifact's LLM
+embeddings are the fit-time snapshot; the live pool is the workspace's (see `locus.pool`).
+
+    >>> artifact = load_artifact("artifacts/default")               # doctest: +SKIP
+    >>> artifact.llm_embeddings.shape                                # (n_llms, 128)
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from locus.errors import LocusArtifactError, LocusInputError
+from locus.nn.config import NetworkConfig, TrainingConfig, build_networks
+from locus.nn.encoder import LLMEncoder
+from locus.nn.predictor import CorrectnessPredictor
+
+__all__ = ["ARTIFACT_FORMAT", "Artifact", "load_artifact", "save_artifact"]
+
+ARTIFACT_FORMAT = "locus-artifact/2"
+# format 1: network fields flat inside "training" and no recorded evidence bound
+_READABLE = ("locus-artifact/1", ARTIFACT_FORMAT)
+CONFIG_FILE = "config.json"
+ANCHORS_FILE = "anchors.json"
+WEIGHTS_FILE = "weights.safetensors"
+
+
+@dataclass
+class Artifact:
+    """Everything an artifact folder holds, in memory.
+
+    Attributes:
+        encoder, predictor: the trained networks (eval mode).
+        training: the configuration they were trained with (`training.network`: their shapes).
+        text_encoder_name, query_dim: the text encoder that made the query vectors.
+        evidence_bound: the most evidence pairs the encoder reads in one set: the largest
+            evidence size it was trained on (the anchors per LLM).
+        llm_ids, llm_embeddings (n_llms, d), evidence_counts (n_llms,): the fit-time pool.
+        anchors: llm_id -> text hashes of its anchor queries.
+    """
+
+    encoder: LLMEncoder
+    predictor: CorrectnessPredictor
+    training: TrainingConfig
+    text_encoder_name: str
+    query_dim: int
+    evidence_bound: int
+    llm_ids: list[str]
+    llm_embeddings: np.ndarray
+    evidence_counts: np.ndarray
+    anchors: dict[str, list[str]] = field(default_factory=dict)
+    history: list[dict[str, float]] = field(default_factory=list)
+    best_step: int = 0
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def save_artifact(artifact: Artifact, path: str | Path) -> Path:
+    """Write `artifact` to the folder `path`, replacing it whole (never a half-written mix)."""
+    from safetensors.torch import save_file
+
+    import locus
+
+    folder = Path(path)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = folder.with_name(f".{folder.name}.staging")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    config = {
+        "format": ARTIFACT_FORMAT,
+        "locus_version": locus.__version__,
+        "torch_version": torch.__version__,
+        "text_encoder": {"name": artifact.text_encoder_name, "dim": artifact.query_dim},
+        "network": artifact.training.network.to_dict(),
+        "training": artifact.training.to_dict(),
+        "evidence_bound": artifact.evidence_bound,
+        "llm_ids": list(artifact.llm_ids),
+        "evidence_counts": [int(c) for c in artifact.evidence_counts],
+        "best_step": artifact.best_step,
+        "history": artifact.history,
+        "metadata": artifact.metadata,
+    }
+    tensors = {
+        f"encoder.{k}": v.detach().cpu().contiguous()
+        for k, v in artifact.encoder.state_dict().items()
+    }
+    tensors |= {
+        f"predictor.{k}": v.detach().cpu().contiguous()
+        for k, v in artifact.predictor.state_dict().items()
+    }
+    tensors["llm_embeddings"] = torch.from_numpy(
+        np.ascontiguousarray(artifact.llm_embeddings, dtype=np.float32)
+    )
+    save_file(tensors, str(staging / WEIGHTS_FILE), metadata={"format": ARTIFACT_FORMAT})
+    _write_json(staging / ANCHORS_FILE, artifact.anchors)
+    _write_json(staging / CONFIG_FILE, config)
+    # swap whole folders: a crash leaves either the old artifact or the new one, never a mix
+    retired = folder.with_name(f".{folder.name}.retired")
+    shutil.rmtree(retired, ignore_errors=True)
+    if folder.exists():
+        folder.replace(retired)
+    staging.replace(folder)
+    shutil.rmtree(retired, ignore_errors=True)
+    return folder
+
+
+def load_artifact(path: str | Path, *, device: str = "cpu") -> Artifact:
+    """Read an artifact folder written by `save_artifact` (format 1 or 2).
+
+    Raises:
+        LocusArtifactError: missing files, a foreign or newer format, corrupt weights, or
+            weights that do not fit the recorded configuration.
+    """
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    folder = Path(path)
+    config = _read_json(folder / CONFIG_FILE)
+    if not isinstance(config, dict) or config.get("format") not in _READABLE:
+        found = config.get("format") if isinstance(config, dict) else type(config).__name__
+        raise LocusArtifactError(
+            f"{folder / CONFIG_FILE}: expected format {ARTIFACT_FORMAT!r}, found {found!r}; "
+            "this is not a locus artifact (or one from an incompatible version)"
+        )
+    try:
+        training_values = dict(config["training"])
+        if "network" in config:
+            training_values["network"] = config["network"]
+        training = TrainingConfig.from_dict(training_values)
+        network: NetworkConfig = training.network
+        encoder_name = str(config["text_encoder"]["name"])
+        query_dim = int(config["text_encoder"]["dim"])
+        llm_ids = [str(x) for x in config["llm_ids"]]
+        counts = np.asarray(config["evidence_counts"], dtype=np.int64)
+        # format 1 recorded no bound: its encoder was trained on sets of up to `anchors` too
+        evidence_bound = int(config.get("evidence_bound") or training.anchors)
+    except (KeyError, TypeError, ValueError, LocusInputError) as error:
+        raise LocusArtifactError(
+            f"{folder / CONFIG_FILE}: incomplete or invalid configuration ({error}); re-run "
+            "locus fit"
+        ) from error
+    try:
+        tensors = load_file(str(folder / WEIGHTS_FILE))
+    except (OSError, SafetensorError, ValueError) as error:
+        raise LocusArtifactError(
+            f"{folder / WEIGHTS_FILE}: unreadable weights ({error}); re-run locus fit"
+        ) from error
+    encoder, predictor = build_networks(query_dim, network)
+    _load_module(encoder, tensors, "encoder.", folder)
+    _load_module(predictor, tensors, "predictor.", folder)
+    embeddings = tensors.get("llm_embeddings")
+    if embeddings is None or tuple(embeddings.shape) != (len(llm_ids), network.dim):
+        raise LocusArtifactError(
+            f"{folder / WEIGHTS_FILE}: LLM embeddings missing or not ({len(llm_ids)}, "
+            f"{network.dim}); re-run locus fit"
+        )
+    anchors = _read_json(folder / ANCHORS_FILE)
+    return Artifact(
+        encoder=encoder.to(device).eval(),
+        predictor=predictor.to(device).eval(),
+        training=training,
+        text_encoder_name=encoder_name,
+        query_dim=query_dim,
+        evidence_bound=evidence_bound,
+        llm_ids=llm_ids,
+        llm_embeddings=embeddings.numpy().astype(np.float32),
+        evidence_counts=counts,
+        anchors={str(k): list(v) for k, v in dict(anchors).items()},
+        history=list(config.get("history", [])),
+        best_step=int(config.get("best_step", 0)),
+        metadata=dict(config.get("metadata") or {}),
+    )
+
+
+def _load_module(
+    module: LLMEncoder | CorrectnessPredictor,
+    tensors: dict[str, torch.Tensor],
+    prefix: str,
+    folder: Path,
+) -> None:
+    state = {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)}
+    try:
+        module.load_state_dict(state, strict=True)
+    except RuntimeError as error:
+        first = str(error).splitlines()[0]
+        raise LocusArtifactError(
+            f"{folder / WEIGHTS_FILE}: weights do not fit the configured networks ({first}); the "
+            "artifact is damaged or from another version"
+        ) from error
+
+
+def _write_json(path: Path, payload: Any) -> None:
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(json.dumps(payload, indent=1) + "\n")
+    temporary.replace(path)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise LocusArtifactError(
+            f"{path}: missing; expected a locus artifact folder ({CONFIG_FILE}, {ANCHORS_FILE}, "
+            f"{WEIGHTS_FILE}) written by locus fit"
+        ) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise LocusArtifactError(f"{path}: unreadable ({error}); re-run locus fit") from error

@@ -1,0 +1,137 @@
+"""Rendering for the command line: consoles, progress bars, JSON, number formats.
+
+Nothing here computes a result; commands hand finished results to these helpers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Any
+
+from locus._progress import Advance, ProgressFactory
+
+__all__ = [
+    "fmt",
+    "print_json",
+    "progress_bars",
+    "stderr_console",
+    "stdout_console",
+    "training_bar",
+]
+
+
+def stderr_console() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def stdout_console() -> Any:
+    from rich.console import Console
+
+    return Console()
+
+
+class _RichProgress:
+    """A `ProgressFactory` drawing rich bars on stderr (silent with --quiet)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self._enabled = enabled and not os.environ.get("LOCUS_NO_PROGRESS")
+
+    def __call__(
+        self, description: str, total: int | None = None
+    ) -> AbstractContextManager[Advance]:
+        return self._task(description, total)
+
+    @contextmanager
+    def _task(self, description: str, total: int | None) -> Iterator[Advance]:
+        if not self._enabled:
+            yield lambda n: None
+            return
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=stderr_console(),
+            transient=False,
+        ) as bar:
+            task = bar.add_task(description, total=total)
+            yield lambda n: bar.advance(task, n)
+
+
+def progress_bars(quiet: bool = False) -> ProgressFactory:
+    """Rich progress bars on stderr, or none with `quiet` (or $LOCUS_NO_PROGRESS)."""
+    return _RichProgress(enabled=not quiet)
+
+
+@contextmanager
+def training_bar(enabled: bool) -> Iterator[Any]:
+    """A rich bar fed by the trainer's progress(step, total, info) callback (or None)."""
+    if not enabled or os.environ.get("LOCUS_NO_PROGRESS"):
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("training"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[info]}"),
+        console=stderr_console(),
+    ) as bar:
+        task = bar.add_task("training", total=None, info="")
+
+        def update(step: int, total: int, info: dict[str, float]) -> None:
+            parts = [f"loss {info['loss']:.4f}"] if "loss" in info else []
+            if "val_routing_accuracy" in info:
+                parts.append(f"val hit@1 {info['val_routing_accuracy']:.4f}")
+                parts.append(f"best {info.get('best_val_routing_accuracy', float('nan')):.4f}")
+            if "val_log_loss" in info:
+                parts.append(f"val log-loss {info['val_log_loss']:.4f}")
+            bar.update(task, completed=step, total=total, info="  ".join(parts))
+
+        yield update
+
+
+def print_json(payload: Any) -> None:
+    sys.stdout.write(json.dumps(payload, indent=2, default=_json_default) + "\n")
+
+
+def _json_default(value: Any) -> Any:
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "as_dict"):
+        return value.as_dict()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """A table cell: '-' for missing, fixed digits for floats, thousands separators for ints."""
+    if value is None or (isinstance(value, float) and value != value):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)

@@ -1,0 +1,45 @@
+"""`locus demo`: the main job, end to end, on the real MMLU-Pro results."""
+
+from __future__ import annotations
+
+from locus.cli._app import QuietOption, WorkspaceOption, app
+from locus.cli._render import stdout_console
+from locus.cli.data_commands import encode_command, import_command, llms_command, open_store
+from locus.cli.model_commands import evaluate_command, fit_command
+from locus.cli.route_commands import route_and_render
+from locus.errors import LocusError
+
+DEMO_QUERIES = (
+    "What is the derivative of sin(x) * x^2 with respect to x?",
+    "Under the Fourth Amendment, when may police search a car without a warrant?",
+    "Which enzyme unwinds the DNA double helix during replication?",
+)
+
+
+@app.command("demo")
+def demo_command(workspace: WorkspaceOption = None, quiet: QuietOption = False) -> None:
+    """The main job: import MMLU-Pro, encode, fit (or reuse), evaluate, route examples."""
+    from locus.pipeline import DEFAULT_ARTIFACT, load_workspace_locus
+
+    console = stdout_console()
+    console.rule("1. import the MMLU-Pro results")
+    import_command("mmlu-pro", None, workspace=workspace, quiet=quiet)
+    console.rule("2. encode the queries (cached)")
+    encode_command(workspace=workspace, quiet=quiet)
+    console.rule("3. the pool")
+    llms_command(workspace=workspace)
+    console.rule("4. train LOCUS (or reuse the artifact trained on the same data)")
+    with open_store(workspace, create=False) as store:
+        try:
+            model = load_workspace_locus(store, DEFAULT_ARTIFACT)
+            fresh = model.metadata.get("data_checksums") == store.checksums()
+        except LocusError:
+            fresh = False
+    if fresh:
+        console.print("artifact 'default' matches the workspace's data: reused")
+    else:
+        fit_command(workspace=workspace, quiet=quiet)
+    console.rule("5. routing accuracy on the held-out test queries")
+    evaluate_command(workspace=workspace)
+    console.rule("6. route three new queries")
+    route_and_render(list(DEMO_QUERIES), workspace=workspace)

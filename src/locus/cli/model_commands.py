@@ -1,0 +1,174 @@
+"""`locus fit | embed | evaluate`: train the networks, onboard LLMs, measure routing."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from locus.cli._app import ArtifactOption, JsonOption, QuietOption, WorkspaceOption, app
+from locus.cli._render import print_json, stdout_console, training_bar
+from locus.cli.data_commands import open_store
+from locus.errors import LocusInputError
+
+
+@app.command("fit")
+def fit_command(
+    anchors: Annotated[
+        int, typer.Option("--anchors", "-A", min=1, help="Anchor evaluations per LLM.")
+    ] = 1024,
+    min_evidence: Annotated[
+        int,
+        typer.Option("--min-evidence", min=1, help="Smallest evidence set seen in training."),
+    ] = 16,
+    seed: Annotated[int, typer.Option("--seed", help="Training seed.")] = 0,
+    split_seed: Annotated[int, typer.Option("--split-seed", help="Query split seed.")] = 0,
+    max_steps: Annotated[int, typer.Option("--max-steps", min=1)] = 3000,
+    eval_every: Annotated[
+        int, typer.Option("--eval-every", min=1, help="Steps between validation checks.")
+    ] = 50,
+    epochs: Annotated[
+        int | None,
+        typer.Option("--epochs", min=1, help="Passes over the LLMs (instead of --max-steps)."),
+    ] = None,
+    patience: Annotated[
+        int, typer.Option("--patience", min=1, help="Checks without gain before stopping.")
+    ] = 6,
+    exclude: Annotated[
+        list[str] | None, typer.Option("--exclude", help="Keep an LLM out of training.")
+    ] = None,
+    artifact: ArtifactOption = "default",
+    workspace: WorkspaceOption = None,
+    as_json: JsonOption = False,
+    quiet: QuietOption = False,
+) -> None:
+    """Train the LOCUS networks on the workspace's training queries; write an artifact."""
+    from locus.nn.config import TrainingConfig
+    from locus.pipeline import fit_workspace, steps_for_epochs
+
+    if epochs is not None and max_steps != 3000:
+        raise LocusInputError("fit: give --epochs or --max-steps, not both")
+    with open_store(workspace, create=False) as store:
+        defaults = TrainingConfig()
+        steps = (
+            max_steps
+            if epochs is None
+            else steps_for_epochs(epochs, len(store.llm_ids()), defaults.llms_per_step)
+        )
+        config = TrainingConfig(
+            anchors=anchors,
+            min_evidence=min_evidence,
+            seed=seed,
+            max_steps=steps,
+            patience=patience,
+            eval_every=eval_every,
+        )
+        with training_bar(not (quiet or as_json)) as progress:
+            report = fit_workspace(
+                store,
+                config,
+                name=artifact,
+                split_seed=split_seed,
+                exclude_llms=exclude or (),
+                progress=progress,
+            )
+    if as_json:
+        print_json(report.as_dict())
+        return
+    stdout_console().print(
+        f"trained artifact [bold]{artifact}[/] on {report.llms} LLMs, {report.train_queries:,} "
+        f"training queries in {report.seconds:.0f} s; best validation hit@1 "
+        f"{report.best_val_routing_accuracy:.4f} at step {report.best_step}"
+    )
+
+
+@app.command("embed")
+def embed_command(
+    llm_ids: Annotated[
+        list[str] | None,
+        typer.Argument(help="LLMs to (re)embed from their stored scores.", show_default=False),
+    ] = None,
+    all_llms: Annotated[bool, typer.Option("--all", help="Every LLM of the workspace.")] = False,
+    include_test: Annotated[
+        bool, typer.Option("--include-test", help="Also use scores on test-split queries.")
+    ] = False,
+    artifact: ArtifactOption = "default",
+    workspace: WorkspaceOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Onboard or refine LLMs: embeddings from the scores the workspace holds, no retraining."""
+    from locus.pipeline import embed_workspace_llms
+
+    if bool(llm_ids) == all_llms:
+        raise LocusInputError(
+            "embed: expected LLM ids or --all, found " + ("both" if all_llms else "neither")
+        )
+    with open_store(workspace, create=False) as store:
+        reports = embed_workspace_llms(
+            store, None if all_llms else llm_ids, name=artifact, include_test=include_test
+        )
+    if as_json:
+        print_json([r.as_dict() for r in reports])
+        return
+    console = stdout_console()
+    for r in reports:
+        moved = "new to the pool" if r.new else f"moved {r.moved:.4f}, cosine {r.cosine_moved:.4f}"
+        console.print(
+            f"embedded {r.llm_id} from {r.evidence:,} scores in {r.seconds * 1000:.1f} ms ({moved})"
+        )
+
+
+@app.command("evaluate")
+def evaluate_command(
+    split: Annotated[str, typer.Option("--split", help="val or test.")] = "test",
+    artifact: ArtifactOption = "default",
+    workspace: WorkspaceOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Routing hit@1/3/5 and correctness metrics on a split, next to baselines, per task."""
+    from locus.pipeline import evaluate_workspace
+
+    with open_store(workspace, create=False) as store:
+        result = evaluate_workspace(store, name=artifact, split=split)
+    if as_json:
+        print_json(result.as_dict())
+        return
+    _render_evaluation(result)
+
+
+def _render_evaluation(result: Any) -> None:
+    from rich.table import Table
+
+    console = stdout_console()
+    routing, correct, base = result.routing, result.correctness, result.baselines
+    console.print(
+        f"{result.split} split: {result.queries:,} queries, {result.llms} LLMs "
+        f"(artifact {result.artifact})"
+    )
+    summary = Table(show_header=True)
+    summary.add_column("router")
+    summary.add_column("hit@1", justify="right")
+    summary.add_row("LOCUS", f"{routing.hit_at_1:.4f}")
+    summary.add_row(f"best single LLM ({base.best_single_llm_id})", f"{base.best_single_llm:.4f}")
+    summary.add_row("best LLM per task", f"{base.best_llm_per_task:.4f}")
+    summary.add_row("random LLM", f"{base.random:.4f}")
+    summary.add_row("oracle", f"{base.oracle:.4f}")
+    console.print(summary)
+    console.print(
+        f"hit@3 {routing.hit_at_3:.4f}  hit@5 {routing.hit_at_5:.4f}  |  correctness: accuracy "
+        f"{correct.accuracy:.4f}  AUROC {correct.auroc:.4f}  Brier {correct.brier:.4f}  "
+        f"ECE {correct.ece:.4f}"
+    )
+    if result.per_task:
+        tasks = Table(title="per task")
+        for column in ("task", "queries", "LOCUS hit@1", "best single", "oracle"):
+            tasks.add_column(column, justify="left" if column == "task" else "right")
+        for task, row in result.per_task.items():
+            tasks.add_row(
+                task,
+                f"{row.queries:,}",
+                f"{row.hit_at_1:.4f}",
+                f"{row.best_single_llm:.4f}",
+                f"{row.oracle:.4f}",
+            )
+        console.print(tasks)

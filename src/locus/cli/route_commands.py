@@ -1,0 +1,115 @@
+"""`locus route`: send queries to the LLM most likely to answer them correctly."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from locus.cli._app import ArtifactOption, JsonOption, WorkspaceOption, app
+from locus.cli._render import print_json, stderr_console, stdout_console
+from locus.cli.data_commands import open_store
+from locus.errors import LocusInputError
+
+
+@app.command("route")
+def route_command(
+    query: Annotated[str | None, typer.Argument(help="Query text to route.")] = None,
+    file: Annotated[
+        Path | None, typer.Option("--file", "-f", help="Route each line of this file.")
+    ] = None,
+    top: Annotated[int, typer.Option("--top", min=1, help="Candidates to show.")] = 3,
+    cost_weight: Annotated[
+        float, typer.Option("--cost-weight", min=0.0, help="P(correct) traded per USD.")
+    ] = 0.0,
+    max_cost: Annotated[
+        float | None, typer.Option("--max-cost", min=0.0, help="Max USD per query.")
+    ] = None,
+    unavailable: Annotated[
+        list[str] | None, typer.Option("--unavailable", help="An LLM never to choose.")
+    ] = None,
+    artifact: ArtifactOption = "default",
+    workspace: WorkspaceOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Send each query to the LLM most likely to answer it correctly."""
+    route_and_render(
+        route_texts(query, file),
+        workspace=workspace,
+        artifact=artifact,
+        top=top,
+        cost_weight=cost_weight,
+        max_cost=max_cost,
+        unavailable=unavailable or (),
+        as_json=as_json,
+    )
+
+
+def route_and_render(
+    texts: list[str],
+    *,
+    workspace: Path | None,
+    artifact: str = "default",
+    top: int = 3,
+    cost_weight: float = 0.0,
+    max_cost: float | None = None,
+    unavailable: tuple[str, ...] | list[str] = (),
+    as_json: bool = False,
+) -> None:
+    """Load the workspace router once, route every text, print the choices."""
+    from locus.routing import WorkspaceRouter
+
+    started = time.perf_counter()
+    with open_store(workspace, create=False) as store:
+        router = WorkspaceRouter(store, artifact)
+        loaded = time.perf_counter()
+        decisions = router.route_texts(
+            texts, top=top, cost_weight=cost_weight, max_cost=max_cost, unavailable=unavailable
+        )
+        routed = time.perf_counter()
+    if len(texts) > 1:
+        stderr_console().print(
+            f"[dim]{len(texts):,} queries: loaded once in {loaded - started:.2f} s, routed in "
+            f"{1000 * (routed - loaded) / len(texts):.2f} ms per query ({router.encoded:,} "
+            f"encoded, {router.cache_hits:,} from the cache)[/]"
+        )
+    if as_json:
+        print_json(
+            [{"query": text, **d.as_dict()} for text, d in zip(texts, decisions, strict=True)]
+        )
+        return
+    console = stdout_console()
+    for text, decision in zip(texts, decisions, strict=True):
+        shown = text if len(text) <= 70 else text[:67] + "..."
+        others = ", ".join(f"{c.llm_id} {c.p_correct:.2f}" for c in decision.runners_up)
+        console.print(
+            f"[bold]{decision.llm_id}[/] P(correct) {decision.p_correct:.2f}"
+            + (f"  ${decision.cost_usd:.6f}" if decision.cost_usd is not None else "")
+            + (f"  (then {others})" if others else "")
+            + f"\n  {shown!r}"
+        )
+
+
+def route_texts(query: str | None, file: Path | None) -> list[str]:
+    """The texts to route: the argument, or every non-empty line of the file."""
+    if (query is None) == (file is None):
+        raise LocusInputError(
+            "route: expected a query text or --file, found "
+            + ("both" if query is not None else "neither")
+        )
+    if query is not None:
+        if not query.strip():
+            raise LocusInputError("route: the query text is empty; expected some text to route")
+        return [query]
+    assert file is not None
+    try:
+        lines = [line for line in file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except (OSError, UnicodeDecodeError) as error:
+        raise LocusInputError(
+            f"{file}: cannot read ({error}); expected a UTF-8 text file"
+        ) from error
+    if not lines:
+        raise LocusInputError(f"{file}: no non-empty lines; expected one query per line")
+    return lines

@@ -1,0 +1,187 @@
+"""Configuration of the LOCUS networks (`NetworkConfig`) and of their training (`TrainingConfig`).
+
+Loading an artifact needs only `NetworkConfig` and `build_networks`: the trainer is never
+imported to rebuild trained networks.
+
+    >>> config = TrainingConfig(network=NetworkConfig(dim=64, heads=4), anchors=256)
+    >>> config.network.dim, config.anchors
+    (64, 256)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from locus.errors import LocusInputError
+from locus.nn.encoder import LLMEncoder
+from locus.nn.predictor import CorrectnessPredictor
+
+__all__ = ["NetworkConfig", "TrainingConfig", "build_networks"]
+
+
+def _check_positive_ints(owner: object, names: list[str]) -> None:
+    for name in names:
+        value = getattr(owner, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise LocusInputError(
+                f"{type(owner).__name__}.{name} must be an integer >= 1; got {value!r}"
+            )
+
+
+def _from_mapping(cls: type[Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    """Check keys against the dataclass fields: an unknown key (a typo) is an error."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise LocusInputError(
+            f"unknown {cls.__name__} fields {unknown}; expected a subset of {sorted(known)}"
+        )
+    return dict(values)
+
+
+@dataclass(frozen=True)
+class NetworkConfig:
+    """Shapes of the encoder and predictor (defaults follow LOCUS).
+
+    Attributes:
+        dim: token and LLM embedding dimension d.
+        inducing_points, heads, feed_forward, layers: the ISAB stack of the encoder.
+        predictor_hidden, dropout: the predictor's MLP.
+    """
+
+    dim: int = 128
+    inducing_points: int = 64
+    heads: int = 4
+    feed_forward: int = 256
+    layers: int = 2
+    predictor_hidden: int = 64
+    dropout: float = 0.1
+
+    def __post_init__(self) -> None:
+        _check_positive_ints(
+            self,
+            ["dim", "inducing_points", "heads", "feed_forward", "layers", "predictor_hidden"],
+        )
+        if not 0.0 <= self.dropout < 1.0:
+            raise LocusInputError(f"NetworkConfig.dropout must be in [0, 1); got {self.dropout}")
+        if self.dim % self.heads != 0:
+            raise LocusInputError(
+                f"NetworkConfig.dim ({self.dim}) must be divisible by heads ({self.heads})"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> NetworkConfig:
+        return cls(**_from_mapping(cls, values))
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """Every hyper-parameter of training, with the networks' shapes in `network`.
+
+    Example:
+        >>> TrainingConfig(anchors=256, max_steps=2000).llms_per_step
+        32
+    """
+
+    network: NetworkConfig = field(default_factory=NetworkConfig)
+    # optimisation
+    encoder_lr: float = 2e-4
+    predictor_lr: float = 8e-4
+    weight_decay: float = 0.05
+    grad_clip: float = 1.0
+    noise_start: float = 0.10
+    noise_end: float = 0.05
+    # Deviation from the paper (on by default; False = the paper's raw query vectors): both
+    # networks standardise query vectors with the training queries' mean and RMS coordinate
+    # (`nn/standardize.py`), and the noise above is in those units.
+    standardise_queries: bool = True
+    # meta-learning episodes: evidence sizes are log-uniform in [min_evidence, anchors]
+    min_evidence: int = 16
+    anchors: int = 1024
+    # where each step draws an LLM's evidence from: "anchors" (the paper) or "training" (all
+    # its training queries; an embedding from scores outside the anchors is then in
+    # distribution, which refinement needs)
+    evidence_from: str = "anchors"
+    llms_per_step: int = 32
+    targets_per_llm: int = 256
+    micro_batches: int = 4
+    # schedule
+    max_steps: int = 5000
+    eval_every: int = 100
+    patience: int = 10  # evaluations without improvement before stopping
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.network, NetworkConfig):
+            raise LocusInputError(
+                f"TrainingConfig.network must be a NetworkConfig; got {type(self.network).__name__}"
+            )
+        _check_positive_ints(
+            self,
+            [
+                "min_evidence", "anchors", "llms_per_step", "targets_per_llm", "micro_batches",
+                "max_steps", "eval_every", "patience",
+            ],
+        )  # fmt: skip
+        for name in ["encoder_lr", "predictor_lr", "grad_clip"]:
+            if not getattr(self, name) > 0:
+                raise LocusInputError(
+                    f"TrainingConfig.{name} must be > 0; got {getattr(self, name)}"
+                )
+        for name in ["weight_decay", "noise_start", "noise_end"]:
+            if not getattr(self, name) >= 0:
+                raise LocusInputError(
+                    f"TrainingConfig.{name} must be >= 0; got {getattr(self, name)}"
+                )
+        if self.evidence_from not in ("anchors", "training"):
+            raise LocusInputError(
+                f"TrainingConfig.evidence_from must be 'anchors' or 'training'; got "
+                f"{self.evidence_from!r}"
+            )
+        if self.min_evidence > self.anchors:
+            raise LocusInputError(
+                f"TrainingConfig.min_evidence ({self.min_evidence}) must not exceed "
+                f"anchors ({self.anchors}); lower --min-evidence or raise --anchors"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict of every field (the network as a nested dict)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> TrainingConfig:
+        """Inverse of `to_dict`; unknown keys are an error (a typo must not pass silently).
+
+        Also reads the flat layout of format-1 artifacts, where the network fields sat beside
+        the training ones.
+        """
+        values = dict(values)
+        network_names = {f.name for f in dataclasses.fields(NetworkConfig)}
+        network = dict(values.pop("network", None) or {})
+        for name in network_names & set(values):
+            network[name] = values.pop(name)
+        return cls(network=NetworkConfig.from_dict(network), **_from_mapping(cls, values))
+
+
+def build_networks(
+    query_dim: int, network: NetworkConfig
+) -> tuple[LLMEncoder, CorrectnessPredictor]:
+    """Fresh (encoder, predictor) shaped by `network` (initialised from torch's global RNG)."""
+    encoder = LLMEncoder(
+        query_dim,
+        dim=network.dim,
+        inducing=network.inducing_points,
+        heads=network.heads,
+        feed_forward=network.feed_forward,
+        layers=network.layers,
+    )
+    predictor = CorrectnessPredictor(
+        query_dim, dim=network.dim, hidden=network.predictor_hidden, dropout=network.dropout
+    )
+    return encoder, predictor

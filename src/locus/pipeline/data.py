@@ -1,0 +1,73 @@
+"""The encodable part of a workspace as arrays: score table, query vectors, hash split.
+
+>>> data = workspace_table(store)                                   # doctest: +SKIP
+>>> data.table.scores.shape, data.vectors.shape, data.rows("test")[:3]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from locus.data.splits import assign_splits
+from locus.data.table import ScoreTable
+from locus.errors import LocusInputError
+from locus.store import Store
+
+__all__ = ["WorkspaceTable", "workspace_table"]
+
+
+@dataclass(frozen=True)
+class WorkspaceTable:
+    """Score table of every query with text, its cached vectors and its split.
+
+    Attributes:
+        table: (n_queries, n_llms) scores.
+        vectors: (n_queries, dq) query vectors of `encoder`, row-aligned with `table`.
+        splits: (n_queries,) "train" / "val" / "test".
+        encoder: the text encoder's name.
+    """
+
+    table: ScoreTable
+    vectors: np.ndarray
+    splits: np.ndarray
+    encoder: str
+
+    def rows(self, split: str) -> np.ndarray:
+        """Row indices of one split."""
+        return np.flatnonzero(self.splits == split)
+
+
+def workspace_table(
+    store: Store, *, split_seed: int = 0, llm_ids: Sequence[str] | None = None
+) -> WorkspaceTable:
+    """Score table of every query that has text, its cached vectors and its split.
+
+    With `llm_ids`, only those LLMs' columns and the queries they were scored on are read (a
+    query's split depends only on its text, so it is the same either way).
+
+    Raises:
+        LocusInputError: empty workspace, or queries not encoded yet (run `locus encode`).
+    """
+    encoder = store.text_encoder
+    if encoder is None:
+        raise LocusInputError(
+            f"workspace {store.workspace}: queries are not encoded yet; run `locus encode` first"
+        )
+    table = store.score_table(llm_ids=llm_ids)
+    if table.n_llms == 0:
+        raise LocusInputError(
+            f"workspace {store.workspace}: no scores; import evaluation results first"
+        )
+    has_text = np.array([h != "" for h in table.text_hashes], dtype=bool)
+    if not has_text.any() and llm_ids is None:
+        raise LocusInputError(
+            f"workspace {store.workspace}: no query has text; LOCUS needs query texts (import "
+            "with query_text or --queries)"
+        )
+    table = table.select_queries(has_text)
+    vectors = store.get_vectors(encoder, list(table.text_hashes))
+    splits = assign_splits(list(table.text_hashes), seed=split_seed, given=list(table.splits))
+    return WorkspaceTable(table=table, vectors=vectors, splits=splits, encoder=encoder)

@@ -1,0 +1,121 @@
+"""Train LOCUS on a workspace: save the artifact, make its pool the workspace's.
+
+>>> report = fit_workspace(store, TrainingConfig(anchors=1024))     # doctest: +SKIP
+>>> report.best_step, report.artifact
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from locus.errors import LocusNotFoundError
+from locus.locus import Locus
+from locus.nn.config import TrainingConfig
+from locus.nn.training import ProgressCallback
+from locus.pipeline.data import workspace_table
+from locus.routing.workspace import DEFAULT_ARTIFACT, artifact_path
+from locus.store import Store
+
+__all__ = ["FitReport", "fit_workspace", "load_workspace_locus", "steps_for_epochs"]
+
+
+@dataclass(frozen=True)
+class FitReport:
+    """What one fit did: the artifact, data sizes, the kept step and its validation hit@1."""
+
+    artifact: Path
+    llms: int
+    train_queries: int
+    val_queries: int
+    test_queries: int
+    best_step: int
+    best_val_routing_accuracy: float
+    seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "artifact": str(self.artifact)}
+
+
+def steps_for_epochs(epochs: int, n_llms: int, llms_per_step: int) -> int:
+    """Training steps for `epochs` passes over `n_llms` LLMs, `llms_per_step` per step."""
+    return max(1, epochs * math.ceil(n_llms / llms_per_step))
+
+
+def fit_workspace(
+    store: Store,
+    config: TrainingConfig | None = None,
+    *,
+    name: str = DEFAULT_ARTIFACT,
+    split_seed: int = 0,
+    exclude_llms: Sequence[str] = (),
+    progress: ProgressCallback | None = None,
+    device: str = "cpu",
+) -> FitReport:
+    """Train on the workspace's training queries, save the artifact, store every embedding.
+
+    `exclude_llms` keeps LLMs out of training entirely (to onboard them later, as a test of
+    training-free onboarding). Test queries are never seen. The workspace's pool for `name`
+    becomes exactly the trained LLMs, embedded from their anchors.
+    """
+    started = time.perf_counter()
+    path = artifact_path(store, name)
+    data = workspace_table(store, split_seed=split_seed)
+    table = data.table
+    if exclude_llms:
+        unknown = sorted(set(exclude_llms) - set(table.llm_ids))
+        if unknown:
+            raise LocusNotFoundError(
+                f"cannot exclude unknown LLM {unknown[0]!r}; expected an LLM of the workspace "
+                "(see `locus llms`)"
+            )
+        table = table.select_llms([llm for llm in table.llm_ids if llm not in set(exclude_llms)])
+    model = Locus(config, device=device)
+    model.metadata = {
+        "split_seed": split_seed,
+        "excluded_llms": list(exclude_llms),
+        "data_checksums": store.checksums(),
+        # names this fit in the workspace's pool (see LLMPool.from_store)
+        "fit_id": uuid.uuid4().hex,
+    }
+    model.fit(
+        table,
+        data.vectors,
+        data.rows("train"),
+        data.rows("val"),
+        text_encoder_name=data.encoder,
+        progress=progress,
+    )
+    model.save(path)
+    model.pool_.bind(store, name, fit_id=model.metadata["fit_id"])
+    best = max((h.get("val_routing_accuracy", math.nan) for h in model.history_), default=0.0)
+    return FitReport(
+        artifact=path,
+        llms=len(model.llm_ids_),
+        train_queries=len(data.rows("train")),
+        val_queries=len(data.rows("val")),
+        test_queries=len(data.rows("test")),
+        best_step=model.best_step_,
+        best_val_routing_accuracy=float(best),
+        seconds=time.perf_counter() - started,
+    )
+
+
+def load_workspace_locus(store: Store, name: str = DEFAULT_ARTIFACT) -> Locus:
+    """The artifact `name` with the workspace's current pool.
+
+    Raises:
+        LocusNotFoundError: no such artifact (run `locus fit`).
+        LocusArtifactError: a damaged artifact, or one trained on another text encoder.
+    """
+    path = artifact_path(store, name)
+    if not path.exists():
+        raise LocusNotFoundError(
+            f"no trained artifact {name!r} in {store.artifacts_dir}; run `locus fit` first"
+        )
+    return Locus.load(path, workspace=store)

@@ -1,0 +1,245 @@
+"""`LLMPool`: the LLM embeddings of one artifact, in one place.
+
+A pool is who is on the map (llm_ids), where each LLM sits (its embedding) and from how much
+evidence it was computed. Without a workspace it lives in memory (an artifact's fit-time
+snapshot). Bound to a workspace it is the workspace's `llm_embeddings` rows for the artifact:
+the facade, the CLI and the pipeline all read it there, and onboarding or refining an LLM writes
+it there, in one transaction per change. See docs/architecture.md, "artifact and workspace".
+
+    >>> import numpy as np
+    >>> pool = LLMPool(["a", "b"], np.zeros((2, 4), np.float32), [10, 20])
+    >>> pool.upsert("c", np.ones(4, np.float32), 5) is None       # new: no previous vector
+    True
+    >>> pool.llm_ids, pool.vectors(["c"]).shape
+    (['a', 'b', 'c'], (1, 4))
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from locus.errors import LocusInputError, LocusNotFoundError
+
+if TYPE_CHECKING:
+    from locus.store import Store
+
+__all__ = ["LLMPool"]
+
+logger = logging.getLogger(__name__)
+
+
+class LLMPool:
+    """LLM embeddings (n_llms, d) with their llm_ids and evidence counts.
+
+    Args:
+        llm_ids: (n_llms,) names, unique.
+        embeddings: (n_llms, d) float32.
+        evidence_counts: (n_llms,) scores each embedding was computed from.
+        store, artifact: bind the pool to a workspace: every change is written to `store`
+            under the artifact name `artifact`.
+    """
+
+    def __init__(
+        self,
+        llm_ids: Sequence[str],
+        embeddings: ArrayLike,
+        evidence_counts: Sequence[int] | NDArray[np.integer],
+        *,
+        store: Store | None = None,
+        artifact: str | None = None,
+    ) -> None:
+        if (store is None) != (artifact is None):
+            raise LocusInputError("a pool bound to a workspace needs both store and artifact")
+        self._store = store
+        self.artifact = artifact
+        self._set(llm_ids, embeddings, evidence_counts)
+
+    def _set(
+        self,
+        llm_ids: Sequence[str],
+        embeddings: ArrayLike,
+        evidence_counts: Sequence[int] | NDArray[np.integer],
+    ) -> None:
+        ids = [str(llm) for llm in llm_ids]
+        vectors = np.array(embeddings, dtype=np.float32, copy=True)
+        counts = np.array(evidence_counts, dtype=np.int64, copy=True)
+        if vectors.ndim != 2 or len(vectors) != len(ids) or counts.shape != (len(ids),):
+            raise LocusInputError(
+                f"a pool needs ({len(ids)}, d) embeddings and {len(ids)} evidence counts; found "
+                f"{vectors.shape} and {counts.shape}"
+            )
+        if len(set(ids)) != len(ids):
+            raise LocusInputError("llm_ids of a pool must be unique")
+        self.llm_ids = ids
+        self.embeddings = vectors
+        self.evidence_counts = counts
+        self._index = {llm: i for i, llm in enumerate(ids)}
+
+    @classmethod
+    def from_store(
+        cls,
+        store: Store,
+        artifact: str,
+        snapshot: LLMPool | None = None,
+        *,
+        fit_id: str | None = None,
+    ) -> LLMPool:
+        """The workspace's pool for `artifact`, bound to `store`.
+
+        LLMs the workspace holds override the `snapshot` (the artifact's fit-time pool); LLMs
+        only in the snapshot stay (an artifact copied into a workspace still routes). With a
+        `fit_id` (the artifact's), the workspace's rows are used only if they were written for
+        that fit: after a fit interrupted between saving the artifact and writing the pool,
+        the rows belong to the previous networks, so the snapshot is used, and written back
+        before the first change.
+        """
+        pool = cls([], np.zeros((0, 0), np.float32), [], store=store, artifact=artifact)
+        pool._fit_id = fit_id
+        pool._merge_stored(snapshot)
+        return pool
+
+    _fit_id: str | None = None
+    _stale = False
+
+    def _merge_stored(self, snapshot: LLMPool | None) -> None:
+        assert self._store is not None and self.artifact is not None
+        self._stale = False
+        if (
+            self._fit_id is not None
+            and self._store.get_meta(_fit_key(self.artifact)) != self._fit_id
+        ) and snapshot is not None:
+            logger.warning(
+                "workspace pool of artifact %r was not written by this artifact's fit; "
+                "using the artifact's own embeddings",
+                self.artifact,
+            )
+            self._set(snapshot.llm_ids, snapshot.embeddings, snapshot.evidence_counts)
+            self._stale = True
+            return
+        ids, vectors, counts = self._store.embeddings(self.artifact)
+        if snapshot is None or len(snapshot) == 0:
+            if ids:
+                self._set(ids, vectors, counts)
+            return
+        stored = {llm: i for i, llm in enumerate(ids)}
+        if ids and vectors.shape[1] != snapshot.dim:
+            raise LocusInputError(
+                f"workspace embeddings of artifact {self.artifact!r} are {vectors.shape[1]}-d but "
+                f"the artifact's are {snapshot.dim}-d; re-run locus fit"
+            )
+        merged_ids = list(snapshot.llm_ids) + [llm for llm in ids if llm not in snapshot]
+        merged = np.zeros((len(merged_ids), snapshot.dim), dtype=np.float32)
+        merged_counts = np.zeros(len(merged_ids), dtype=np.int64)
+        for row, llm in enumerate(merged_ids):
+            if llm in stored:
+                merged[row], merged_counts[row] = vectors[stored[llm]], counts[stored[llm]]
+            else:
+                merged[row] = snapshot.embeddings[snapshot.index(llm)]
+                merged_counts[row] = snapshot.evidence_counts[snapshot.index(llm)]
+        self._set(merged_ids, merged, merged_counts)
+
+    def refresh(self, snapshot: LLMPool | None = None) -> None:
+        """Re-read a bound pool from its workspace (changes made by other processes)."""
+        if self._store is not None:
+            self._merge_stored(snapshot)
+
+    @property
+    def bound(self) -> bool:
+        """True when changes are written to a workspace."""
+        return self._store is not None
+
+    @property
+    def dim(self) -> int:
+        return int(self.embeddings.shape[1]) if self.embeddings.ndim == 2 else 0
+
+    def __len__(self) -> int:
+        return len(self.llm_ids)
+
+    def __contains__(self, llm_id: object) -> bool:
+        return llm_id in self._index
+
+    def index(self, llm_id: str) -> int:
+        try:
+            return self._index[llm_id]
+        except KeyError:
+            shown = ", ".join(self.llm_ids[:5]) + (", ..." if len(self.llm_ids) > 5 else "")
+            raise LocusNotFoundError(
+                f"LLM {llm_id!r} has no embedding; expected one of {shown or 'none'}; "
+                "onboard it first (locus embed)"
+            ) from None
+
+    def vectors(self, llm_ids: Sequence[str] | None = None) -> NDArray[np.float32]:
+        """Embeddings (k, d) of `llm_ids` (default: every LLM, in pool order)."""
+        if llm_ids is None:
+            return self.embeddings
+        return self.embeddings[[self.index(llm) for llm in llm_ids]]
+
+    def upsert(
+        self, llm_id: str, vector: ArrayLike, evidence_count: int
+    ) -> NDArray[np.float32] | None:
+        """Add or replace one LLM's embedding (d,); returns its previous embedding, if any.
+
+        Other LLMs do not move. A bound pool writes the change to its workspace first, so a
+        failed write leaves memory and store as they were.
+        """
+        array = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if len(self) and array.shape != (self.dim,):
+            raise LocusInputError(f"embedding must be ({self.dim},); found {array.shape}")
+        if self._stale:
+            self._write_whole()
+        if self._store is not None and self.artifact is not None:
+            self._store.replace_embeddings(
+                self.artifact, [llm_id], array[None, :], [int(evidence_count)], only=True
+            )
+        if llm_id in self._index:
+            row = self._index[llm_id]
+            previous = self.embeddings[row].copy()
+            self.embeddings[row] = array
+            self.evidence_counts[row] = int(evidence_count)
+            return previous
+        self._set(
+            [*self.llm_ids, llm_id],
+            np.vstack([self.embeddings, array[None, :]]) if len(self) else array[None, :],
+            [*self.evidence_counts.tolist(), int(evidence_count)],
+        )
+        return None
+
+    def replace_all(
+        self,
+        llm_ids: Sequence[str],
+        embeddings: ArrayLike,
+        evidence_counts: Sequence[int] | NDArray[np.integer],
+    ) -> None:
+        """Make the pool exactly these LLMs (after a fit); a bound pool writes them whole."""
+        previous = (self.llm_ids, self.embeddings, self.evidence_counts)
+        self._set(llm_ids, embeddings, evidence_counts)
+        try:
+            self._write_whole()
+        except Exception:
+            self._set(*previous)
+            raise
+
+    def _write_whole(self) -> None:
+        if self._store is None or self.artifact is None:
+            return
+        self._store.replace_embeddings(
+            self.artifact, self.llm_ids, self.embeddings, self.evidence_counts
+        )
+        if self._fit_id is not None:
+            self._store.set_meta(_fit_key(self.artifact), self._fit_id)
+        self._stale = False
+
+    def bind(self, store: Store, artifact: str, *, fit_id: str | None = None) -> None:
+        """Bind this pool to a workspace and write it there whole, marked as `fit_id`'s."""
+        self._store, self.artifact, self._fit_id = store, artifact, fit_id
+        self.replace_all(self.llm_ids, self.embeddings, self.evidence_counts)
+
+
+def _fit_key(artifact: str) -> str:
+    """Meta key naming the fit whose networks the workspace's pool of `artifact` belongs to."""
+    return f"pool_fit_id:{artifact}"

@@ -1,0 +1,150 @@
+"""`WorkspaceRouter`: a long-lived router over a workspace, everything loaded once.
+
+It holds the artifact's networks, the workspace's pool, the LLMs' costs and (on first need) the
+text encoder, and routes any number of query texts: `locus route --file` uses it, and so will the
+HTTP service. A text already in the store (normalised exactly as at import) uses its cached
+vector; new texts are encoded and kept in a bounded in-memory cache.
+
+    >>> from locus.store import Store                                    # doctest: +SKIP
+    >>> with Store.open(".locus") as store:
+    ...     router = WorkspaceRouter(store)
+    ...     router.route_texts(["What is 2+2?"], top=3)[0].llm_id
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Collection, Sequence
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from locus.data.text import text_hash
+from locus.errors import LocusInputError, LocusNotFoundError
+from locus.locus import Locus
+from locus.routing.base import RouteDecision
+from locus.routing.locus_router import LocusRouter
+from locus.store import Store
+from locus.text.base import TextEncoder
+
+__all__ = ["DEFAULT_ARTIFACT", "WorkspaceRouter", "artifact_path"]
+
+DEFAULT_ARTIFACT = "default"
+
+
+class WorkspaceRouter(LocusRouter):
+    """LOCUS routing over a workspace's pool, loaded once and reused for every query.
+
+    Args:
+        store: the open workspace.
+        artifact: name of the trained artifact under `<workspace>/artifacts/`.
+        text_encoder: encoder for texts without a cached vector (default: the workspace's,
+            loaded on first need, so routing known texts never loads it).
+        cache_size: new texts whose vectors are kept in memory.
+
+    Attributes:
+        costs: mean observed USD cost per query of each LLM that has costs (may be empty).
+        loads: how many times the artifact was loaded (1 for the router's lifetime).
+        encoded, cache_hits: texts encoded, texts served from the store or the memory cache.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        artifact: str = DEFAULT_ARTIFACT,
+        *,
+        text_encoder: TextEncoder | None = None,
+        cache_size: int = 10_000,
+    ) -> None:
+        path = artifact_path(store, artifact)
+        if not path.exists():
+            raise LocusNotFoundError(
+                f"no trained artifact {artifact!r} in {store.artifacts_dir}; run `locus fit` first"
+            )
+        super().__init__(Locus.load(path, workspace=store))
+        self.store = store
+        self.artifact = artifact
+        self.costs = store.llm_costs()
+        self.loads = 1
+        self.encoded = 0
+        self.cache_hits = 0
+        self._text_encoder = text_encoder
+        self._cache: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
+        self._cache_size = cache_size
+
+    @property
+    def text_encoder(self) -> TextEncoder:
+        """The text encoder, loaded on first use (the one the workspace was encoded with)."""
+        if self._text_encoder is None:
+            from locus.text import get_text_encoder
+
+            self._text_encoder = get_text_encoder(self.model.text_encoder_name_)
+        if self._text_encoder.name != self.model.text_encoder_name_:
+            raise LocusInputError(
+                f"text encoder {self._text_encoder.name!r} differs from the artifact's "
+                f"({self.model.text_encoder_name_!r}); use that encoder"
+            )
+        return self._text_encoder
+
+    def vectors_for(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Query vectors (n, dq) of texts: cached in the store or memory, else encoded."""
+        empty = [i for i, text in enumerate(texts) if not str(text).strip()]
+        if empty:
+            raise LocusInputError(f"query {empty[0]} is empty; expected query text to route")
+        hashes = [text_hash(str(text)) for text in texts]
+        found: dict[str, NDArray[np.float32]] = {}
+        for h in hashes:
+            if h in self._cache:
+                self._cache.move_to_end(h)
+                found[h] = self._cache[h]
+        wanted = [h for h in dict.fromkeys(hashes) if h not in found]
+        if wanted:
+            found.update(self.store.find_vectors(self.model.text_encoder_name_, wanted))
+        self.cache_hits += sum(1 for h in hashes if h in found)
+        missing = list(dict.fromkeys(i for i, h in enumerate(hashes) if h not in found))
+        if missing:
+            fresh = np.asarray(
+                self.text_encoder.encode([str(texts[i]) for i in missing]), dtype=np.float32
+            )
+            self.encoded += len(missing)
+            for row, i in enumerate(missing):
+                found[hashes[i]] = fresh[row]
+                self._remember(hashes[i], fresh[row])
+        return np.stack([found[h] for h in hashes]).astype(np.float32, copy=False)
+
+    def _remember(self, key: str, vector: NDArray[np.float32]) -> None:
+        self._cache[key] = vector
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
+    def route_texts(
+        self,
+        texts: Sequence[str],
+        *,
+        top: int = 3,
+        cost_weight: float = 0.0,
+        max_cost: float | None = None,
+        unavailable: Collection[str] = (),
+    ) -> list[RouteDecision]:
+        """Route query texts with the workspace's costs; see `Router.route` for the knobs."""
+        return self.route(
+            self.vectors_for(texts),
+            top=top,
+            costs=self.costs,
+            cost_weight=cost_weight,
+            max_cost=max_cost,
+            unavailable=unavailable,
+        )
+
+    def refresh(self) -> None:
+        """Re-read the pool and costs from the workspace (LLMs onboarded since loading)."""
+        self.model.refresh()
+        self.costs = self.store.llm_costs()
+
+
+def artifact_path(store: Store, name: str) -> Path:
+    """`<workspace>/artifacts/<name>`, with the name checked."""
+    if not name or "/" in name or "\\" in name or name.startswith("."):
+        raise LocusInputError(f"artifact name {name!r}: expected a plain name such as 'default'")
+    return store.artifacts_dir / name

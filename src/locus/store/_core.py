@@ -1,0 +1,122 @@
+"""What every part of `Store` shares: the workspace paths, transactions, and the meta table.
+
+`StoreCore` holds the engine and gives the other parts (imports, score reading, query vectors,
+LLM embeddings) their transactions; `locus.store.workspace.Store` combines them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, event, select
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from locus.store import schema
+
+__all__ = ["DB_NAME", "DEFAULT_WORKSPACE", "StoreCore", "resolve_workspace"]
+
+DEFAULT_WORKSPACE = ".locus"
+DB_NAME = "locus.db"
+# rows per executemany, and values per IN (...) (well under SQLite's bound-parameter limit)
+CHUNK = 20_000
+IN_CHUNK = 900
+
+
+def resolve_workspace(path: str | os.PathLike[str] | None) -> Path:
+    """The workspace directory: `path`, else `$LOCUS_WORKSPACE`, else `./.locus`."""
+    if path is not None and str(path) != "":
+        return Path(path)
+    return Path(os.environ.get("LOCUS_WORKSPACE") or DEFAULT_WORKSPACE)
+
+
+def now() -> str:
+    """The current UTC time, ISO 8601 to the second (the store's timestamps)."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class StoreCore:
+    """The engine, the workspace paths, transactions and the meta table of a `Store`."""
+
+    def __init__(self, workspace: Path, engine: Engine) -> None:
+        self.workspace = workspace
+        self._engine = engine
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    @property
+    def artifacts_dir(self) -> Path:
+        return self.workspace / "artifacts"
+
+    @property
+    def db_path(self) -> Path:
+        return self.workspace / DB_NAME
+
+    # -- transactions ----------------------------------------------------------------------
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        """One write transaction, taken with BEGIN IMMEDIATE so writers queue instead of failing."""
+        with self._engine.connect() as conn:
+            conn.info["begin"] = "BEGIN IMMEDIATE"
+            try:
+                with conn.begin():
+                    yield conn
+            finally:
+                conn.info.pop("begin", None)
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        with self._engine.connect() as conn, conn.begin():
+            yield conn
+
+    # -- meta ------------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        """The value stored under `key` in the meta table (None if absent)."""
+        with self._read() as conn:
+            return conn.execute(
+                select(schema.meta.c.value).where(schema.meta.c.key == key)
+            ).scalar()
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Store `value` under `key` in the meta table (insert or overwrite), one transaction."""
+        stmt = sqlite_insert(schema.meta).values(key=key, value=value)
+        stmt = stmt.on_conflict_do_update(index_elements=["key"], set_={"value": value})
+        with self._write() as conn:
+            conn.execute(stmt)
+
+    @property
+    def text_encoder(self) -> str | None:
+        """Name of the text encoder the workspace's queries were encoded with (None: not yet)."""
+        return self.get_meta("text_encoder")
+
+
+def llm_keys(conn: Connection, llm_ids: Sequence[str]) -> dict[str, int]:
+    """llm_id -> `llms.id` of those of `llm_ids` that are in the store."""
+    rows = conn.execute(select(schema.llms.c.llm_id, schema.llms.c.id)).all()
+    wanted = set(llm_ids)
+    return {llm_id: pk for llm_id, pk in rows if llm_id in wanted}
+
+
+def configure_sqlite(engine: Engine) -> None:
+    """WAL, foreign keys, a busy timeout, and transactions that SQLite (not pysqlite) begins."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA busy_timeout = 60000")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql(conn.info.get("begin", "BEGIN"))

@@ -1,0 +1,93 @@
+"""LLM embeddings: the (n_llms, dim) vectors a trained artifact computed, stored per artifact."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from locus.errors import LocusNotFoundError
+from locus.store import schema
+from locus.store._core import StoreCore, llm_keys, now
+
+__all__ = ["StoreEmbeddings"]
+
+
+class StoreEmbeddings(StoreCore):
+    """`replace_embeddings` and `embeddings`."""
+
+    def replace_embeddings(
+        self,
+        artifact: str,
+        llm_ids: Sequence[str],
+        vectors: np.ndarray,
+        evidence_counts: Sequence[int] | np.ndarray,
+        *,
+        only: bool = False,
+    ) -> None:
+        """Store LLM embeddings (n, dim) of `artifact` in one transaction.
+
+        With `only=False` the artifact's stored set becomes exactly these LLMs (after a fit);
+        with `only=True` just these LLMs are inserted or updated (onboarding).
+
+        Raises:
+            ValueError: `vectors` is not (len(llm_ids), dim) or the counts do not match.
+            LocusNotFoundError: an LLM has no scores in the store.
+        """
+        vectors = np.ascontiguousarray(vectors, dtype="<f4")
+        if vectors.ndim != 2 or not len(vectors) == len(llm_ids) == len(evidence_counts):
+            raise ValueError(
+                f"expected ({len(llm_ids)}, dim) vectors and {len(llm_ids)} counts, found "
+                f"{vectors.shape} and {len(evidence_counts)}"
+            )
+        stamp = now()
+        e = schema.llm_embeddings.c
+        with self._write() as conn:
+            keys = llm_keys(conn, list(llm_ids))
+            missing = [llm for llm in llm_ids if llm not in keys]
+            if missing:
+                raise LocusNotFoundError(f"unknown LLM {missing[0]!r}; import its scores first")
+            if not only:
+                conn.execute(schema.llm_embeddings.delete().where(e.artifact == artifact))
+            rows = [
+                {
+                    "artifact": artifact,
+                    "llm": keys[llm],
+                    "evidence_count": int(count),
+                    "dim": int(vectors.shape[1]),
+                    "vector": vectors[i].tobytes(),
+                    "computed_at": stamp,
+                }
+                for i, (llm, count) in enumerate(zip(llm_ids, evidence_counts, strict=True))
+            ]
+            stmt = sqlite_insert(schema.llm_embeddings)
+            stmt = stmt.on_conflict_do_update(
+                index_elements=["artifact", "llm"],
+                set_={
+                    "evidence_count": stmt.excluded.evidence_count,
+                    "dim": stmt.excluded.dim,
+                    "vector": stmt.excluded.vector,
+                    "computed_at": stmt.excluded.computed_at,
+                },
+            )
+            if rows:
+                conn.execute(stmt, rows)
+
+    def embeddings(self, artifact: str) -> tuple[list[str], np.ndarray, list[int]]:
+        """(llm_ids, embeddings (n, dim) float32, evidence counts) stored for `artifact`, sorted
+        by llm_id; empty lists and a (0, 0) array when there are none."""
+        e, m = schema.llm_embeddings.c, schema.llms.c
+        stmt = (
+            select(m.llm_id, e.evidence_count, e.vector)
+            .join(schema.llms, m.id == e.llm)
+            .where(e.artifact == artifact)
+            .order_by(m.llm_id)
+        )
+        with self._read() as conn:
+            rows = conn.execute(stmt).all()
+        if not rows:
+            return [], np.zeros((0, 0), dtype=np.float32), []
+        vectors = np.stack([np.frombuffer(blob, dtype="<f4") for _, _, blob in rows])
+        return [r[0] for r in rows], vectors.astype(np.float32), [int(r[1]) for r in rows]

@@ -1,0 +1,277 @@
+"""Writing imports: `Store.write_batch` turns one `ImportBatch` into queries, aliases and scores.
+
+Each of a file's queries is kept as an *alias*, (source, query_id, text_hash), pointing at its
+query *identity* (`schema.query_identity`): the normalised text, shared by every source, or
+(namespace, query_id) for a query without text (see `locus.store.aliases`). Scores are keyed by
+(LLM, alias), so every score is kept exactly as imported; two sources (or two ids of one text)
+that score one (LLM, query) differently are both kept, counted in
+`ImportReport.disagreeing_scores`, and averaged by `Store.score_table`.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import Connection, and_, func, select
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from locus._progress import ProgressFactory, no_progress
+from locus.data.batch import ImportBatch
+from locus.errors import LocusConflictError
+from locus.store import schema
+from locus.store._core import CHUNK, StoreCore, llm_keys, now
+from locus.store.aliases import write_aliases
+
+__all__ = ["LLM_METADATA", "ImportReport", "StoreImports"]
+
+logger = logging.getLogger("locus.store")
+
+LLM_METADATA = (
+    "display_name",
+    "family",
+    "params_b",
+    "price_in_per_mtok",
+    "price_out_per_mtok",
+    "cost_per_query",
+    "endpoint",
+)
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """What one import changed. `changed` is False when the data was already there.
+
+    Counts "in_file" are the file's own: `queries_in_file` counts its distinct
+    (query_id, text_hash). `new_queries` counts query identities the store did not hold yet;
+    `new_aliases` the file's (source, query_id, text_hash) it did not hold (a text already known
+    from another source is a new alias of an existing query). `disagreeing_scores` counts the
+    file's scores that differ from a score another alias (another source, or another id of the
+    same text) holds for the same (LLM, query): both are kept; `Store.score_table` gives their
+    mean.
+    """
+
+    source: str
+    origin: str
+    llms_in_file: int
+    queries_in_file: int
+    scores_in_file: int
+    new_llms: int
+    new_queries: int
+    new_scores: int
+    replaced_scores: int
+    unchanged_scores: int
+    new_aliases: int = 0
+    disagreeing_scores: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(
+            self.new_llms
+            or self.new_queries
+            or self.new_aliases
+            or self.new_scores
+            or self.replaced_scores
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "changed": self.changed}
+
+
+class StoreImports(StoreCore):
+    """`Store.write_batch`: one import, one transaction."""
+
+    def write_batch(
+        self,
+        batch: ImportBatch,
+        *,
+        kind: str,
+        replace: bool = False,
+        progress: ProgressFactory = no_progress,
+    ) -> ImportReport:
+        """Write one import in one transaction.
+
+        Each of the batch's queries becomes (or already is) an alias of the query with its text,
+        whatever source imported that text first, or, without text, of the query with its id in
+        `batch.namespace`. A query's task and split are the first non-null ones seen; a later
+        import that gives another keeps it on its own alias (and is logged).
+
+        Scores already present with the same value are left alone, so re-importing changes
+        nothing. Scores are kept per (LLM, alias): another source scoring the same query never
+        overwrites them (see `ImportReport.disagreeing_scores`).
+
+        Raises:
+            LocusConflictError: a different score for an existing (LLM, alias) without
+                `replace=True`, or a query without text that this source imported under another
+                namespace; then nothing is written.
+        """
+        stamp = now()
+        with self._write() as conn:
+            _upsert_source(conn, batch, kind, stamp)
+            new_llms = _insert_llms(conn, batch.llms, stamp)
+            new_queries, new_aliases, alias_pk = write_aliases(conn, batch)
+
+            incoming = batch.scores.copy()
+            incoming["llm"] = incoming["llm_id"].map(llm_keys(conn, batch.llms["llm_id"].tolist()))
+            incoming["llm"] = incoming["llm"].astype("int64")
+            incoming["alias"] = [
+                alias_pk[key]
+                for key in zip(incoming["query_id"], incoming["text_hash"], strict=True)
+            ]
+            s = schema.scores.c
+            existing = pd.read_sql(
+                select(s.llm, s.alias, s.score).where(s.source == batch.source), conn
+            )
+            merged = incoming.merge(
+                existing.rename(columns={"score": "old_score"}), on=["llm", "alias"], how="left"
+            )
+            is_new = merged["old_score"].isna().to_numpy()
+            differs = ~is_new & ~np.isclose(
+                merged["score"].to_numpy(float), merged["old_score"].to_numpy(float), atol=1e-12
+            )
+            if differs.any() and not replace:
+                first = merged[differs].iloc[0]
+                raise LocusConflictError(
+                    f"{batch.origin}: {int(differs.sum())} score(s) differ from the store, e.g. "
+                    f"LLM {first['llm_id']!r} on query {first['query_id']!r} (source "
+                    f"{batch.source!r}): stored {first['old_score']:g}, file {first['score']:g}; "
+                    "expected the same value on re-import; pass --replace to overwrite, or "
+                    "import under another --source to keep both"
+                )
+            to_insert = merged[is_new]
+            to_replace = merged[differs]
+            total = len(to_insert) + len(to_replace)
+            with progress(f"writing {total:,} scores", total=total) as advance:
+                _insert_scores(conn, to_insert, batch.source, stamp, advance)
+                if len(to_replace):
+                    _replace_scores(conn, to_replace, batch.source, stamp, advance)
+            disagreeing = _disagreeing_scores(conn, batch.source, merged)
+        if disagreeing:
+            logger.warning(
+                "%s: %d score(s) differ from the score another source (or another id of the same "
+                "text) holds for the same (LLM, query); both are kept, the score table uses "
+                "their mean",
+                batch.origin,
+                disagreeing,
+            )
+        return ImportReport(
+            source=batch.source,
+            origin=batch.origin,
+            llms_in_file=batch.n_llms,
+            queries_in_file=batch.n_queries,
+            scores_in_file=batch.n_scores,
+            new_llms=new_llms,
+            new_queries=new_queries,
+            new_scores=len(to_insert),
+            replaced_scores=len(to_replace),
+            unchanged_scores=int((~is_new & ~differs).sum()),
+            new_aliases=new_aliases,
+            disagreeing_scores=disagreeing,
+        )
+
+
+def _upsert_source(conn: Connection, batch: ImportBatch, kind: str, stamp: str) -> None:
+    stmt = sqlite_insert(schema.sources).values(
+        name=batch.source,
+        kind=kind,
+        origin=batch.origin,
+        first_imported_at=stamp,
+        last_imported_at=stamp,
+    )
+    conn.execute(stmt.on_conflict_do_nothing(index_elements=["name"]))
+
+
+def _insert_llms(conn: Connection, llms: pd.DataFrame, stamp: str) -> int:
+    before = conn.execute(select(func.count()).select_from(schema.llms)).scalar_one()
+    rows = []
+    for record in llms.to_dict("records"):
+        row: dict[str, Any] = {"llm_id": record["llm_id"], "created_at": stamp}
+        for column in LLM_METADATA:
+            value = record.get(column)
+            row[column] = None if value is None or value != value else value
+        rows.append(row)
+    if rows:
+        conn.execute(
+            sqlite_insert(schema.llms).on_conflict_do_nothing(index_elements=["llm_id"]), rows
+        )
+    after = conn.execute(select(func.count()).select_from(schema.llms)).scalar_one()
+    return int(after - before)
+
+
+def _insert_scores(
+    conn: Connection, rows: pd.DataFrame, source: str, stamp: str, advance: Any
+) -> None:
+    records = _score_records(rows, source, stamp)
+    for start in range(0, len(records), CHUNK):
+        chunk = records[start : start + CHUNK]
+        conn.execute(schema.scores.insert(), chunk)
+        advance(len(chunk))
+
+
+def _replace_scores(
+    conn: Connection, rows: pd.DataFrame, source: str, stamp: str, advance: Any
+) -> None:
+    records = _score_records(rows, source, stamp)
+    stmt = sqlite_insert(schema.scores)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["llm", "alias"],
+        set_={
+            "score": stmt.excluded.score,
+            "cost_usd": stmt.excluded.cost_usd,
+            "latency_ms": stmt.excluded.latency_ms,
+            "imported_at": stmt.excluded.imported_at,
+        },
+    )
+    for start in range(0, len(records), CHUNK):
+        chunk = records[start : start + CHUNK]
+        conn.execute(stmt, chunk)
+        advance(len(chunk))
+
+
+def _disagreeing_scores(conn: Connection, source: str, incoming: pd.DataFrame) -> int:
+    """How many of `incoming` (llm, alias, score) differ from a score that another alias of the
+    same query holds for the same LLM."""
+    mine, other = schema.query_aliases.alias("mine"), schema.query_aliases.alias("other")
+    theirs = schema.scores.alias("theirs")
+    stmt = (
+        select(theirs.c.llm, mine.c.id.label("alias"), theirs.c.score.label("other_score"))
+        .select_from(mine)
+        .join(other, and_(other.c.query == mine.c.query, other.c.id != mine.c.id))
+        .join(theirs, theirs.c.alias == other.c.id)
+        .where(mine.c.source == source)
+    )
+    others = pd.read_sql(stmt, conn)
+    if not len(others):
+        return 0
+    pairs = incoming[["llm", "alias", "score"]].merge(others, on=["llm", "alias"])
+    differ = ~np.isclose(
+        pairs["score"].to_numpy(float), pairs["other_score"].to_numpy(float), atol=1e-12
+    )
+    return len(pairs.loc[differ, ["llm", "alias"]].drop_duplicates())
+
+
+def _score_records(rows: pd.DataFrame, source: str, stamp: str) -> list[dict[str, Any]]:
+    cost = rows["cost_usd"].to_numpy(float)
+    latency = rows["latency_ms"].to_numpy(float)
+    return [
+        {
+            "llm": int(llm),
+            "alias": int(alias),
+            "source": source,
+            "score": float(score),
+            "cost_usd": None if np.isnan(c) else float(c),
+            "latency_ms": None if np.isnan(lat) else float(lat),
+            "imported_at": stamp,
+        }
+        for llm, alias, score, c, lat in zip(
+            rows["llm"].to_numpy(),
+            rows["alias"].to_numpy(),
+            rows["score"].to_numpy(float),
+            cost,
+            latency,
+            strict=True,
+        )
+    ]

@@ -1,0 +1,176 @@
+"""The contract every `Router` must pass, run on every implementation.
+
+A new router joins by adding a `RouterCase` to `CASES`: a function that fits it on the planted
+workspace's training queries and returns it. The planted pool has three groups of specialists
+(math, law, biology); each answers its own task right 90% of the time and the others 20%.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from locus.errors import LocusInputError, LocusNotFoundError
+from locus.locus import Locus
+from locus.pipeline import WorkspaceTable, workspace_table
+from locus.routing import LocusRouter, Router
+from locus.store import Store
+from tests.nn.conftest import small_config
+from tests.planted_workspace import build_planted_workspace
+
+
+@dataclass(frozen=True)
+class Planted:
+    data: WorkspaceTable
+    folder: Path
+
+
+def _fit_locus(planted: Planted) -> Router:
+    data = planted.data
+    model = Locus(small_config())
+    model.fit(
+        data.table,
+        data.vectors,
+        data.rows("train"),
+        data.rows("val"),
+        text_encoder_name=data.encoder,
+    )
+    return LocusRouter(model)
+
+
+def _load_locus(path: Path) -> Router:
+    return LocusRouter.load(path)
+
+
+@dataclass(frozen=True)
+class RouterCase:
+    name: str
+    fit: Callable[[Planted], Router]
+    load: Callable[[Path], Router]
+
+
+CASES = [RouterCase("locus", _fit_locus, _load_locus)]
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory: pytest.TempPathFactory) -> Planted:
+    folder = tmp_path_factory.mktemp("contract")
+    path = build_planted_workspace(folder / "ws")
+    with Store.open(path) as store:
+        data = workspace_table(store)
+    return Planted(data=data, folder=folder)
+
+
+@pytest.fixture(scope="module", params=CASES, ids=[case.name for case in CASES])
+def case(request: pytest.FixtureRequest, planted: Planted) -> tuple[RouterCase, Router]:
+    return request.param, request.param.fit(planted)
+
+
+def _test_vectors(planted: Planted) -> tuple[np.ndarray, np.ndarray]:
+    rows = planted.data.rows("test")
+    return planted.data.vectors[rows], planted.data.table.scores[rows]
+
+
+def _costs(router: Router) -> dict[str, float]:
+    """Math specialists are expensive, everyone else cheap."""
+    return {llm: (1.0 if llm.startswith("math-") else 0.01) for llm in router.llm_ids}
+
+
+def test_predict_proba_shape_and_range(case: tuple[RouterCase, Router], planted: Planted) -> None:
+    _, router = case
+    vectors, _ = _test_vectors(planted)
+    proba = router.predict_proba(vectors)
+    assert proba.shape == (len(vectors), len(router.llm_ids))
+    assert np.isfinite(proba).all() and (proba >= 0).all() and (proba <= 1).all()
+
+
+def test_planted_specialists_beat_the_best_single_llm(
+    case: tuple[RouterCase, Router], planted: Planted
+) -> None:
+    _, router = case
+    vectors, truth = _test_vectors(planted)
+    decisions = router.route(vectors, top=1)
+    column = {llm: i for i, llm in enumerate(planted.data.table.llm_ids)}
+    routed = np.mean([truth[i, column[d.llm_id]] for i, d in enumerate(decisions)])
+    train = planted.data.table.scores[planted.data.rows("train")]
+    best_single = np.nanmean(truth[:, int(np.nanargmax(np.nanmean(train, axis=0)))])
+    assert routed > best_single + 0.2, (routed, best_single)
+
+
+def test_ranked_candidates_are_the_fallback_order(
+    case: tuple[RouterCase, Router], planted: Planted
+) -> None:
+    _, router = case
+    vectors, _ = _test_vectors(planted)
+    proba = router.predict_proba(vectors[:10])
+    for row, decision in enumerate(router.route(vectors[:10], top=4)):
+        assert len(decision.ranked) == 4 and decision.ranked[0].llm_id == decision.llm_id
+        utilities = [c.utility for c in decision.ranked]
+        assert utilities == sorted(utilities, reverse=True)
+        best = router.llm_ids[int(np.argmax(proba[row]))]
+        assert decision.llm_id == best
+
+
+def test_cost_knob_moves_choices_to_cheaper_llms(
+    case: tuple[RouterCase, Router], planted: Planted
+) -> None:
+    _, router = case
+    vectors, _ = _test_vectors(planted)
+    costs = _costs(router)
+    spent = []
+    for weight in (0.0, 0.05, 0.5, 5.0):
+        decisions = router.route(vectors, top=1, costs=costs, cost_weight=weight)
+        spent.append(sum(costs[d.llm_id] for d in decisions))
+    assert spent == sorted(spent, reverse=True) and spent[-1] < spent[0]
+    assert spent[-1] == pytest.approx(0.01 * len(vectors))  # at a high weight: only cheap LLMs
+    capped = router.route(vectors, top=3, costs=costs, max_cost=0.5)
+    assert all(not c.llm_id.startswith("math-") for d in capped for c in d.ranked)
+    with pytest.raises(LocusInputError, match="raise max_cost"):
+        router.route(vectors, costs=costs, max_cost=0.001)
+    with pytest.raises(LocusInputError, match="need per-LLM costs"):
+        router.route(vectors, cost_weight=1.0)
+    with pytest.raises(LocusInputError, match="cost for every candidate"):
+        router.route(vectors, costs={"math-0": 1.0}, cost_weight=1.0)
+
+
+def test_unavailable_llms_are_never_chosen(
+    case: tuple[RouterCase, Router], planted: Planted
+) -> None:
+    _, router = case
+    vectors, _ = _test_vectors(planted)
+    down = [llm for llm in router.llm_ids if llm.startswith(("math-", "law-0"))]
+    decisions = router.route(vectors, top=len(router.llm_ids), unavailable=down)
+    assert all(c.llm_id not in down for d in decisions for c in d.ranked)
+    assert all(len(d.ranked) == len(router.llm_ids) - len(down) for d in decisions)
+    with pytest.raises(LocusInputError, match="every LLM is unavailable"):
+        router.route(vectors, unavailable=list(router.llm_ids))
+    with pytest.raises(LocusNotFoundError, match="not in the pool"):
+        router.route(vectors, unavailable=["gpt-9"])
+
+
+def test_bad_knobs_are_clear_errors(case: tuple[RouterCase, Router], planted: Planted) -> None:
+    _, router = case
+    vectors, _ = _test_vectors(planted)
+    with pytest.raises(LocusInputError, match="top must be"):
+        router.route(vectors, top=0)
+    with pytest.raises(LocusInputError, match="cost_weight"):
+        router.route(vectors, cost_weight=-1.0)
+
+
+def test_save_load_gives_identical_choices(
+    case: tuple[RouterCase, Router], planted: Planted, tmp_path: Path
+) -> None:
+    spec, router = case
+    vectors, _ = _test_vectors(planted)
+    router.save(tmp_path / spec.name)
+    loaded = spec.load(tmp_path / spec.name)
+    assert list(loaded.llm_ids) == list(router.llm_ids)
+    np.testing.assert_array_equal(loaded.predict_proba(vectors), router.predict_proba(vectors))
+    costs = _costs(router)
+    assert [d.llm_id for d in loaded.route(vectors, costs=costs, cost_weight=0.3)] == [
+        d.llm_id for d in router.route(vectors, costs=costs, cost_weight=0.3)
+    ]
