@@ -171,7 +171,10 @@ def plot(figures: dict[str, Any], path: Path) -> None:
     left.set_yscale("log")
     left.set_ylabel("cosine distance to all-scores embedding")
     right.set_ylabel("test hit@1, every LLM from n scores")
-    fig.suptitle(f"{figures['dataset']}: embedding convergence ({len(figures['seeds'])} seeds)")
+    fig.suptitle(
+        f"{figures['dataset']}: embedding convergence, evidence from "
+        f"{figures['evidence_from']} in training ({len(figures['seeds'])} seeds)"
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -182,6 +185,10 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--anchors", type=int, default=1024)
     parser.add_argument("--draws", type=int, default=3)
+    parser.add_argument(
+        "--evidence-from", default="training", choices=("training", "anchors"),
+        help="TrainingConfig.evidence_from: where training draws evidence from",
+    )  # fmt: skip
     parser.add_argument("--workspace", type=Path, default=REPO_ROOT / ".bench" / "accuracy")
     args = parser.parse_args()
     data = load_arrays(args.dataset, args.workspace / args.dataset)
@@ -189,8 +196,9 @@ def main() -> None:
     runs = []
     for seed in args.seeds:
         config = TrainingConfig(
-            anchors=anchors, seed=seed, max_steps=3000, eval_every=50, patience=6
-        )
+            anchors=anchors, seed=seed, max_steps=3000, eval_every=50, patience=6,
+            evidence_from=args.evidence_from,
+        )  # fmt: skip
         runs.append(run_seed(data, config, args.draws))
         r = runs[-1]
         print(
@@ -202,7 +210,10 @@ def main() -> None:
             f"{r['all_scores_unbounded']['auroc']:.4f}",
             flush=True,
         )
-    figures: dict[str, Any] = {"dataset": args.dataset, "seeds": args.seeds, "anchors": anchors}
+    figures: dict[str, Any] = {
+        "dataset": args.dataset, "seeds": args.seeds, "anchors": anchors,
+        "evidence_from": args.evidence_from,
+    }  # fmt: skip
     for key in ("fit_time", "all_scores_bounded", "all_scores_unbounded"):
         figures[key] = {m: summarise([r[key][m] for r in runs]) for m in runs[0][key]}
     figures["convergence"] = {
@@ -210,8 +221,9 @@ def main() -> None:
         for n, row in runs[0]["convergence"].items()
     }
     figures["fit_seconds"] = summarise([r["fit_seconds"] for r in runs])
-    print(f"written {write_results(f'refinement-{args.dataset}', figures)}")
-    png = RESULTS / f"refinement-{args.dataset}.png"
+    name = f"refinement-{args.dataset}" + ("" if args.evidence_from == "training" else "-anchors")
+    print(f"written {write_results(name, figures)}")
+    png = RESULTS / f"{name}.png"
     plot(figures, png)
     print(f"written {png}")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from locus.data.batch import ImportBatch
@@ -84,3 +85,34 @@ def test_failed_import_leaves_no_workspace_behind(run_cli: Run, tmp_path: Path) 
     unknown = run_cli("import", "csvv", bad, "--workspace", workspace)
     assert unknown.exit_code == 2 and "expected one of table, mmlu-pro" in unknown.stderr
     assert not workspace.exists()
+
+
+def test_one_file_per_llm_shares_queries(run_cli: Run, tmp_path: Path) -> None:
+    """The README's promise: LLMs imported from separate files share the queries they have
+    in common (a query is its text)."""
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text(
+        "llm_id,query_id,score,query_text\nA,q1,1,What is 2+2?\nA,q2,0,Capital of France?\n"
+    )
+    b.write_text(
+        "llm_id,query_id,score,query_text\nB,q1,0,What is 2+2?\nB,q2,1,Capital of France?\n"
+    )
+    ws = tmp_path / "ws"
+    assert run_cli("import", "table", a, "-w", ws).exit_code == 0
+    second = run_cli("import", "table", b, "-w", ws)
+    shown = " ".join(second.stdout.split())
+    assert second.exit_code == 0 and "2 of the file's queries were already known" in shown
+    stats = run_cli("stats", "-w", ws, "--json").json()
+    assert isinstance(stats, dict)
+    assert stats["counts"]["queries"] == 2 and stats["counts"]["query_aliases"] == 4
+    with Store.open(ws) as store:
+        table = store.score_table()
+    assert table.scores.shape == (2, 2) and not np.isnan(table.scores).any()
+    # without text, per-LLM files join only when they name one namespace
+    c, d = tmp_path / "c.csv", tmp_path / "d.csv"
+    c.write_text("llm_id,query_id,score\nC,item-1,1\nC,item-2,0\n")
+    d.write_text("llm_id,query_id,score\nD,item-1,0\nD,item-2,1\n")
+    bare = tmp_path / "bare"
+    for path in (c, d):
+        assert run_cli("import", "table", path, "-w", bare, "--namespace", "bench-x").exit_code == 0
+    assert run_cli("stats", "-w", bare, "--json").json()["counts"]["queries"] == 2  # type: ignore[index]

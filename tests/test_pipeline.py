@@ -11,11 +11,13 @@ import pytest
 
 from locus.data.batch import ImportBatch
 from locus.errors import LocusArtifactError, LocusInputError, LocusNotFoundError
+from locus.locus import Locus
 from locus.pipeline import (
     embed_workspace_llms,
     evaluate_workspace,
     fit_workspace,
     load_workspace_locus,
+    workspace_table,
 )
 from locus.store import Store
 from locus.text import HashingEncoder
@@ -141,3 +143,55 @@ def test_cli_route_file(run_cli: Run, trained: Path, tmp_path: Path) -> None:
     assert payload[1]["llm_id"].startswith("biology-")
     neither = run_cli("route", "-w", trained)
     assert neither.exit_code == 2 and "neither" in neither.stderr
+
+
+def test_artifact_loaded_inside_its_workspace_sees_the_current_pool(tmp_path: Path) -> None:
+    path = build_planted_workspace(tmp_path / "ws")
+    with Store.open(path) as store:
+        fit_workspace(store, small_config(max_steps=50), exclude_llms=["law-3"])
+        embed_workspace_llms(store, ["law-3"])  # onboarded after the fit
+    folder = path / "artifacts" / "default"
+    with Locus.load(folder) as inside:  # finds its workspace by itself
+        assert "law-3" in inside.llm_ids_ and inside.pool_.bound
+    alone = Locus.load(folder, workspace=None)  # the fit-time snapshot only
+    assert "law-3" not in alone.llm_ids_ and not alone.pool_.bound
+    # onboarding through the library lands in the workspace too
+    with Store.open(path) as store:
+        data = workspace_table(store, llm_ids=["law-2"])
+        model = Locus.load(folder, workspace=store)
+        column = data.table.scores[:, 0]
+        rows = np.flatnonzero(~np.isnan(column))[:80]
+        vector = model.add_llm("law-2-copy", data.vectors[rows], column[rows])
+        ids, vectors, counts = store.embeddings("default")
+    assert "law-2-copy" in ids and counts[ids.index("law-2-copy")] == 80
+    np.testing.assert_array_equal(vectors[ids.index("law-2-copy")], vector)
+
+
+def test_pool_of_an_interrupted_fit_is_not_trusted(tmp_path: Path) -> None:
+    """A fit that saved its artifact but died before writing the pool leaves rows computed by
+    the previous networks: the artifact's own embeddings are used and written back."""
+    path = build_planted_workspace(tmp_path / "ws")
+    folder = path / "artifacts" / "default"
+    with Store.open(path) as store:
+        fit_workspace(store, small_config(max_steps=50))
+        snapshot = Locus.load(folder, workspace=None)
+        ids, _, counts = store.embeddings("default")
+        stale = np.full((len(ids), snapshot.encoder_.dim), 9.0, dtype=np.float32)
+        store.replace_embeddings("default", ids, stale, counts)
+        store.set_meta("pool_fit_id:default", "an-earlier-fit")
+        model = Locus.load(folder, workspace=store)
+        np.testing.assert_array_equal(model.llm_embeddings_, snapshot.llm_embeddings_)
+        model.add_llm("extra", np.zeros((4, ENCODER_DIM), np.float32), np.ones(4, np.float32))
+        ids_after, vectors_after, _ = store.embeddings("default")
+        assert len(ids_after) == len(ids) + 1 and not (vectors_after == 9.0).any()
+        assert store.get_meta("pool_fit_id:default") == snapshot.metadata["fit_id"]
+
+
+def test_cli_embed_all(run_cli: Run, trained: Path) -> None:
+    payload = run_cli("embed", "--all", "-w", trained, "--json").json()
+    assert isinstance(payload, list) and len(payload) == 12
+    assert {row["llm_id"] for row in payload} >= {"law-3", "math-0"}
+    neither = run_cli("embed", "-w", trained)
+    assert neither.exit_code == 2 and "neither" in neither.stderr
+    after = run_cli("evaluate", "-w", trained, "--json").json()
+    assert isinstance(after, dict) and after["llms"] == 12

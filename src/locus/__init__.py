@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-
+from locus._version import __version__
 from locus.data.batch import ImportBatch
 from locus.data.table import ScoreTable
 from locus.errors import (

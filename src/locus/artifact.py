@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from locus._version import __version__
 from locus.errors import LocusArtifactError, LocusInputError
 from locus.nn.config import NetworkConfig, TrainingConfig, build_networks
 from locus.nn.encoder import LLMEncoder
@@ -74,8 +75,6 @@ def save_artifact(artifact: Artifact, path: str | Path) -> Path:
     """Write `artifact` to the folder `path`, replacing it whole (never a half-written mix)."""
     from safetensors.torch import save_file
 
-    import locus
-
     folder = Path(path)
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = folder.with_name(f".{folder.name}.staging")
@@ -83,7 +82,7 @@ def save_artifact(artifact: Artifact, path: str | Path) -> Path:
     staging.mkdir()
     config = {
         "format": ARTIFACT_FORMAT,
-        "locus_version": locus.__version__,
+        "locus_version": __version__,
         "torch_version": torch.__version__,
         "text_encoder": {"name": artifact.text_encoder_name, "dim": artifact.query_dim},
         "network": artifact.training.network.to_dict(),

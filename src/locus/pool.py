@@ -194,7 +194,12 @@ class LLMPool:
             self._write_whole()
         if self._store is not None and self.artifact is not None:
             self._store.replace_embeddings(
-                self.artifact, [llm_id], array[None, :], [int(evidence_count)], only=True
+                self.artifact,
+                [llm_id],
+                array[None, :],
+                [int(evidence_count)],
+                only=True,
+                register=True,
             )
         if llm_id in self._index:
             row = self._index[llm_id]

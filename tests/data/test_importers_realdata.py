@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -90,6 +91,7 @@ def test_mmlu_pro_three_files_match_models_csv(data: Path, tmp_path: Path) -> No
     }
 
 
+@pytest.mark.slow
 def test_mmlu_pro_full(data: Path) -> None:
     batch = import_mmlu_pro(data / "mmlu_pro" / "eval_results")
     assert batch.n_llms == 29
@@ -139,3 +141,23 @@ def test_split2_each_file_and_folder(data: Path) -> None:
     assert (batch.n_queries, batch.n_scores) == (20565, 143955)
     graded = batch.scores["score"]
     assert ((graded > 0) & (graded < 1)).mean() > 0.3
+
+
+def test_mmlu_pro_one_file_per_llm_shares_queries(data: Path, tmp_path: Path) -> None:
+    """Two LLMs imported from two separate files, as separate sources, are scored on the same
+    queries: a query is its text, whichever file it came from."""
+    from locus.store import Store
+
+    source = data / "mmlu_pro" / "eval_results"
+    with Store.open(tmp_path / "ws") as store:
+        for llm in ("Llama-2-7b-hf", "Mistral-7B-v0.1"):
+            folder = tmp_path / llm
+            folder.mkdir()
+            name = f"model_outputs_{llm}_5shots.zip"
+            (folder / name).symlink_to(source / name)
+            store.write_batch(import_mmlu_pro(folder, source=f"mmlu-pro-{llm}"), kind="mmlu-pro")
+        table = store.score_table()
+        counts = store.counts()
+    both = (~np.isnan(table.scores)).all(axis=1)
+    assert table.n_llms == 2 and both.mean() > 0.99, both.mean()
+    assert counts["query_aliases"] > counts["queries"]  # each source keeps its own ids

@@ -173,13 +173,13 @@ def test_trains_without_validation_queries(
 
 
 def test_validation_routing_only_picks_evaluated_llms() -> None:
-    from locus.nn.training import _validation_metrics
+    from locus.nn.checks import validation_metrics
 
     logits = np.array([[5.0, 1.0, -1.0], [2.0, 3.0, 0.0], [1.0, 1.0, 1.0]], dtype=np.float32)
     scores = np.array(
         [[np.nan, 1.0, 0.0], [1.0, 0.0, np.nan], [np.nan, np.nan, np.nan]], dtype=np.float32
     )
-    routing, correctness, log_loss = _validation_metrics(logits, scores)
+    routing, correctness, log_loss = validation_metrics(logits, scores)
     # query 0: LLM 0 not evaluated -> LLM 1 (score 1); query 1: LLM 1 (score 0); query 2 skipped
     assert routing == 0.5
     # evaluated cells: (0,1) 1>0 & 1 ok, (0,2) -1<0 & 0 ok, (1,0) ok, (1,1) 3>0 but 0 wrong
@@ -191,12 +191,12 @@ def test_validation_routing_only_picks_evaluated_llms() -> None:
 
 
 def test_equal_routing_accuracy_goes_to_lower_log_loss() -> None:
-    from locus.nn.training import _better
+    from locus.nn.checks import better
 
-    assert _better((0.72, 0.70), (0.71, 0.50))  # routing first
-    assert _better((0.71, 0.49), (0.71, 0.50))  # tie -> lower log-loss
-    assert not _better((0.71, 0.51), (0.71, 0.50))
-    assert not _better((0.70, 0.10), (0.71, 0.50))
+    assert better((0.72, 0.70), (0.71, 0.50))  # routing first
+    assert better((0.71, 0.49), (0.71, 0.50))  # tie -> lower log-loss
+    assert not better((0.71, 0.51), (0.71, 0.50))
+    assert not better((0.70, 0.10), (0.71, 0.50))
 
 
 def test_ties_keep_the_lowest_log_loss_and_patience_counts_routing_gains(
@@ -212,7 +212,7 @@ def test_ties_keep_the_lowest_log_loss_and_patience_counts_routing_gains(
         routing, log_loss = next(script)
         return routing, 0.5, log_loss
 
-    monkeypatch.setattr(training, "_validation_metrics", scripted)
+    monkeypatch.setattr(training, "validation_metrics", scripted)
     pool = planted_pool
     result = train(
         pool.query_vectors, pool.scores, pool.train_idx, pool.val_idx,

@@ -101,8 +101,16 @@ def import_command(
         f"{report.scores_in_file:,} scores; new: {report.new_llms:,} LLMs, "
         f"{report.new_queries:,} queries, {report.new_scores:,} scores"
         + (f", replaced {report.replaced_scores:,}" if report.replaced_scores else "")
+        + _shared_note(report)
         + _disagreement_note(report)
     )
+
+
+def _shared_note(report: Any) -> str:
+    shared = int(report.new_aliases) - int(report.new_queries)
+    if shared <= 0:
+        return ""
+    return f"; {shared:,} of the file's queries were already known (same text) and are shared"
 
 
 def _disagreement_note(report: Any) -> str:

@@ -2,7 +2,7 @@
 
 `normalise_text` fixes what should not make two texts differ (Unicode composition, line endings,
 surrounding whitespace); `text_hash` is the sha256 of the normalised text, the key of the query
-vector cache and of query identity within a source.
+vector cache and of query identity across every source.
 """
 
 from __future__ import annotations

@@ -104,10 +104,12 @@ class TrainingConfig:
     # meta-learning episodes: evidence sizes are log-uniform in [min_evidence, anchors]
     min_evidence: int = 16
     anchors: int = 1024
-    # where each step draws an LLM's evidence from: "anchors" (the paper) or "training" (all
-    # its training queries; an embedding from scores outside the anchors is then in
-    # distribution, which refinement needs)
-    evidence_from: str = "anchors"
+    # Where each step draws an LLM's evidence from: "training" (all its training queries, the
+    # default) or "anchors" (the paper). Trained on anchors only, the encoder embeds evidence on
+    # other queries badly: on MMLU-Pro, re-embedding every LLM from all its non-test scores
+    # dropped test hit@1 from 0.713 to 0.652; trained on all training queries it gives 0.7145
+    # (fit time 0.7137). See benchmarks/bench_refinement.py.
+    evidence_from: str = "training"
     llms_per_step: int = 32
     targets_per_llm: int = 256
     micro_batches: int = 4

@@ -102,15 +102,19 @@ class WorkspaceRouter(LocusRouter):
         if wanted:
             found.update(self.store.find_vectors(self.model.text_encoder_name_, wanted))
         self.cache_hits += sum(1 for h in hashes if h in found)
-        missing = list(dict.fromkeys(i for i, h in enumerate(hashes) if h not in found))
-        if missing:
+        first_of: dict[str, int] = {}
+        for i, h in enumerate(hashes):
+            if h not in found:
+                first_of.setdefault(h, i)  # a text repeated in one call is encoded once
+        if first_of:
             fresh = np.asarray(
-                self.text_encoder.encode([str(texts[i]) for i in missing]), dtype=np.float32
+                self.text_encoder.encode([str(texts[i]) for i in first_of.values()]),
+                dtype=np.float32,
             )
-            self.encoded += len(missing)
-            for row, i in enumerate(missing):
-                found[hashes[i]] = fresh[row]
-                self._remember(hashes[i], fresh[row])
+            self.encoded += len(first_of)
+            for row, h in enumerate(first_of):
+                found[h] = fresh[row]
+                self._remember(h, fresh[row])
         return np.stack([found[h] for h in hashes]).astype(np.float32, copy=False)
 
     def _remember(self, key: str, vector: NDArray[np.float32]) -> None:

@@ -26,15 +26,18 @@ class StoreEmbeddings(StoreCore):
         evidence_counts: Sequence[int] | np.ndarray,
         *,
         only: bool = False,
+        register: bool = False,
     ) -> None:
         """Store LLM embeddings (n, dim) of `artifact` in one transaction.
 
         With `only=False` the artifact's stored set becomes exactly these LLMs (after a fit);
-        with `only=True` just these LLMs are inserted or updated (onboarding).
+        with `only=True` just these LLMs are inserted or updated (onboarding). With
+        `register=True` an LLM the store does not know yet is added to its LLMs (onboarded
+        from evidence given as arrays, with no scores imported).
 
         Raises:
             ValueError: `vectors` is not (len(llm_ids), dim) or the counts do not match.
-            LocusNotFoundError: an LLM has no scores in the store.
+            LocusNotFoundError: an LLM is unknown to the store and `register` is False.
         """
         vectors = np.ascontiguousarray(vectors, dtype="<f4")
         if vectors.ndim != 2 or not len(vectors) == len(llm_ids) == len(evidence_counts):
@@ -47,6 +50,13 @@ class StoreEmbeddings(StoreCore):
         with self._write() as conn:
             keys = llm_keys(conn, list(llm_ids))
             missing = [llm for llm in llm_ids if llm not in keys]
+            if missing and register:
+                conn.execute(
+                    sqlite_insert(schema.llms).on_conflict_do_nothing(index_elements=["llm_id"]),
+                    [{"llm_id": llm, "created_at": stamp} for llm in missing],
+                )
+                keys = llm_keys(conn, list(llm_ids))
+                missing = []
             if missing:
                 raise LocusNotFoundError(f"unknown LLM {missing[0]!r}; import its scores first")
             if not only:

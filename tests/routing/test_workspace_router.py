@@ -1,0 +1,115 @@
+"""`WorkspaceRouter`: loaded once, cached vectors for known texts, live pool, costs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from locus.data.batch import ImportBatch
+from locus.errors import LocusInputError, LocusNotFoundError
+from locus.pipeline import embed_workspace_llms, fit_workspace
+from locus.routing import WorkspaceRouter
+from locus.store import Store
+from locus.text import HashingEncoder
+from tests.nn.conftest import small_config
+from tests.planted_workspace import ENCODER_DIM, build_planted_workspace, planted_rows
+
+
+class CountingEncoder(HashingEncoder):
+    """The workspace's hashing encoder, counting the texts it is asked to encode."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__(dim)
+        self.calls = 0
+        self.texts = 0
+
+    def encode(self, texts, *, batch_size: int = 64):  # type: ignore[no-untyped-def, override]
+        self.calls += 1
+        self.texts += 1 if isinstance(texts, str) else len(texts)
+        return super().encode(texts, batch_size=batch_size)
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    rows = planted_rows()
+    costs = np.where(rows["llm_id"].str.startswith("math-"), 0.02, 0.001)
+    path = build_planted_workspace(
+        tmp_path_factory.mktemp("router") / "ws", rows.assign(cost_usd=costs)
+    )
+    with Store.open(path) as store:
+        fit_workspace(store, small_config(max_steps=100), exclude_llms=["law-3"])
+    return path
+
+
+def test_stored_texts_use_cached_vectors_and_new_ones_are_encoded_once(workspace: Path) -> None:
+    rows = planted_rows()
+    known = list(dict.fromkeys(rows["query_text"]))[:50]
+    encoder = CountingEncoder(ENCODER_DIM)
+    with Store.open(workspace) as store:
+        router = WorkspaceRouter(store, text_encoder=encoder)
+        # the same texts as imported, with the whitespace the import normalises away
+        decisions = router.route_texts([f"  {text}\r\n" for text in known])
+        assert len(decisions) == 50 and encoder.texts == 0 and router.cache_hits == 50
+        fresh = ["integral derivative limit new", "court jury verdict new"]
+        first = router.route_texts(fresh * 3)
+        assert encoder.calls == 1 and encoder.texts == 2  # each new text encoded once
+        again = router.route_texts(fresh)
+        assert encoder.texts == 2  # then served from memory
+        assert [d.llm_id for d in again] == [d.llm_id for d in first[:2]]
+        assert first[0].llm_id.startswith("math-") and first[1].llm_id.startswith("law-")
+        assert router.loads == 1
+        with pytest.raises(LocusInputError, match="empty"):
+            router.route_texts(["  "])
+
+
+def test_costs_come_from_the_workspace(workspace: Path) -> None:
+    with Store.open(workspace) as store:
+        router = WorkspaceRouter(store, text_encoder=HashingEncoder(ENCODER_DIM))
+        assert router.costs["math-0"] == pytest.approx(0.02)
+        text = ["integral derivative matrix limit polynomial"]
+        assert router.route_texts(text)[0].llm_id.startswith("math-")
+        cheap = router.route_texts(text, cost_weight=100.0)[0]
+        assert not cheap.llm_id.startswith("math-") and cheap.cost_usd == pytest.approx(0.001)
+        avoided = router.route_texts(text, unavailable=[f"math-{i}" for i in range(4)])[0]
+        assert not avoided.llm_id.startswith("math-")
+
+
+def test_refresh_sees_llms_onboarded_by_others(workspace: Path) -> None:
+    with Store.open(workspace) as store:
+        router = WorkspaceRouter(store, text_encoder=HashingEncoder(ENCODER_DIM))
+        assert "law-3" not in router.llm_ids
+        with Store.open(workspace) as other:  # another process's connection
+            embed_workspace_llms(other, ["law-3"])
+        router.refresh()
+        assert "law-3" in router.llm_ids
+        proba = router.predict_proba(router.vectors_for(["court tort appeal"]))
+        assert proba.shape == (1, 12)
+
+
+def test_missing_artifact_and_bad_name(workspace: Path) -> None:
+    with Store.open(workspace) as store:
+        with pytest.raises(LocusNotFoundError, match="run `locus fit` first"):
+            WorkspaceRouter(store, "other")
+        with pytest.raises(LocusInputError, match="plain name"):
+            WorkspaceRouter(store, "../default")
+
+
+def test_llm_without_scores_can_join_from_a_new_source(workspace: Path, tmp_path: Path) -> None:
+    """An LLM evaluated on the same texts in a file of its own shares the pool's queries."""
+    rows = planted_rows()
+    newcomer = rows[rows["llm_id"] == "biology-0"].assign(llm_id="bio-new", query_id="other-id")
+    newcomer = newcomer.assign(query_id=[f"x{i}" for i in range(len(newcomer))])
+    copy = tmp_path / "ws"
+    build_planted_workspace(copy)
+    with Store.open(copy) as store:
+        store.write_batch(
+            ImportBatch.from_long(pd.DataFrame(newcomer), source="bio-file", origin="bio.csv"),
+            kind="table",
+        )
+        table = store.score_table()
+        column = table.scores[:, table.llm_index("bio-new")]
+        shared = ~np.isnan(column) & ~np.isnan(table.scores[:, table.llm_index("biology-0")])
+        assert shared.sum() == len(newcomer)  # every query of the new file is a known query
