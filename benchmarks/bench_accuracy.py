@@ -82,7 +82,7 @@ def main() -> None:
         else:
             fit = fit_workspace(store, config, name=f"bench-seed{seed}")
             best_step, fit_seconds = fit.best_step, time.perf_counter() - started
-        result = evaluate_workspace(store, name=f"bench-seed{seed}")
+        result = evaluate_workspace(store, name=f"bench-seed{seed}").as_dict()
         result["fit_seconds"] = fit_seconds
         result["best_step"] = best_step
         runs.append(result)

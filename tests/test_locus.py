@@ -132,3 +132,28 @@ def test_split_is_hash_of_text(fitted: tuple[Locus, object]) -> None:
     _, data = fitted
     expected = assign_splits(list(data.table.text_hashes), seed=0)  # type: ignore[attr-defined]
     assert list(data.splits) == list(expected)  # type: ignore[attr-defined]
+
+
+@pytest.mark.gpu
+def test_predicts_on_the_device_the_networks_are_on(
+    fitted: tuple[Locus, object], tmp_path: Path
+) -> None:
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device on this machine")
+    model, data = fitted
+    folder = model.save(tmp_path / "artifact")
+    on_gpu = Locus.load(folder, device="cuda", workspace=None)
+    assert next(on_gpu.predictor_.parameters()).device.type == "cuda"
+    vectors = data.vectors[:50]  # type: ignore[attr-defined]
+    np.testing.assert_allclose(
+        on_gpu.predict_proba(vectors), model.predict_proba(vectors), atol=1e-5
+    )
+    column = data.table.scores[:, 0]  # type: ignore[attr-defined]
+    rows = np.flatnonzero(~np.isnan(column))[:100]
+    np.testing.assert_allclose(
+        on_gpu.embed(data.vectors[rows], column[rows]),  # type: ignore[attr-defined]
+        model.embed(data.vectors[rows], column[rows]),  # type: ignore[attr-defined]
+        atol=1e-4,
+    )

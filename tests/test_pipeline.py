@@ -195,3 +195,21 @@ def test_cli_embed_all(run_cli: Run, trained: Path) -> None:
     assert neither.exit_code == 2 and "neither" in neither.stderr
     after = run_cli("evaluate", "-w", trained, "--json").json()
     assert isinstance(after, dict) and after["llms"] == 12
+
+
+def test_artifact_saved_into_a_workspace_by_hand_is_not_mixed_with_older_rows(
+    tmp_path: Path,
+) -> None:
+    """A Locus fitted on arrays and saved over a workspace's artifact carries its own pool: the
+    rows an earlier fit left in the workspace are not read as its embeddings."""
+    path = build_planted_workspace(tmp_path / "ws")
+    folder = path / "artifacts" / "default"
+    with Store.open(path) as store:
+        fit_workspace(store, small_config(max_steps=50))
+        data = workspace_table(store)
+    model = Locus(small_config(max_steps=60, seed=1))
+    model.fit(data.table, data.vectors, data.rows("train"), data.rows("val"),
+              text_encoder_name=data.encoder)  # fmt: skip
+    model.save(folder)
+    with Locus.load(folder) as loaded:
+        np.testing.assert_array_equal(loaded.llm_embeddings_, model.llm_embeddings_)

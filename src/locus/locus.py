@@ -15,6 +15,7 @@ artifact loaded from `<workspace>/artifacts/<name>/` sees every LLM onboarded si
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -127,6 +128,8 @@ class Locus:
         self.query_dim_ = int(vectors.shape[1])
         self.text_encoder_name_ = name
         self.evidence_bound_ = self.config.anchors
+        # names this fit: a workspace's pool rows count for this artifact only if written for it
+        self.metadata = {**self.metadata, "fit_id": uuid.uuid4().hex}
         return self
 
     def _check_fitted(self) -> None:

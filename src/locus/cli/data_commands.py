@@ -102,7 +102,6 @@ def import_command(
         f"{report.new_queries:,} queries, {report.new_scores:,} scores"
         + (f", replaced {report.replaced_scores:,}" if report.replaced_scores else "")
         + _shared_note(report)
-        + _disagreement_note(report)
     )
 
 
@@ -110,17 +109,8 @@ def _shared_note(report: Any) -> str:
     shared = int(report.new_aliases) - int(report.new_queries)
     if shared <= 0:
         return ""
+    # scores that disagree with another source's are reported by the store's warning
     return f"; {shared:,} of the file's queries were already known (same text) and are shared"
-
-
-def _disagreement_note(report: Any) -> str:
-    count = int(getattr(report, "disagreeing_scores", 0) or 0)
-    if not count:
-        return ""
-    return (
-        f"\n[yellow]note[/]: {count:,} of these scores differ from another source's score for "
-        "the same (LLM, query); both are kept and the score table uses their mean"
-    )
 
 
 def _mmlu_pro_path(workspace: Path | None, progress: ProgressFactory) -> Path:

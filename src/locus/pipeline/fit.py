@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,8 +79,6 @@ def fit_workspace(
         "split_seed": split_seed,
         "excluded_llms": list(exclude_llms),
         "data_checksums": store.checksums(),
-        # names this fit in the workspace's pool (see LLMPool.from_store)
-        "fit_id": uuid.uuid4().hex,
     }
     model.fit(
         table,
