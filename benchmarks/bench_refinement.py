@@ -18,6 +18,7 @@ Run: `.venv/bin/python benchmarks/bench_refinement.py --dataset mmlu-pro --seeds
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -163,7 +164,13 @@ def plot(figures: dict[str, Any], path: Path) -> None:
     for label, style in (("bounded", "-o"), ("unbounded", "--s")):
         left.plot(x, [curve[n][f"{label}_cosine"]["mean"] for n in sizes], style, label=label)
         right.plot(x, [curve[n][f"{label}_hit@1"]["mean"] for n in sizes], style, label=label)
-    right.axhline(figures["fit_time"]["hit@1"]["mean"], color="grey", ls=":", label="fit time")
+    right.axhline(
+        figures["fit_time"]["hit@1"]["mean"], color="grey", ls=":", label="fit time (anchors)"
+    )
+    right.axhline(
+        figures["all_scores_bounded"]["hit@1"]["mean"], color="black", ls="-.",
+        label="all non-test scores",
+    )  # fmt: skip
     for axis in (left, right):
         axis.set_xscale("log", base=2)
         axis.set_xlabel("scores per LLM (n)")
@@ -172,8 +179,8 @@ def plot(figures: dict[str, Any], path: Path) -> None:
     left.set_ylabel("cosine distance to all-scores embedding")
     right.set_ylabel("test hit@1, every LLM from n scores")
     fig.suptitle(
-        f"{figures['dataset']}: embedding convergence, evidence from "
-        f"{figures['evidence_from']} in training ({len(figures['seeds'])} seeds)"
+        f"{figures['dataset']}: embedding convergence (training evidence drawn from "
+        f"{figures['evidence_from']} queries; {len(figures['seeds'])} seeds)"
     )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -190,7 +197,15 @@ def main() -> None:
         help="TrainingConfig.evidence_from: where training draws evidence from",
     )  # fmt: skip
     parser.add_argument("--workspace", type=Path, default=REPO_ROOT / ".bench" / "accuracy")
+    parser.add_argument(
+        "--plot-only", action="store_true", help="Redraw the PNG from the results JSON."
+    )
     args = parser.parse_args()
+    name = f"refinement-{args.dataset}" + ("" if args.evidence_from == "training" else "-anchors")
+    if args.plot_only:
+        figures = json.loads((RESULTS / f"{name}.json").read_text())["figures"]
+        plot(figures, RESULTS / f"{name}.png")
+        return
     data = load_arrays(args.dataset, args.workspace / args.dataset)
     anchors = min(args.anchors, int((~np.isnan(data.scores[data.rows("train")])).sum(0).max()))
     runs = []
@@ -221,7 +236,6 @@ def main() -> None:
         for n, row in runs[0]["convergence"].items()
     }
     figures["fit_seconds"] = summarise([r["fit_seconds"] for r in runs])
-    name = f"refinement-{args.dataset}" + ("" if args.evidence_from == "training" else "-anchors")
     print(f"written {write_results(name, figures)}")
     png = RESULTS / f"{name}.png"
     plot(figures, png)

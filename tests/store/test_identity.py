@@ -185,6 +185,11 @@ def test_two_sources_disagreeing_keep_both_scores_and_average(
                 ),
                 kind="table",
             )
+        again = store.write_batch(
+            batch([{"llm_id": "A", "query_id": "y7", "query_text": text, "score": 0.0}], "helm"),
+            kind="table",
+        )
+        assert not again.changed and again.disagreeing_scores == 0  # a re-import stays silent
         table = store.score_table()
         counts = store.counts()
         assert store.disagreeing_cells() == 1

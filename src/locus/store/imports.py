@@ -49,9 +49,9 @@ class ImportReport:
     (query_id, text_hash). `new_queries` counts query identities the store did not hold yet;
     `new_aliases` the file's (source, query_id, text_hash) it did not hold (a text already known
     from another source is a new alias of an existing query). `disagreeing_scores` counts the
-    file's scores that differ from a score another alias (another source, or another id of the
-    same text) holds for the same (LLM, query): both are kept; `Store.score_table` gives their
-    mean.
+    scores this import wrote that differ from a score another alias (another source, or another
+    id of the same text) holds for the same (LLM, query): both are kept; `Store.score_table`
+    gives their mean.
     """
 
     source: str
@@ -148,7 +148,9 @@ class StoreImports(StoreCore):
                 _insert_scores(conn, to_insert, batch.source, stamp, advance)
                 if len(to_replace):
                     _replace_scores(conn, to_replace, batch.source, stamp, advance)
-            disagreeing = _disagreeing_scores(conn, batch.source, merged)
+            # only what this import writes: a re-import that changes nothing stays silent
+            written = pd.concat([to_insert, to_replace])
+            disagreeing = _disagreeing_scores(conn, batch.source, written) if total else 0
         if disagreeing:
             logger.warning(
                 "%s: %d score(s) differ from the score another source (or another id of the same "
