@@ -101,7 +101,10 @@ def test_one_file_per_llm_shares_queries(run_cli: Run, tmp_path: Path) -> None:
     assert run_cli("import", "table", a, "-w", ws).exit_code == 0
     second = run_cli("import", "table", b, "-w", ws)
     shown = " ".join(second.stdout.split())
-    assert second.exit_code == 0 and "2 of the file's queries were already known" in shown
+    assert (
+        second.exit_code == 0
+        and "2 of the file's query ids share their text with another id" in shown
+    )
     stats = run_cli("stats", "-w", ws, "--json").json()
     assert isinstance(stats, dict)
     assert stats["counts"]["queries"] == 2 and stats["counts"]["query_aliases"] == 4

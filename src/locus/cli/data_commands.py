@@ -110,7 +110,10 @@ def _shared_note(report: Any) -> str:
     if shared <= 0:
         return ""
     # scores that disagree with another source's are reported by the store's warning
-    return f"; {shared:,} of the file's queries were already known (same text) and are shared"
+    return (
+        f"; {shared:,} of the file's query ids share their text with another id (in this file "
+        "or already in the workspace), so each such text is one query"
+    )
 
 
 def _mmlu_pro_path(workspace: Path | None, progress: ProgressFactory) -> Path:

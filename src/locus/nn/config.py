@@ -106,9 +106,9 @@ class TrainingConfig:
     anchors: int = 1024
     # Where each step draws an LLM's evidence from: "training" (all its training queries, the
     # default) or "anchors" (the paper). Trained on anchors only, the encoder embeds evidence on
-    # other queries badly: on MMLU-Pro, re-embedding every LLM from all its non-test scores
-    # dropped test hit@1 from 0.713 to 0.652; trained on all training queries it gives 0.7145
-    # (fit time 0.7137). See benchmarks/bench_refinement.py.
+    # other queries badly: on MMLU-Pro (3 seeds), re-embedding every LLM from all its non-test
+    # scores took test hit@1 from 0.712 to 0.678; trained on all training queries, 0.715 at fit
+    # time and 0.718 refined. See benchmarks/bench_refinement.py.
     evidence_from: str = "training"
     llms_per_step: int = 32
     targets_per_llm: int = 256
