@@ -38,6 +38,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
 from locus import metrics
+from locus.data.anchors import choose_anchors
 from locus.locus import Locus
 from locus.pipeline import WorkspaceTable, load_workspace_locus, workspace_table
 from locus.store import Store
@@ -46,10 +47,9 @@ Array = NDArray[np.float64]
 
 
 def seeded_anchors(data: WorkspaceTable, count: int, seed: int) -> list[NDArray[np.int64]]:
-    """Per LLM, the first `count` of its observed training rows in one seeded order."""
-    order = np.random.default_rng(seed).permutation(data.rows("train"))
-    observed = ~np.isnan(data.table.scores[order])
-    return [order[np.flatnonzero(observed[:, llm])][:count] for llm in range(data.table.n_llms)]
+    """Per LLM, the anchors `locus fit --seed SEED` chooses (`locus.data.anchors`)."""
+    observed = ~np.isnan(data.table.scores)
+    return choose_anchors(observed, data.rows("train"), count, np.random.default_rng(seed))
 
 
 def artifact_anchors(data: WorkspaceTable, anchors: dict[str, list[str]]) -> list[NDArray[Any]]:

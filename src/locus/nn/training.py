@@ -1,15 +1,18 @@
 """Training the encoder and predictor by meta-learning over LLMs.
 
 Each step takes a batch of LLMs. For each LLM it draws an evidence subset of random size
-K ~ log-uniform[min_evidence, A] from the LLM's anchors and an independent target subset of its
-observed training queries; the encoder embeds the evidence and the predictor is trained with BCE on
-the targets. Embeddings therefore work from few scores as well as from many.
+K ~ log-uniform[min_evidence, A] from the LLM's observed training queries (`evidence_from=
+"training"`, the default; the paper draws from its anchors only, "anchors") and an independent
+target subset of them; the encoder embeds the evidence and the predictor is trained with BCE on
+the targets. Embeddings therefore work from few scores as well as from many, and from scores on
+any queries, not only the anchors (what refinement needs; see `locus.nn.config`).
 
 Choices worth knowing:
 
-- Anchors: one seeded permutation of the training queries is shared by all LLMs; an LLM's anchors
-  are the first A of its observed training queries in that order. LLMs evaluated on the same
-  queries get the same anchors (a common probe set), and each step projects few distinct queries.
+- Anchors (`locus.data.anchors`): one seeded permutation of the training queries is shared by
+  all LLMs; an LLM's anchors are the first A of its observed training queries in that order.
+  LLMs evaluated on the same queries get the same anchors (a common probe set); every LLM is
+  embedded from them for validation and in the fit-time pool.
 - Targets: likewise the first `targets_per_llm` observed queries in a fresh per-step permutation,
   so fully observed LLMs are scored on the same queries in a step (a like-for-like comparison,
   which is what routing needs); each LLM's targets are still a uniform subset of its queries.
@@ -40,6 +43,7 @@ import torch
 import torch.nn.functional as F
 from numpy.typing import NDArray
 
+from locus.data.anchors import choose_anchors
 from locus.nn.checks import better, check_inputs, validation_metrics
 from locus.nn.config import TrainingConfig, build_networks
 from locus.nn.embedding import embed_indexed, evaluating, pad_rows
@@ -118,18 +122,6 @@ def train(
         return _train(vectors, table, train_idx, val_idx, config, progress, torch.device(device))
 
 
-def _choose_anchors(
-    observed: NDArray[np.bool_], train_idx: NDArray[np.int64], count: int, rng: np.random.Generator
-) -> list[NDArray[np.int64]]:
-    """Per LLM, the first `count` observed training rows in one shared random order."""
-    order = rng.permutation(len(train_idx))
-    observed_in_order = observed[train_idx[order]]  # (n_train, n_llms)
-    return [
-        train_idx[order[np.flatnonzero(observed_in_order[:, llm])[:count]]]
-        for llm in range(observed.shape[1])
-    ]
-
-
 def _log_uniform_size(low: int, high: int, rng: np.random.Generator) -> int:
     if high <= low:
         return high
@@ -162,7 +154,7 @@ def _train(
     rng = np.random.default_rng(config.seed)
     n_llms = table.shape[1]
     observed = ~np.isnan(table)  # (n_queries, n_llms)
-    anchors = _choose_anchors(observed, train_idx, config.anchors, rng)
+    anchors = choose_anchors(observed, train_idx, config.anchors, rng)
     pool = _Pool(
         vectors=torch.from_numpy(vectors).to(device),
         table=table,
