@@ -174,8 +174,8 @@ class Router(ABC):
         cost_of = dict(costs or {})
         if (cost_weight > 0 or max_cost is not None) and not cost_of:
             raise LocusInputError(
-                "cost_weight / max_cost need per-LLM costs; import data with cost_usd or pass "
-                "costs={llm_id: usd}"
+                "cost_weight / max_cost need per-LLM costs; import scores with a cost_usd column "
+                "(library: pass costs={llm_id: usd})"
             )
         candidates = [(i, llm) for i, llm in enumerate(self.llm_ids) if llm not in set(unavailable)]
         if max_cost is not None:
