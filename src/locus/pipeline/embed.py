@@ -60,7 +60,8 @@ def embed_workspace_llms(
     model = load_workspace_locus(store, name)
     known = store.llm_ids()
     wanted = list(known) if llm_ids is None else list(dict.fromkeys(llm_ids))
-    unknown = [llm for llm in wanted if llm not in set(known)]
+    known_set = set(known)
+    unknown = [llm for llm in wanted if llm not in known_set]
     if unknown:
         raise LocusNotFoundError(
             f"unknown LLM {unknown[0]!r}; expected an LLM of the workspace (see `locus llms`); "

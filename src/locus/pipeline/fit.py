@@ -73,7 +73,8 @@ def fit_workspace(
                 f"cannot exclude unknown LLM {unknown[0]!r}; expected an LLM of the workspace "
                 "(see `locus llms`)"
             )
-        table = table.select_llms([llm for llm in table.llm_ids if llm not in set(exclude_llms)])
+        excluded = set(exclude_llms)
+        table = table.select_llms([llm for llm in table.llm_ids if llm not in excluded])
     model = Locus(config, device=device)
     model.metadata = {
         "split_seed": split_seed,

@@ -164,8 +164,8 @@ class Router(ABC):
             raise LocusInputError(f"max_cost must be >= 0, found {max_cost}")
         if top < 1:
             raise LocusInputError(f"top must be >= 1, found {top}")
-        known = set(self.llm_ids)
-        strangers = sorted(set(unavailable) - known)
+        known, down = set(self.llm_ids), set(unavailable)
+        strangers = sorted(down - known)
         if strangers:
             raise LocusNotFoundError(
                 f"unavailable LLM {strangers[0]!r} is not in the pool; expected some of "
@@ -177,7 +177,7 @@ class Router(ABC):
                 "cost_weight / max_cost need per-LLM costs; import scores with a cost_usd column "
                 "(library: pass costs={llm_id: usd})"
             )
-        candidates = [(i, llm) for i, llm in enumerate(self.llm_ids) if llm not in set(unavailable)]
+        candidates = [(i, llm) for i, llm in enumerate(self.llm_ids) if llm not in down]
         if max_cost is not None:
             candidates = [
                 (i, llm) for i, llm in candidates if cost_of.get(llm, math.inf) <= max_cost
