@@ -328,9 +328,7 @@ class Locus:
         model.metadata = artifact.metadata
         store = model._open_workspace(folder, workspace)
         if store is None:
-            model.pool_ = LLMPool(
-                artifact.llm_ids, artifact.llm_embeddings, artifact.evidence_counts
-            )
+            model.pool_, model._snapshot = model._snapshot, None
             return model
         if store.text_encoder is not None and store.text_encoder != artifact.text_encoder_name:
             model.close()

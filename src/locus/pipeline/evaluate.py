@@ -15,7 +15,6 @@ from locus import metrics
 from locus.errors import LocusInputError
 from locus.pipeline.data import workspace_table
 from locus.pipeline.fit import load_workspace_locus
-from locus.routing.locus_router import LocusRouter
 from locus.routing.workspace import DEFAULT_ARTIFACT
 from locus.store import Store
 
@@ -124,8 +123,7 @@ def evaluate_workspace(
         raise LocusInputError(f"split must be 'val' or 'test', found {split!r}")
     model = load_workspace_locus(store, name)
     data = workspace_table(store, split_seed=int(model.metadata.get("split_seed", 0)))
-    router = LocusRouter(model)
-    pooled = set(router.llm_ids)
+    pooled = set(model.llm_ids_)
     llm_ids = [llm for llm in data.table.llm_ids if llm in pooled]
     table = data.table.select_llms(llm_ids)
     rows, train_rows = data.rows(split), data.rows("train")

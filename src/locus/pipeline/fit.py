@@ -18,7 +18,7 @@ from locus.locus import Locus
 from locus.nn.config import TrainingConfig
 from locus.nn.training import ProgressCallback
 from locus.pipeline.data import workspace_table
-from locus.routing.workspace import DEFAULT_ARTIFACT, artifact_path
+from locus.routing.workspace import DEFAULT_ARTIFACT, artifact_path, trained_artifact
 from locus.store import Store
 
 __all__ = ["FitReport", "fit_workspace", "load_workspace_locus", "steps_for_epochs"]
@@ -111,9 +111,4 @@ def load_workspace_locus(store: Store, name: str = DEFAULT_ARTIFACT) -> Locus:
         LocusNotFoundError: no such artifact (run `locus fit`).
         LocusArtifactError: a damaged artifact, or one trained on another text encoder.
     """
-    path = artifact_path(store, name)
-    if not path.exists():
-        raise LocusNotFoundError(
-            f"no trained artifact {name!r} in {store.artifacts_dir}; run `locus fit` first"
-        )
-    return Locus.load(path, workspace=store)
+    return Locus.load(trained_artifact(store, name), workspace=store)

@@ -28,7 +28,7 @@ from locus.routing.locus_router import LocusRouter
 from locus.store import Store
 from locus.text.base import TextEncoder
 
-__all__ = ["DEFAULT_ARTIFACT", "WorkspaceRouter", "artifact_path"]
+__all__ = ["DEFAULT_ARTIFACT", "WorkspaceRouter", "artifact_path", "trained_artifact"]
 
 DEFAULT_ARTIFACT = "default"
 
@@ -57,12 +57,7 @@ class WorkspaceRouter(LocusRouter):
         text_encoder: TextEncoder | None = None,
         cache_size: int = 10_000,
     ) -> None:
-        path = artifact_path(store, artifact)
-        if not path.exists():
-            raise LocusNotFoundError(
-                f"no trained artifact {artifact!r} in {store.artifacts_dir}; run `locus fit` first"
-            )
-        super().__init__(Locus.load(path, workspace=store))
+        super().__init__(Locus.load(trained_artifact(store, artifact), workspace=store))
         self.store = store
         self.artifact = artifact
         self.costs = store.llm_costs()
@@ -152,3 +147,17 @@ def artifact_path(store: Store, name: str) -> Path:
     if not name or "/" in name or "\\" in name or name.startswith("."):
         raise LocusInputError(f"artifact name {name!r}: expected a plain name such as 'default'")
     return store.artifacts_dir / name
+
+
+def trained_artifact(store: Store, name: str) -> Path:
+    """`artifact_path`, which must hold a trained artifact.
+
+    Raises:
+        LocusNotFoundError: nothing trained under that name (run `locus fit`).
+    """
+    path = artifact_path(store, name)
+    if not path.exists():
+        raise LocusNotFoundError(
+            f"no trained artifact {name!r} in {store.artifacts_dir}; run `locus fit` first"
+        )
+    return path
