@@ -29,9 +29,10 @@ from locus.text import get_text_encoder
 from locus.text.cache import encode_missing
 
 DATASETS = ("mmlu-pro", "zeroeval", "split2-model7")
+DEFAULTS = TrainingConfig()
 
 
-def prepare(dataset: str, workspace: Path) -> Store:
+def prepare(dataset: str, workspace: Path, encoder: str | None = None) -> Store:
     data = require_shared_data()
     store = Store.open(workspace)
     if dataset == "mmlu-pro":
@@ -43,9 +44,44 @@ def prepare(dataset: str, workspace: Path) -> Store:
         import_path(store, "scores-json", data / "routerdc" / "split2_model7")
     else:
         sys.exit(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}")
-    report = encode_missing(store, get_text_encoder())
+    report = encode_missing(store, get_text_encoder(encoder))
     print(f"encoded {report.encoded} queries ({report.cached} cached)", flush=True)
     return store
+
+
+def knn_hit_at_1(store: Store, split_seed: int = 0) -> dict[str, float]:
+    """A kNN vote over the same query vectors: each LLM's mean score on the k training queries
+    nearest (cosine) to the query; k in {5, 10, 20, 50, 100} chosen on validation hit@1.
+
+    The simplest strong baseline (issue 9 builds it as a router); here a reference figure.
+    """
+    import numpy as np
+
+    from locus.metrics import routing_accuracy
+    from locus.pipeline import workspace_table
+
+    data = workspace_table(store, split_seed=split_seed)
+    vectors, scores = data.vectors, data.table.scores
+    train = data.rows("train")
+    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+    def vote(rows: np.ndarray, k: int) -> np.ndarray:
+        out = np.empty((len(rows), scores.shape[1]), dtype=np.float32)
+        for start in range(0, len(rows), 512):
+            block = rows[start : start + 512]
+            sims = unit[block] @ unit[train].T
+            nearest = np.argpartition(-sims, k, axis=1)[:, :k]
+            neighbour_scores = scores[train][nearest]  # (b, k, n_llms)
+            seen = ~np.isnan(neighbour_scores)
+            total = np.where(seen, neighbour_scores, 0.0).sum(axis=1)
+            out[start : start + 512] = np.where(
+                seen.any(axis=1), total / np.maximum(seen.sum(axis=1), 1), -1.0
+            )
+        return out
+
+    val, test = data.rows("val"), data.rows("test")
+    k = max((5, 10, 20, 50, 100), key=lambda k: routing_accuracy(vote(val, k), scores[val]))
+    return {"k": k, "hit@1": routing_accuracy(vote(test, k), scores[test])}
 
 
 def summarise(values: list[float]) -> dict[str, float]:
@@ -60,29 +96,37 @@ def main() -> None:
     parser.add_argument("--dataset", default="mmlu-pro", choices=DATASETS)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--anchors", type=int, default=1024)
-    parser.add_argument("--max-steps", type=int, default=3000)
-    parser.add_argument("--eval-every", type=int, default=50)
-    parser.add_argument("--patience", type=int, default=6)
+    parser.add_argument("--max-steps", type=int, default=DEFAULTS.max_steps)
+    parser.add_argument("--eval-every", type=int, default=DEFAULTS.eval_every)
+    parser.add_argument("--patience", type=int, default=DEFAULTS.patience)
+    parser.add_argument(
+        "--encoder", default=None, help="Text encoder (default: locus's default); see locus encode"
+    )
     parser.add_argument(
         "--evaluate-only", action="store_true", help="Reuse the artifacts of an earlier run."
     )
     parser.add_argument("--workspace", type=Path, default=REPO_ROOT / ".bench" / "accuracy")
     args = parser.parse_args()
-    store = prepare(args.dataset, args.workspace / args.dataset)
+    store = prepare(args.dataset, args.workspace / args.dataset, args.encoder)
+    encoder = store.text_encoder or ""
+    tag = encoder.replace("/", "-").replace("sentence-transformers-", "")
+    knn = knn_hit_at_1(store)
+    print(f"encoder {encoder}: kNN vote hit@1 {knn['hit@1']:.4f} (k={knn['k']})", flush=True)
     runs = []
     for seed in args.seeds:
         config = TrainingConfig(
             anchors=args.anchors, seed=seed, max_steps=args.max_steps,
             eval_every=args.eval_every, patience=args.patience,
         )  # fmt: skip
+        name = f"bench-{tag}-seed{seed}"
         started = time.perf_counter()
         if args.evaluate_only:
-            model = load_workspace_locus(store, f"bench-seed{seed}")
+            model = load_workspace_locus(store, name)
             best_step, fit_seconds = model.best_step_, float("nan")
         else:
-            fit = fit_workspace(store, config, name=f"bench-seed{seed}")
+            fit = fit_workspace(store, config, name=name)
             best_step, fit_seconds = fit.best_step, time.perf_counter() - started
-        result = evaluate_workspace(store, name=f"bench-seed{seed}").as_dict()
+        result = evaluate_workspace(store, name=name).as_dict()
         result["fit_seconds"] = fit_seconds
         result["best_step"] = best_step
         runs.append(result)
@@ -96,6 +140,8 @@ def main() -> None:
         )
     figures = {
         "dataset": args.dataset,
+        "encoder": encoder,
+        "knn_vote": knn,
         "seeds": args.seeds,
         "anchors": args.anchors,
         "llms": runs[0]["llms"],
@@ -115,7 +161,7 @@ def main() -> None:
         "per_task_seed0": runs[0]["per_task"],
     }
     print(json.dumps({k: figures[k] for k in ("routing", "correctness", "baselines")}, indent=1))
-    print(f"written {write_results(f'accuracy-{args.dataset}', figures)}")
+    print(f"written {write_results(f'accuracy-{args.dataset}-{tag}', figures)}")
     store.close()
 
 

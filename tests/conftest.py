@@ -17,6 +17,19 @@ SHARED_DATA = REPO_ROOT.parent / "shared" / "locus-data"
 
 
 @pytest.fixture(autouse=True, scope="session")
+def _model_cache() -> Iterator[None]:
+    """Derived text encoders (ONNX export, model2vec distillation) are built once into the
+    repository's ignored `.model-cache/`, not the user's ~/.cache: a clean clone builds them."""
+    import os
+
+    previous = os.environ.get("LOCUS_MODEL_CACHE")
+    os.environ.setdefault("LOCUS_MODEL_CACHE", str(REPO_ROOT / ".model-cache"))
+    yield
+    if previous is None:
+        os.environ.pop("LOCUS_MODEL_CACHE", None)
+
+
+@pytest.fixture(autouse=True, scope="session")
 def _one_torch_thread() -> Iterator[None]:
     """Tests run torch on one thread: on a shared 2-core machine, two torch threads contending
     with other work can run 30x slower; one thread keeps the suite's time predictable."""

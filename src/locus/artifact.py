@@ -28,18 +28,19 @@ import torch
 
 from locus._version import __version__
 from locus.errors import LocusArtifactError, LocusInputError
+from locus.inference import (
+    ANCHORS_FILE,
+    ARTIFACT_FORMAT,
+    CONFIG_FILE,
+    WEIGHTS_FILE,
+    read_artifact_config,
+    read_json,
+)
 from locus.nn.config import NetworkConfig, TrainingConfig, build_networks
 from locus.nn.encoder import LLMEncoder
 from locus.nn.predictor import CorrectnessPredictor
 
 __all__ = ["ARTIFACT_FORMAT", "Artifact", "load_artifact", "save_artifact"]
-
-ARTIFACT_FORMAT = "locus-artifact/2"
-# format 1: network fields flat inside "training" and no recorded evidence bound
-_READABLE = ("locus-artifact/1", ARTIFACT_FORMAT)
-CONFIG_FILE = "config.json"
-ANCHORS_FILE = "anchors.json"
-WEIGHTS_FILE = "weights.safetensors"
 
 
 @dataclass
@@ -129,13 +130,7 @@ def load_artifact(path: str | Path, *, device: str = "cpu") -> Artifact:
     from safetensors.torch import load_file
 
     folder = Path(path)
-    config = _read_json(folder / CONFIG_FILE)
-    if not isinstance(config, dict) or config.get("format") not in _READABLE:
-        found = config.get("format") if isinstance(config, dict) else type(config).__name__
-        raise LocusArtifactError(
-            f"{folder / CONFIG_FILE}: expected format {ARTIFACT_FORMAT!r}, found {found!r}; "
-            "this is not a locus artifact (or one from an incompatible version)"
-        )
+    config = read_artifact_config(folder)
     try:
         training_values = dict(config["training"])
         if "network" in config:
@@ -168,7 +163,7 @@ def load_artifact(path: str | Path, *, device: str = "cpu") -> Artifact:
             f"{folder / WEIGHTS_FILE}: LLM embeddings missing or not ({len(llm_ids)}, "
             f"{network.dim}); re-run locus fit"
         )
-    anchors = _read_json(folder / ANCHORS_FILE)
+    anchors = read_json(folder / ANCHORS_FILE)
     return Artifact(
         encoder=encoder.to(device).eval(),
         predictor=predictor.to(device).eval(),
@@ -207,15 +202,3 @@ def _write_json(path: Path, payload: Any) -> None:
     temporary = path.with_name(f".{path.name}.tmp")
     temporary.write_text(json.dumps(payload, indent=1) + "\n")
     temporary.replace(path)
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise LocusArtifactError(
-            f"{path}: missing; expected a locus artifact folder ({CONFIG_FILE}, {ANCHORS_FILE}, "
-            f"{WEIGHTS_FILE}) written by locus fit"
-        ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise LocusArtifactError(f"{path}: unreadable ({error}); re-run locus fit") from error

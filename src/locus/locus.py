@@ -127,7 +127,7 @@ class Locus:
         self.best_step_ = int(result.best_step)
         self.query_dim_ = int(vectors.shape[1])
         self.text_encoder_name_ = name
-        self.evidence_bound_ = self.config.anchors
+        self.evidence_bound_ = self.config.evidence_bound
         # names this fit: a workspace's pool rows count for this artifact only if written for it
         self.metadata = {**self.metadata, "fit_id": uuid.uuid4().hex}
         return self

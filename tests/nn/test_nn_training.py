@@ -216,11 +216,34 @@ def test_ties_keep_the_lowest_log_loss_and_patience_counts_routing_gains(
     pool = planted_pool
     result = train(
         pool.query_vectors, pool.scores, pool.train_idx, pool.val_idx,
-        make_config(max_steps=100, eval_every=2, patience=3),
+        make_config(max_steps=100, eval_every=2, patience=3, select_on="routing"),
     )  # fmt: skip
     assert [h["step"] for h in result.history] == [2, 4, 6, 8, 10]
     assert result.best_step == 8  # same routing as steps 4 and 6, lowest log-loss
     assert result.history[-1]["val_log_loss"] == 0.58
+
+
+def test_selecting_on_log_loss_keeps_its_minimum_and_stops_when_it_rises(
+    planted_pool: PlantedPool, make_config: MakeConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import locus.nn.training as training
+
+    # Routing accuracy keeps creeping up; log-loss is lowest at evaluation 2 and rises after.
+    # Selecting on log-loss keeps step 4 and stops 3 evaluations later, routing gains or not.
+    script = iter([(0.5, 0.70), (0.6, 0.60), (0.61, 0.62), (0.62, 0.65), (0.63, 0.66), (0.7, 0.5)])
+
+    def scripted(logits: np.ndarray, scores: np.ndarray) -> tuple[float, float, float]:
+        routing, log_loss = next(script)
+        return routing, 0.5, log_loss
+
+    monkeypatch.setattr(training, "validation_metrics", scripted)
+    pool = planted_pool
+    result = train(
+        pool.query_vectors, pool.scores, pool.train_idx, pool.val_idx,
+        make_config(max_steps=100, eval_every=2, patience=3, select_on="log_loss"),
+    )  # fmt: skip
+    assert [h["step"] for h in result.history] == [2, 4, 6, 8, 10]
+    assert result.best_step == 4
 
 
 def test_more_evidence_never_moves_a_planted_llm_away_from_its_group(
@@ -249,3 +272,27 @@ def test_more_evidence_never_moves_a_planted_llm_away_from_its_group(
         assert (distances[2:, group] < 0.1 * others[2:]).all(), distances
         cosine = 1 - (z @ z[-1]) / (np.linalg.norm(z, axis=1) * np.linalg.norm(z[-1]))
         assert cosine[-2] < cosine[0], cosine  # 512 scores are closer to all than 32 are
+
+
+def test_max_evidence_caps_training_sets_and_becomes_the_evidence_bound(
+    planted_pool: PlantedPool, make_config: MakeConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import locus.nn.training as training
+
+    sizes: list[int] = []
+    original = training._log_uniform_size
+
+    def recording(low: int, high: int, rng: np.random.Generator) -> int:
+        size = original(low, high, rng)
+        sizes.append(size)
+        return size
+
+    monkeypatch.setattr(training, "_log_uniform_size", recording)
+    pool = planted_pool
+    config = make_config(max_steps=6, eval_every=3, max_evidence=24)
+    result = train(pool.query_vectors, pool.scores, pool.train_idx, pool.val_idx, config)
+    assert sizes and max(sizes) <= 24 and min(sizes) >= config.min_evidence
+    assert config.evidence_bound == 24 and make_config().evidence_bound == make_config().anchors
+    assert result.llm_embeddings.shape[0] == pool.scores.shape[1]  # anchors embedded in chunks
+    with pytest.raises(Exception, match="max_evidence"):
+        make_config(max_evidence=4)  # below min_evidence

@@ -13,7 +13,9 @@ from locus.store import Store
 from locus.text import (
     DEFAULT_TEXT_ENCODER,
     HashingEncoder,
+    OnnxEncoder,
     SentenceTransformerEncoder,
+    StaticEncoder,
     TextEncoder,
     get_text_encoder,
 )
@@ -31,11 +33,72 @@ def minilm() -> SentenceTransformerEncoder:
     return encoder
 
 
-@pytest.fixture(params=["hashing", "minilm"])
+@pytest.fixture(scope="module")
+def onnx_fp32(minilm: SentenceTransformerEncoder) -> OnnxEncoder:
+    return OnnxEncoder()
+
+
+@pytest.fixture(scope="module")
+def onnx_int8(minilm: SentenceTransformerEncoder) -> OnnxEncoder:
+    return OnnxEncoder(quantized=True)
+
+
+@pytest.fixture(scope="module")
+def static(minilm: SentenceTransformerEncoder) -> StaticEncoder:
+    return StaticEncoder()
+
+
+@pytest.fixture(params=["hashing", "minilm", "onnx_fp32", "onnx_int8", "static"])
 def encoder(request: pytest.FixtureRequest) -> TextEncoder:
     if request.param == "hashing":
         return HashingEncoder(dim=32)
-    return request.getfixturevalue("minilm")
+    return request.getfixturevalue(request.param)
+
+
+TEXTS = [
+    "What is the derivative of x squared with respect to x?",
+    "Which court hears appeals of federal criminal cases?",
+    "Which enzyme unwinds the DNA double helix during replication?" * 30,  # truncated
+    "ok",
+]
+
+
+def test_onnx_float32_gives_the_torch_vectors(
+    minilm: SentenceTransformerEncoder, onnx_fp32: OnnxEncoder
+) -> None:
+    np.testing.assert_allclose(onnx_fp32.encode(TEXTS), minilm.encode(TEXTS), atol=1e-4)
+    assert onnx_fp32.name != minilm.name  # recorded apart all the same
+
+
+def test_int8_and_static_are_close_to_but_not_the_torch_vectors(
+    minilm: SentenceTransformerEncoder, onnx_int8: OnnxEncoder, static: StaticEncoder
+) -> None:
+    reference = minilm.encode(TEXTS)
+    cosine = (onnx_int8.encode(TEXTS) * reference).sum(axis=1)
+    assert (cosine > 0.8).all() and (cosine < 0.99999).any()
+    assert static.dim == 256 and static.encode(TEXTS).shape == (4, 256)
+    names = {minilm.name, onnx_int8.name, static.name}
+    assert len(names) == 3  # different vectors, different cache keys
+
+
+def test_every_short_name_resolves_and_round_trips() -> None:
+    for short, expected in [
+        ("minilm-static", StaticEncoder),
+        ("minilm-onnx", OnnxEncoder),
+        ("minilm-onnx-int8", OnnxEncoder),
+        ("minilm", SentenceTransformerEncoder),
+    ]:
+        encoder = get_text_encoder(short)
+        assert isinstance(encoder, expected)
+        # the recorded name gives the same encoder back (what routing does with an artifact)
+        again = get_text_encoder(encoder.name)
+        assert type(again) is expected and again.name == encoder.name
+    assert (
+        get_text_encoder().name
+        == StaticEncoder().name
+        == get_text_encoder(DEFAULT_TEXT_ENCODER).name
+    )
+    assert get_text_encoder("mpnet").name == "sentence-transformers/all-mpnet-base-v2"
 
 
 def test_contract_shapes_and_determinism(encoder: TextEncoder) -> None:
@@ -62,10 +125,10 @@ def test_related_texts_are_closer(encoder: TextEncoder) -> None:
     assert similar > unrelated
 
 
-def test_default_is_offline_minilm(minilm: SentenceTransformerEncoder) -> None:
-    assert minilm.name == DEFAULT_TEXT_ENCODER
+def test_torch_minilm_is_offline(minilm: SentenceTransformerEncoder) -> None:
+    assert minilm.name == "sentence-transformers/all-MiniLM-L6-v2"
     assert minilm.dim == 384
-    assert get_text_encoder("all-MiniLM-L6-v2").name == DEFAULT_TEXT_ENCODER
+    assert get_text_encoder("all-MiniLM-L6-v2").name == minilm.name
 
 
 def test_unloadable_encoder_is_a_clear_error(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import typer
 
 from locus._progress import ProgressFactory
 from locus.cli._app import JsonOption, QuietOption, WorkspaceOption, app
-from locus.cli._render import fmt, print_json, progress_bars, stdout_console
+from locus.cli._render import fmt, print_json, progress_bars, stderr_console, stdout_console
 from locus.errors import LocusInputError
 
 FORMATS = ("table", "mmlu-pro", "embedllm", "routerbench", "scores-json")
@@ -188,8 +188,9 @@ def encode_command(
         str | None,
         typer.Option(
             "--encoder",
-            help="Text encoder: sentence-transformers name or folder (default: the workspace's,"
-            " else all-MiniLM-L6-v2).",
+            help="Text encoder: minilm-static (the default), minilm-onnx, minilm-onnx-int8, "
+            "minilm (torch), mpnet, or a sentence-transformers name or folder (default: the "
+            "workspace's).",
         ),
     ] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 16,
@@ -202,7 +203,14 @@ def encode_command(
     from locus.text.cache import encode_missing
 
     with open_store(workspace, create=False) as store:
-        text_encoder = get_text_encoder(encoder or store.text_encoder)
+        previous = store.text_encoder
+        text_encoder = get_text_encoder(encoder or previous)
+        if previous is not None and text_encoder.name != previous:
+            stderr_console().print(
+                f"[yellow]switching the workspace's text encoder from {previous} to "
+                f"{text_encoder.name}: artifacts trained on {previous} vectors will not route "
+                "until `locus fit` runs again[/]"
+            )
         report = encode_missing(
             store, text_encoder, batch_size=batch_size, progress=progress_bars(quiet or as_json)
         )

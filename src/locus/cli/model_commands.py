@@ -33,7 +33,7 @@ def fit_command(
     ] = None,
     patience: Annotated[
         int, typer.Option("--patience", min=1, help="Checks without gain before stopping.")
-    ] = 6,
+    ] = 3,
     exclude: Annotated[
         list[str] | None, typer.Option("--exclude", help="Keep an LLM out of training.")
     ] = None,

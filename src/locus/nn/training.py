@@ -46,7 +46,7 @@ from numpy.typing import NDArray
 from locus.data.anchors import choose_anchors
 from locus.nn.checks import better, check_inputs, validation_metrics
 from locus.nn.config import TrainingConfig, build_networks
-from locus.nn.embedding import embed_indexed, evaluating, pad_rows
+from locus.nn.embedding import embed_indexed, embed_many, evaluating, pad_rows
 from locus.nn.encoder import LLMEncoder
 from locus.nn.predictor import CorrectnessPredictor
 
@@ -139,6 +139,7 @@ class _Pool:
     anchors: list[NDArray[np.int64]]  # per LLM, rows of its anchors
     anchor_scores: list[NDArray[np.float32]]  # per LLM, its scores on them
     evidence_pools: list[NDArray[np.int64]]  # per LLM, rows evidence is drawn from
+    evidence_bound: int  # largest evidence set drawn; larger ones are embedded in chunks
 
 
 def _train(
@@ -167,6 +168,7 @@ def _train(
             if config.evidence_from == "anchors"
             else [train_idx[observed[train_idx, llm]] for llm in range(n_llms)]
         ),
+        evidence_bound=config.evidence_bound,
     )
 
     encoder, predictor = build_networks(vectors.shape[1], config.network)
@@ -237,13 +239,18 @@ def _train(
                 val_correctness_accuracy=correctness,
                 val_log_loss=log_loss,
             )
-            routing_gain = not validating or routing > best_accuracy
-            if not validating or better((routing, log_loss), (best_accuracy, best_log_loss)):
+            if config.select_on == "log_loss":
+                gain = not validating or log_loss < best_log_loss
+                keep = gain
+            else:
+                # patience counts evaluations without a routing gain: a tie-break never prolongs
+                # training (letting log-loss gains reset it tripled the MMLU-Pro fit: 413 s)
+                gain = not validating or routing > best_accuracy
+                keep = not validating or better((routing, log_loss), (best_accuracy, best_log_loss))
+            if keep:
                 best_accuracy, best_log_loss, best_step = routing, log_loss, step
                 best_state = _snapshot(encoder, predictor)
-            # patience counts evaluations without a routing gain: a tie-break never prolongs
-            # training (letting log-loss gains reset it tripled the MMLU-Pro fit: 413 s)
-            evals_without_gain = 0 if routing_gain else evals_without_gain + 1
+            evals_without_gain = 0 if gain else evals_without_gain + 1
             info["best_val_routing_accuracy"] = best_accuracy
         if progress is not None:
             progress(step, config.max_steps, dict(info))
@@ -267,7 +274,14 @@ def _train(
 
 def _embed_pool(encoder: LLMEncoder, pool: _Pool) -> torch.Tensor:
     """Every LLM embedded from all its anchors (eval mode, clean vectors): (n_llms, d)."""
-    z = embed_indexed(encoder, pool.vectors.cpu().numpy(), pool.anchors, pool.anchor_scores)
+    vectors = pool.vectors.cpu().numpy()
+    if max(len(rows) for rows in pool.anchors) > pool.evidence_bound:
+        evidence = list(
+            zip([vectors[rows] for rows in pool.anchors], pool.anchor_scores, strict=True)
+        )
+        z = embed_many(encoder, evidence, max_evidence=pool.evidence_bound)
+    else:
+        z = embed_indexed(encoder, vectors, pool.anchors, pool.anchor_scores)
     return torch.from_numpy(z).to(pool.vectors.device)
 
 
@@ -299,7 +313,8 @@ def _training_step(
     observed_in_order = pool.train_observed[:, batch_llms][target_order]  # (n_train, b)
     evidence_rows, target_rows = [], []
     for column, llm in enumerate(batch_llms):
-        size = _log_uniform_size(config.min_evidence, len(anchors[llm]), rng)
+        high = min(len(anchors[llm]), pool.evidence_bound)
+        size = _log_uniform_size(config.min_evidence, high, rng)
         own = pool.evidence_pools[llm]
         evidence_rows.append(own[np.argsort(priority[own], kind="stable")[:size]])
         picked = np.flatnonzero(observed_in_order[:, column])[: config.targets_per_llm]

@@ -8,9 +8,13 @@
 Baseline routers (random, best single LLM, per task, kNN, ...) implement the same `Router`.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from locus.routing.base import RankedLLM, RouteDecision, Router
-from locus.routing.locus_router import LocusRouter
 from locus.routing.workspace import DEFAULT_ARTIFACT, WorkspaceRouter, artifact_path
+
+if TYPE_CHECKING:
+    from locus.routing.locus_router import LocusRouter
 
 __all__ = [
     "DEFAULT_ARTIFACT",
@@ -21,3 +25,12 @@ __all__ = [
     "WorkspaceRouter",
     "artifact_path",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """`LocusRouter` imports torch (the facade): load it only when asked for."""
+    if name == "LocusRouter":
+        from locus.routing.locus_router import LocusRouter
+
+        return LocusRouter
+    raise AttributeError(f"module 'locus.routing' has no attribute {name!r}")

