@@ -88,7 +88,7 @@ def main() -> None:
             [
                 sys.executable,
                 "-c",
-                f"from locus.text import get_text_encoder as g; g({name!r}).dim",
+                f"from locus.text import get_text_encoder as g; g({name!r}).encode('x')",
             ],
             check=True,
         )

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from locus.inference import NumpyPredictor
 from locus.nn import (
     CorrectnessPredictor,
     LLMEncoder,
@@ -118,9 +119,17 @@ def bench_scoring(predictor: CorrectnessPredictor, repeats: int) -> dict[str, An
             phi.unsqueeze(1).expand(-1, N_LLMS, -1).reshape(-1, QUERY_DIM),
         ).view(N_QUERIES, N_LLMS)
 
+    # the torch-free path routing uses (locus.inference.NumpyPredictor), same weights
+    fast = NumpyPredictor({k: v.numpy() for k, v in predictor.state_dict().items()})
+    z_np, phi_np = z.numpy(), phi.numpy()
     with torch.inference_mode():
         difference = float((predictor.score_matrix(z, phi) - python_loop()).abs().max())
+        numpy_difference = float(
+            np.abs(fast.score_matrix(z_np, phi_np) - predictor.score_matrix(z, phi).numpy()).max()
+        )
         return {
+            "score_4096x100_numpy_s": timed(lambda: fast.score_matrix(z_np, phi_np), repeats),
+            "score_4096x100_numpy_vs_torch_max_abs_diff": numpy_difference,
             "score_4096x100_score_matrix_s": timed(lambda: predictor.score_matrix(z, phi), repeats),
             "score_4096x100_python_loop_s": timed(python_loop, repeats),
             "score_4096x100_paired_forward_s": timed(all_pairs, repeats),

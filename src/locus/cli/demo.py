@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
+import typer
+
 from locus.cli._app import QuietOption, WorkspaceOption, app
 from locus.cli._render import stdout_console
 from locus.cli.data_commands import encode_command, import_command, llms_command, open_store
@@ -17,7 +21,18 @@ DEMO_QUERIES = (
 
 
 @app.command("demo")
-def demo_command(workspace: WorkspaceOption = None, quiet: QuietOption = False) -> None:
+def demo_command(
+    encoder: Annotated[
+        str | None,
+        typer.Option(
+            "--encoder",
+            help="Text encoder (see locus encode; default minilm-onnx). minilm-static encodes "
+            "100x faster at a cost in correctness AUROC (benchmarks/README.md).",
+        ),
+    ] = None,
+    workspace: WorkspaceOption = None,
+    quiet: QuietOption = False,
+) -> None:
     """The main job: import MMLU-Pro, encode, fit (or reuse), evaluate, route examples."""
     from locus.pipeline import DEFAULT_ARTIFACT, load_workspace_locus
 
@@ -25,7 +40,7 @@ def demo_command(workspace: WorkspaceOption = None, quiet: QuietOption = False) 
     console.rule("1. import the MMLU-Pro results")
     import_command("mmlu-pro", None, workspace=workspace, quiet=quiet)
     console.rule("2. encode the queries (cached)")
-    encode_command(workspace=workspace, quiet=quiet)
+    encode_command(encoder=encoder, workspace=workspace, quiet=quiet)
     console.rule("3. the pool")
     llms_command(workspace=workspace)
     console.rule("4. train LOCUS (or reuse the artifact trained on the same data)")

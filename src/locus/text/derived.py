@@ -1,8 +1,11 @@
 """Fast text encoders derived locally from the bundled all-MiniLM-L6-v2 (no hub, no download).
 
-- `OnnxEncoder`: the same transformer run by ONNX Runtime, in float32 (the torch vectors to
-  about 1e-6) or with weights dynamically quantised to int8. Exported once from the bundled
-  weights with `torch.onnx.export` (torch is needed for the export only, never to encode).
+- `OnnxEncoder`: the same transformer run by ONNX Runtime, in float32 or with weights
+  dynamically quantised to int8. Exported once from the bundled weights with
+  `torch.onnx.export` (torch is needed for the export only, never to encode). Float32 gives the
+  torch vectors (to 1e-4 absolute, tested), so it carries the same name,
+  "sentence-transformers/all-MiniLM-L6-v2": a workspace encoded by either backend is routed by
+  either, and the default routes without importing torch.
 - `StaticEncoder`: a static embedding model distilled from the bundled MiniLM with model2vec
   (one vector per token, computed by running MiniLM on the vocabulary, then PCA and Zipf
   weighting); a text's vector is the mean of its tokens' vectors: no transformer at all at
@@ -31,8 +34,15 @@ from numpy.typing import NDArray
 
 from locus.errors import LocusInputError
 
-__all__ = ["OnnxEncoder", "StaticEncoder", "bundled_minilm_path", "model_cache_dir"]
+__all__ = [
+    "MINILM_NAME",
+    "OnnxEncoder",
+    "StaticEncoder",
+    "bundled_minilm_path",
+    "model_cache_dir",
+]
 
+MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 _MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length (sentence_bert_config.json)
 _PCA_DIMS = 256
 
@@ -149,7 +159,8 @@ class OnnxEncoder:
 
     @property
     def name(self) -> str:
-        return "all-MiniLM-L6-v2/onnx-int8" if self.quantized else "all-MiniLM-L6-v2/onnx"
+        # float32: the torch backend's vectors, so the torch backend's name (one cache row)
+        return "all-MiniLM-L6-v2/onnx-int8" if self.quantized else MINILM_NAME
 
     @property
     def dim(self) -> int:

