@@ -119,3 +119,25 @@ def test_one_file_per_llm_shares_queries(run_cli: Run, tmp_path: Path) -> None:
     for path in (c, d):
         assert run_cli("import", "table", path, "-w", bare, "--namespace", "bench-x").exit_code == 0
     assert run_cli("stats", "-w", bare, "--json").json()["counts"]["queries"] == 2  # type: ignore[index]
+
+
+def test_reimport_of_unchanged_files_skips_reading_them(
+    run_cli: Run, workspace: Path, tmp_path: Path
+) -> None:
+    import os
+
+    table = tmp_path / "scores.csv"
+    planted_long_table().to_csv(table, index=False)
+    first = run_cli("import", "table", table, "--workspace", workspace, "--json").json()
+    assert isinstance(first, dict) and first["changed"] is True
+    again = run_cli("import", "table", table, "--workspace", workspace)
+    assert again.exit_code == 0 and "unchanged since the last import" in again.stdout
+    # a changed file (new mtime, new content) is read again; --replace always reads
+    frame = planted_long_table()
+    frame.loc[0, "score"] = 1.0 - frame.loc[0, "score"]
+    frame.to_csv(table, index=False)
+    os.utime(table, ns=(os.stat(table).st_atime_ns, os.stat(table).st_mtime_ns + 10**9))
+    changed = run_cli("import", "table", table, "--workspace", workspace)
+    assert changed.exit_code == 2 and "--replace" in changed.stderr  # read: the conflict shows
+    replaced = run_cli("import", "table", table, "--replace", "--workspace", workspace, "--json")
+    assert replaced.json()["replaced_scores"] == 1  # type: ignore[index]

@@ -87,10 +87,24 @@ def import_command(
         if format_name != "mmlu-pro":
             raise LocusInputError(f"import {format_name}: expected a PATH to import, found none")
         path = _mmlu_pro_path(workspace, progress)
+    from locus.data.fingerprint import import_fingerprint
+
+    inputs = [path] + [v for v in options.values() if isinstance(v, Path)]
+    key, files = import_fingerprint(format_name, inputs, {"source": source, **options})
+    if not replace and _unchanged_since_last_import(workspace, key, files):
+        if as_json:
+            print_json({"changed": False, "skipped": "files unchanged since the last import"})
+        else:
+            stdout_console().print(
+                f"already imported: {path} (its files are unchanged since the last import of "
+                "them; --replace reads them again)"
+            )
+        return
     # read and validate before the workspace is touched: a bad file leaves no trace
     batch = importer(path, source=source, progress=progress, **options)
     with open_store(workspace) as store:
         report = store.write_batch(batch, kind=format_name, replace=replace, progress=progress)
+        store.set_meta(key, files)
     if as_json:
         print_json(report.as_dict())
         return
@@ -103,6 +117,16 @@ def import_command(
         + (f", replaced {report.replaced_scores:,}" if report.replaced_scores else "")
         + _shared_note(report)
     )
+
+
+def _unchanged_since_last_import(workspace: Path | None, key: str, files: str) -> bool:
+    from locus.errors import LocusStoreError
+
+    try:
+        with open_store(workspace, create=False) as store:
+            return bool(store.get_meta(key) == files)
+    except LocusStoreError:  # no workspace yet (or not one): nothing was imported
+        return False
 
 
 def _shared_note(report: Any) -> str:

@@ -34,7 +34,8 @@ def demo_command(
     quiet: QuietOption = False,
 ) -> None:
     """The main job: import MMLU-Pro, encode, fit (or reuse), evaluate, route examples."""
-    from locus.pipeline import DEFAULT_ARTIFACT, load_workspace_locus
+    from locus.inference import read_artifact_config
+    from locus.routing.workspace import DEFAULT_ARTIFACT, trained_artifact
 
     console = stdout_console()
     console.rule("1. import the MMLU-Pro results")
@@ -45,10 +46,12 @@ def demo_command(
     llms_command(workspace=workspace)
     console.rule("4. train LOCUS (or reuse the artifact trained on the same data)")
     with open_store(workspace, create=False) as store:
-        try:
-            model = load_workspace_locus(store, DEFAULT_ARTIFACT)
-            fresh = model.metadata.get("data_checksums") == store.checksums()
-        except LocusError:
+        try:  # the artifact's config alone (no torch): same data and same text encoder?
+            config = read_artifact_config(trained_artifact(store, DEFAULT_ARTIFACT))
+            fresh = (config.get("metadata") or {}).get(
+                "data_checksums"
+            ) == store.checksums() and config["text_encoder"]["name"] == store.text_encoder
+        except (LocusError, KeyError, TypeError):
             fresh = False
     if fresh:
         console.print("artifact 'default' matches the workspace's data: reused")

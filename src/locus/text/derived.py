@@ -134,9 +134,17 @@ def _export_onnx(target: Path) -> None:
             opset_version=17,
             dynamo=False,
         )
+    import logging
+
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(target / "model.onnx", target / "model-int8.onnx", weight_type=QuantType.QInt8)
+    logging.disable(logging.WARNING)  # quantize_dynamic's advice on pre-processing: not for users
+    try:
+        quantize_dynamic(
+            target / "model.onnx", target / "model-int8.onnx", weight_type=QuantType.QInt8
+        )
+    finally:
+        logging.disable(logging.NOTSET)
     shutil.copy(source / "tokenizer.json", target / "tokenizer.json")
     _log(f"ONNX text encoder ready in {time.perf_counter() - started:.0f} s")
 
