@@ -216,7 +216,7 @@ def test_ties_keep_the_lowest_log_loss_and_patience_counts_routing_gains(
     pool = planted_pool
     result = train(
         pool.query_vectors, pool.scores, pool.train_idx, pool.val_idx,
-        make_config(max_steps=100, eval_every=2, patience=3, select_on="routing"),
+        make_config(max_steps=100, eval_every=2, patience=3, select_on="routing", stop_on="routing"),
     )  # fmt: skip
     assert [h["step"] for h in result.history] == [2, 4, 6, 8, 10]
     assert result.best_step == 8  # same routing as steps 4 and 6, lowest log-loss
@@ -240,7 +240,7 @@ def test_selecting_on_log_loss_keeps_its_minimum_and_stops_when_it_rises(
     pool = planted_pool
     result = train(
         pool.query_vectors, pool.scores, pool.train_idx, pool.val_idx,
-        make_config(max_steps=100, eval_every=2, patience=3, select_on="log_loss"),
+        make_config(max_steps=100, eval_every=2, patience=3, select_on="log_loss", stop_on="log_loss"),
     )  # fmt: skip
     assert [h["step"] for h in result.history] == [2, 4, 6, 8, 10]
     assert result.best_step == 4
@@ -272,6 +272,28 @@ def test_more_evidence_never_moves_a_planted_llm_away_from_its_group(
         assert (distances[2:, group] < 0.1 * others[2:]).all(), distances
         cosine = 1 - (z @ z[-1]) / (np.linalg.norm(z, axis=1) * np.linalg.norm(z[-1]))
         assert cosine[-2] < cosine[0], cosine  # 512 scores are closer to all than 32 are
+
+
+def test_default_keeps_the_best_routing_step_and_stops_on_log_loss(
+    planted_pool: PlantedPool, make_config: MakeConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import locus.nn.training as training
+
+    # log-loss is lowest at check 1, where routing has not separated the LLMs yet (0.5); routing
+    # peaks at check 3. Patience 3 on log-loss stops after check 4; the kept step is check 3's.
+    script = iter([(0.5, 0.60), (0.6, 0.62), (0.7, 0.63), (0.65, 0.64), (0.9, 0.5)])
+
+    def scripted(logits: np.ndarray, scores: np.ndarray) -> tuple[float, float, float]:
+        routing, log_loss = next(script)
+        return routing, 0.5, log_loss
+
+    monkeypatch.setattr(training, "validation_metrics", scripted)
+    pool = planted_pool
+    config = make_config(max_steps=100, eval_every=2, patience=3)
+    assert (config.select_on, config.stop_on) == ("routing", "log_loss")
+    result = train(pool.query_vectors, pool.scores, pool.train_idx, pool.val_idx, config)
+    assert [h["step"] for h in result.history] == [2, 4, 6, 8]
+    assert result.best_step == 6
 
 
 def test_max_evidence_caps_training_sets_and_becomes_the_evidence_bound(

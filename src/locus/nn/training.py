@@ -23,10 +23,11 @@ Choices worth knowing:
   `CorrectnessPredictor.project_queries`) and gathered per LLM.
 - LLMs in a step are sorted by evidence count and split into `micro_batches` groups, so short
   evidence sets are not padded to the longest; the loss is still the mean over all target cells.
-- Early stopping on validation routing accuracy with every LLM embedded from all its anchors; the
-  best weights are kept. Ties in routing accuracy (common: on a pool with one dominant LLM it
-  stays at "always that LLM" for hundreds of steps) go to the lower validation log-loss, so the
-  kept step is not simply the first; patience still counts evaluations without a routing gain.
+- Validation with every LLM embedded from all its anchors. The kept step is the best in validation
+  routing accuracy (`select_on`); ties (common: on a pool with one dominant LLM it stays at
+  "always that LLM" for hundreds of steps) go to the lower validation log-loss. Patience counts
+  checks without a new lowest validation log-loss (`stop_on`): training stops once the networks
+  overfit, not after routing accuracy has wandered for hundreds of steps.
 """
 
 from __future__ import annotations
@@ -186,7 +187,8 @@ def _train(
     validating = bool(observed[val_idx].any())  # else: run max_steps, keep the final weights
 
     history: list[dict[str, float]] = []
-    best_accuracy, best_log_loss = -math.inf, math.inf
+    best_accuracy, best_log_loss = -math.inf, math.inf  # of the kept step
+    highest_routing, lowest_log_loss = -math.inf, math.inf  # of any step, for patience
     best_state = _snapshot(encoder, predictor)
     best_step = 0
     evals_without_gain = 0
@@ -240,16 +242,21 @@ def _train(
                 val_log_loss=log_loss,
             )
             if config.select_on == "log_loss":
-                gain = not validating or log_loss < best_log_loss
-                keep = gain
+                keep = not validating or log_loss < best_log_loss
             else:
-                # patience counts evaluations without a routing gain: a tie-break never prolongs
-                # training (letting log-loss gains reset it tripled the MMLU-Pro fit: 413 s)
-                gain = not validating or routing > best_accuracy
                 keep = not validating or better((routing, log_loss), (best_accuracy, best_log_loss))
             if keep:
                 best_accuracy, best_log_loss, best_step = routing, log_loss, step
                 best_state = _snapshot(encoder, predictor)
+            # patience counts evaluations without a gain in the `stop_on` signal (a routing
+            # tie-break never prolongs training: letting log-loss gains reset a routing patience
+            # tripled the MMLU-Pro fit, 413 s)
+            if config.stop_on == "log_loss":
+                gain = not validating or log_loss < lowest_log_loss
+            else:
+                gain = not validating or routing > highest_routing
+            lowest_log_loss = min(lowest_log_loss, log_loss)
+            highest_routing = max(highest_routing, routing)
             evals_without_gain = 0 if gain else evals_without_gain + 1
             info["best_val_routing_accuracy"] = best_accuracy
         if progress is not None:
