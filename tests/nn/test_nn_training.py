@@ -216,7 +216,9 @@ def test_ties_keep_the_lowest_log_loss_and_patience_counts_routing_gains(
     pool = planted_pool
     result = train(
         pool.query_vectors, pool.scores, pool.train_idx, pool.val_idx,
-        make_config(max_steps=100, eval_every=2, patience=3, select_on="routing", stop_on="routing"),
+        make_config(
+            max_steps=100, eval_every=2, patience=3, select_on="routing", stop_on="routing"
+        ),
     )  # fmt: skip
     assert [h["step"] for h in result.history] == [2, 4, 6, 8, 10]
     assert result.best_step == 8  # same routing as steps 4 and 6, lowest log-loss
@@ -240,7 +242,9 @@ def test_selecting_on_log_loss_keeps_its_minimum_and_stops_when_it_rises(
     pool = planted_pool
     result = train(
         pool.query_vectors, pool.scores, pool.train_idx, pool.val_idx,
-        make_config(max_steps=100, eval_every=2, patience=3, select_on="log_loss", stop_on="log_loss"),
+        make_config(
+            max_steps=100, eval_every=2, patience=3, select_on="log_loss", stop_on="log_loss"
+        ),
     )  # fmt: skip
     assert [h["step"] for h in result.history] == [2, 4, 6, 8, 10]
     assert result.best_step == 4
