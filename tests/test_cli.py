@@ -141,3 +141,15 @@ def test_reimport_of_unchanged_files_skips_reading_them(
     assert changed.exit_code == 2 and "--replace" in changed.stderr  # read: the conflict shows
     replaced = run_cli("import", "table", table, "--replace", "--workspace", workspace, "--json")
     assert replaced.json()["replaced_scores"] == 1  # type: ignore[index]
+
+
+def test_fit_defaults_are_the_training_defaults() -> None:
+    import inspect
+
+    from locus.cli.model_commands import fit_command
+    from locus.nn import TrainingConfig
+
+    defaults = TrainingConfig()
+    parameters = inspect.signature(fit_command).parameters
+    for name in ("anchors", "min_evidence", "max_steps", "eval_every", "patience", "seed"):
+        assert parameters[name].default == getattr(defaults, name), name

@@ -26,14 +26,14 @@ def fit_command(
     max_steps: Annotated[int, typer.Option("--max-steps", min=1)] = 3000,
     eval_every: Annotated[
         int, typer.Option("--eval-every", min=1, help="Steps between validation checks.")
-    ] = 50,
+    ] = 25,
     epochs: Annotated[
         int | None,
         typer.Option("--epochs", min=1, help="Passes over the LLMs (instead of --max-steps)."),
     ] = None,
     patience: Annotated[
         int, typer.Option("--patience", min=1, help="Checks without gain before stopping.")
-    ] = 3,
+    ] = 4,
     exclude: Annotated[
         list[str] | None, typer.Option("--exclude", help="Keep an LLM out of training.")
     ] = None,

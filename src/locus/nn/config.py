@@ -116,11 +116,11 @@ class TrainingConfig:
     max_evidence: int | None = None
     llms_per_step: int = 32
     targets_per_llm: int = 256
-    micro_batches: int = 4
+    micro_batches: int = 8
     # schedule
     max_steps: int = 3000
-    eval_every: int = 50
-    patience: int = 3  # evaluations without improvement before stopping
+    eval_every: int = 25
+    patience: int = 4  # evaluations without improvement before stopping
     # Which step is kept (`select_on`) and what patience counts (`stop_on`), each "routing"
     # (validation routing accuracy; for select_on, ties go to the lower log-loss) or
     # "log_loss" (validation log-loss over every evaluated cell). Default: keep the best
