@@ -103,10 +103,14 @@ def _export_onnx(target: Path) -> None:
     source = bundled_minilm_path()
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # a bar for loading 90 MB: noise next to ours
     try:
         model = AutoModel.from_pretrained(str(source)).eval()
     finally:
         hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
 
     class _LastHidden(torch.nn.Module):
         def __init__(self, inner: Any) -> None:
@@ -253,10 +257,14 @@ def _distill_static(target: Path) -> None:
     )
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # model2vec's own bar (tokens encoded, ETA) stays
     try:
         model = distill(model_name=str(bundled_minilm_path()), pca_dims=_PCA_DIMS)
     finally:
         hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
     with _closing_leaked_files():
         model.save_pretrained(str(target))
     _log(f"static text encoder ready in {time.perf_counter() - started:.0f} s")
