@@ -35,6 +35,8 @@ from locus.inference import (
     WEIGHTS_FILE,
     read_artifact_config,
     read_json,
+    read_pool_header,
+    read_weights,
 )
 from locus.nn.config import NetworkConfig, TrainingConfig, build_networks
 from locus.nn.encoder import LLMEncoder
@@ -126,7 +128,6 @@ def load_artifact(path: str | Path, *, device: str = "cpu") -> Artifact:
         LocusArtifactError: missing files, a foreign or newer format, corrupt weights, or
             weights that do not fit the recorded configuration.
     """
-    from safetensors import SafetensorError
     from safetensors.torch import load_file
 
     folder = Path(path)
@@ -137,10 +138,6 @@ def load_artifact(path: str | Path, *, device: str = "cpu") -> Artifact:
             training_values["network"] = config["network"]
         training = TrainingConfig.from_dict(training_values)
         network: NetworkConfig = training.network
-        encoder_name = str(config["text_encoder"]["name"])
-        query_dim = int(config["text_encoder"]["dim"])
-        llm_ids = [str(x) for x in config["llm_ids"]]
-        counts = np.asarray(config["evidence_counts"], dtype=np.int64)
         # format 1 recorded no bound: its encoder was trained on sets of up to `anchors` too
         evidence_bound = int(config.get("evidence_bound") or training.anchors)
     except (KeyError, TypeError, ValueError, LocusInputError) as error:
@@ -148,12 +145,8 @@ def load_artifact(path: str | Path, *, device: str = "cpu") -> Artifact:
             f"{folder / CONFIG_FILE}: incomplete or invalid configuration ({error}); re-run "
             "locus fit"
         ) from error
-    try:
-        tensors = load_file(str(folder / WEIGHTS_FILE))
-    except (OSError, SafetensorError, ValueError) as error:
-        raise LocusArtifactError(
-            f"{folder / WEIGHTS_FILE}: unreadable weights ({error}); re-run locus fit"
-        ) from error
+    encoder_name, query_dim, llm_ids, counts = read_pool_header(folder, config)
+    tensors = read_weights(folder, load_file)
     encoder, predictor = build_networks(query_dim, network)
     _load_module(encoder, tensors, "encoder.", folder)
     _load_module(predictor, tensors, "predictor.", folder)

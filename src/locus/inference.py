@@ -20,7 +20,7 @@ routing skips the ~1 s torch import and the encoder's weights.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,8 @@ __all__ = [
     "read_artifact_config",
     "read_for_routing",
     "read_json",
+    "read_pool_header",
+    "read_weights",
 ]
 
 ARTIFACT_FORMAT = "locus-artifact/2"
@@ -85,6 +87,35 @@ def read_artifact_config(folder: Path) -> dict[str, Any]:
             "this is not a locus artifact (or one from an incompatible version)"
         )
     return config
+
+
+def read_pool_header(
+    folder: Path, config: Mapping[str, Any]
+) -> tuple[str, int, list[str], NDArray[np.int64]]:
+    """(text encoder name, query dim, llm_ids, evidence counts) of an artifact's config."""
+    try:
+        encoder_name = str(config["text_encoder"]["name"])
+        query_dim = int(config["text_encoder"]["dim"])
+        llm_ids = [str(x) for x in config["llm_ids"]]
+        counts = np.asarray(config["evidence_counts"], dtype=np.int64)
+    except (KeyError, TypeError, ValueError) as error:
+        raise LocusArtifactError(
+            f"{folder / CONFIG_FILE}: incomplete or invalid configuration ({error}); re-run "
+            "locus fit"
+        ) from error
+    return encoder_name, query_dim, llm_ids, counts
+
+
+def read_weights(folder: Path, load_file: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+    """The artifact's tensors through a safetensors loader (`safetensors.numpy` or `.torch`)."""
+    from safetensors import SafetensorError
+
+    try:
+        return load_file(str(folder / WEIGHTS_FILE))
+    except (OSError, SafetensorError, ValueError) as error:
+        raise LocusArtifactError(
+            f"{folder / WEIGHTS_FILE}: unreadable weights ({error}); re-run locus fit"
+        ) from error
 
 
 class NumpyPredictor:
@@ -212,27 +243,12 @@ def read_for_routing(path: str | Path) -> RoutingArtifact:
     Raises:
         LocusArtifactError: missing files, a foreign format, unreadable or inconsistent weights.
     """
-    from safetensors import SafetensorError
     from safetensors.numpy import load_file
 
     folder = Path(path)
     config = read_artifact_config(folder)
-    try:
-        encoder_name = str(config["text_encoder"]["name"])
-        query_dim = int(config["text_encoder"]["dim"])
-        llm_ids = [str(x) for x in config["llm_ids"]]
-        counts = np.asarray(config["evidence_counts"], dtype=np.int64)
-    except (KeyError, TypeError, ValueError) as error:
-        raise LocusArtifactError(
-            f"{folder / CONFIG_FILE}: incomplete or invalid configuration ({error}); re-run "
-            "locus fit"
-        ) from error
-    try:
-        tensors = load_file(str(folder / WEIGHTS_FILE))
-    except (OSError, SafetensorError, ValueError) as error:
-        raise LocusArtifactError(
-            f"{folder / WEIGHTS_FILE}: unreadable weights ({error}); re-run locus fit"
-        ) from error
+    encoder_name, query_dim, llm_ids, counts = read_pool_header(folder, config)
+    tensors = read_weights(folder, load_file)
     predictor = NumpyPredictor(
         {k.removeprefix("predictor."): v for k, v in tensors.items() if k.startswith("predictor.")}
     )

@@ -199,27 +199,35 @@ def test_equal_routing_accuracy_goes_to_lower_log_loss() -> None:
     assert not better((0.70, 0.10), (0.71, 0.50))
 
 
-def test_ties_keep_the_lowest_log_loss_and_patience_counts_routing_gains(
-    planted_pool: PlantedPool, make_config: MakeConfig, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _train_on_scripted_validations(
+    pool: PlantedPool,
+    config: TrainingConfig,
+    monkeypatch: pytest.MonkeyPatch,
+    script: list[tuple[float, float]],
+) -> TrainingResult:
+    """Train with validation checks that return the scripted (routing, log-loss) in turn."""
     import locus.nn.training as training
 
-    # Scripted validations: routing gains at evaluations 1 and 2, then flat; log-loss falls
-    # until evaluation 4, then rises. Patience 3 stops after evaluation 5 (3 without a gain).
-    script = iter([(0.5, 0.70), (0.6, 0.69), (0.6, 0.60), (0.6, 0.55), (0.6, 0.58), (0.6, 0.50)])
+    checks = iter(script)
 
     def scripted(logits: np.ndarray, scores: np.ndarray) -> tuple[float, float, float]:
-        routing, log_loss = next(script)
+        routing, log_loss = next(checks)
         return routing, 0.5, log_loss
 
     monkeypatch.setattr(training, "validation_metrics", scripted)
-    pool = planted_pool
-    result = train(
-        pool.query_vectors, pool.scores, pool.train_idx, pool.val_idx,
-        make_config(
-            max_steps=100, eval_every=2, patience=3, select_on="routing", stop_on="routing"
-        ),
-    )  # fmt: skip
+    return train(pool.query_vectors, pool.scores, pool.train_idx, pool.val_idx, config)
+
+
+def test_ties_keep_the_lowest_log_loss_and_patience_counts_routing_gains(
+    planted_pool: PlantedPool, make_config: MakeConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Scripted validations: routing gains at evaluations 1 and 2, then flat; log-loss falls
+    # until evaluation 4, then rises. Patience 3 stops after evaluation 5 (3 without a gain).
+    config = make_config(
+        max_steps=100, eval_every=2, patience=3, select_on="routing", stop_on="routing"
+    )
+    script = [(0.5, 0.70), (0.6, 0.69), (0.6, 0.60), (0.6, 0.55), (0.6, 0.58), (0.6, 0.50)]
+    result = _train_on_scripted_validations(planted_pool, config, monkeypatch, script)
     assert [h["step"] for h in result.history] == [2, 4, 6, 8, 10]
     assert result.best_step == 8  # same routing as steps 4 and 6, lowest log-loss
     assert result.history[-1]["val_log_loss"] == 0.58
@@ -228,24 +236,13 @@ def test_ties_keep_the_lowest_log_loss_and_patience_counts_routing_gains(
 def test_selecting_on_log_loss_keeps_its_minimum_and_stops_when_it_rises(
     planted_pool: PlantedPool, make_config: MakeConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import locus.nn.training as training
-
     # Routing accuracy keeps creeping up; log-loss is lowest at evaluation 2 and rises after.
     # Selecting on log-loss keeps step 4 and stops 3 evaluations later, routing gains or not.
-    script = iter([(0.5, 0.70), (0.6, 0.60), (0.61, 0.62), (0.62, 0.65), (0.63, 0.66), (0.7, 0.5)])
-
-    def scripted(logits: np.ndarray, scores: np.ndarray) -> tuple[float, float, float]:
-        routing, log_loss = next(script)
-        return routing, 0.5, log_loss
-
-    monkeypatch.setattr(training, "validation_metrics", scripted)
-    pool = planted_pool
-    result = train(
-        pool.query_vectors, pool.scores, pool.train_idx, pool.val_idx,
-        make_config(
-            max_steps=100, eval_every=2, patience=3, select_on="log_loss", stop_on="log_loss"
-        ),
-    )  # fmt: skip
+    config = make_config(
+        max_steps=100, eval_every=2, patience=3, select_on="log_loss", stop_on="log_loss"
+    )
+    script = [(0.5, 0.70), (0.6, 0.60), (0.61, 0.62), (0.62, 0.65), (0.63, 0.66), (0.7, 0.5)]
+    result = _train_on_scripted_validations(planted_pool, config, monkeypatch, script)
     assert [h["step"] for h in result.history] == [2, 4, 6, 8, 10]
     assert result.best_step == 4
 
@@ -281,21 +278,12 @@ def test_more_evidence_never_moves_a_planted_llm_away_from_its_group(
 def test_default_keeps_the_best_routing_step_and_stops_on_log_loss(
     planted_pool: PlantedPool, make_config: MakeConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import locus.nn.training as training
-
     # log-loss is lowest at check 1, where routing has not separated the LLMs yet (0.5); routing
     # peaks at check 3. Patience 3 on log-loss stops after check 4; the kept step is check 3's.
-    script = iter([(0.5, 0.60), (0.6, 0.62), (0.7, 0.63), (0.65, 0.64), (0.9, 0.5)])
-
-    def scripted(logits: np.ndarray, scores: np.ndarray) -> tuple[float, float, float]:
-        routing, log_loss = next(script)
-        return routing, 0.5, log_loss
-
-    monkeypatch.setattr(training, "validation_metrics", scripted)
-    pool = planted_pool
     config = make_config(max_steps=100, eval_every=2, patience=3)
     assert (config.select_on, config.stop_on) == ("routing", "log_loss")
-    result = train(pool.query_vectors, pool.scores, pool.train_idx, pool.val_idx, config)
+    script = [(0.5, 0.60), (0.6, 0.62), (0.7, 0.63), (0.65, 0.64), (0.9, 0.5)]
+    result = _train_on_scripted_validations(planted_pool, config, monkeypatch, script)
     assert [h["step"] for h in result.history] == [2, 4, 6, 8]
     assert result.best_step == 6
 
