@@ -121,3 +121,17 @@ def test_damaged_weights_are_an_artifact_error(workspace: Path, tmp_path: Path) 
     (copy / "weights.safetensors").write_bytes(b"not safetensors")
     with pytest.raises(LocusArtifactError, match="unreadable weights"):
         read_for_routing(copy)
+
+
+def test_an_artifact_of_other_vectors_refuses_to_route(workspace: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from locus.text import HashingEncoder
+    from locus.text.cache import encode_missing
+
+    copy = tmp_path / "ws"
+    shutil.copytree(workspace, copy)
+    with Store.open(copy) as store:
+        encode_missing(store, HashingEncoder(32))  # the workspace switches to other vectors
+        with pytest.raises(LocusArtifactError, match="hashing-48.*hashing-32.*re-run locus fit"):
+            WorkspaceRouter(store)
