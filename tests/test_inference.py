@@ -133,5 +133,5 @@ def test_an_artifact_of_other_vectors_refuses_to_route(workspace: Path, tmp_path
     shutil.copytree(workspace, copy)
     with Store.open(copy) as store:
         encode_missing(store, HashingEncoder(32))  # the workspace switches to other vectors
-        with pytest.raises(LocusArtifactError, match="hashing-48.*hashing-32.*re-run locus fit"):
+        with pytest.raises(LocusArtifactError, match=r"hashing-48.*hashing-32.*re-run locus fit"):
             WorkspaceRouter(store)
