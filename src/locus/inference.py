@@ -38,6 +38,7 @@ __all__ = [
     "WEIGHTS_FILE",
     "NumpyPredictor",
     "RoutingArtifact",
+    "check_same_encoder",
     "read_artifact_config",
     "read_for_routing",
     "read_json",
@@ -116,6 +117,15 @@ def read_weights(folder: Path, load_file: Callable[[str], dict[str, Any]]) -> di
         raise LocusArtifactError(
             f"{folder / WEIGHTS_FILE}: unreadable weights ({error}); re-run locus fit"
         ) from error
+
+
+def check_same_encoder(artifact: str, trained_with: str, workspace_encoder: str | None) -> None:
+    """An artifact routes only the vectors it was trained on: same text encoder name."""
+    if workspace_encoder is not None and workspace_encoder != trained_with:
+        raise LocusArtifactError(
+            f"artifact {artifact!r} was trained with text encoder {trained_with!r} but the "
+            f"workspace's queries are encoded with {workspace_encoder!r}; re-run locus fit"
+        )
 
 
 class NumpyPredictor:

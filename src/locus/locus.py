@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 from locus.artifact import Artifact, load_artifact, save_artifact
 from locus.data.table import ScoreTable
 from locus.errors import LocusArtifactError, LocusInputError, LocusNotFittedError
+from locus.inference import check_same_encoder
 from locus.nn.config import TrainingConfig
 from locus.nn.embedding import embed_many
 from locus.pool import LLMPool
@@ -330,13 +331,11 @@ class Locus:
         if store is None:
             model.pool_, model._snapshot = model._snapshot, None
             return model
-        if store.text_encoder is not None and store.text_encoder != artifact.text_encoder_name:
+        try:
+            check_same_encoder(folder.name, artifact.text_encoder_name, store.text_encoder)
+        except LocusArtifactError:
             model.close()
-            raise LocusArtifactError(
-                f"artifact {folder.name!r} was trained with text encoder "
-                f"{artifact.text_encoder_name!r} but the workspace's queries are encoded with "
-                f"{store.text_encoder!r}; re-run locus fit"
-            )
+            raise
         fit_id = artifact.metadata.get("fit_id")
         model.pool_ = LLMPool.from_store(
             store, folder.name, model._snapshot, fit_id=None if fit_id is None else str(fit_id)

@@ -199,7 +199,7 @@ def embed_many(
         for batch in _batches([len(y) for _, y in sets], batch_size):
             phi_t, mask = _padded([sets[i][0] for i in batch], torch.float32, device)
             y_t, _ = _padded([sets[i][1] for i in batch], torch.float32, device)
-            per_set[batch] = encoder(phi_t, y_t, mask).float().cpu().numpy()  # (b, d)
+            per_set[batch] = encoder(phi_t, y_t, mask).cpu().numpy()  # (b, d)
     if len(sets) == len(checked):
         return per_set
     weights = np.array([len(y) for _, y in sets], dtype=np.float64)

