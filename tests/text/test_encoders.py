@@ -109,6 +109,27 @@ def test_contract_shapes_and_determinism(encoder: TextEncoder) -> None:
     np.testing.assert_allclose(encoder.encode(["Integrate x^2 dx."])[0], many[1], atol=1e-5)
 
 
+@pytest.mark.parametrize("quantized", [False, True])
+def test_onnx_vectors_do_not_depend_on_batch_mates_or_sessions(
+    minilm: SentenceTransformerEncoder, quantized: bool
+) -> None:
+    # many texts run on per-core sessions side by side (int8), a few on one session: a text's
+    # vector must be the same either way, or the cache would hold vectors of two encoders
+    encoder = OnnxEncoder(quantized=quantized, threads=2)
+    texts = [f"Question {i}: {TEXTS[i % 3]}" for i in range(3 * OnnxEncoder._PARALLEL_FROM)]
+    together = encoder.encode(texts)
+    if quantized:
+        assert len(encoder._workers) == 2  # the bulk path ran
+    alone = np.stack([encoder.encode(text) for text in texts[:5]])
+    np.testing.assert_allclose(together[:5], alone, atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-4)  # all filled
+
+
+def test_onnx_threads_must_be_positive() -> None:
+    with pytest.raises(LocusInputError, match="threads"):
+        OnnxEncoder(threads=0)
+
+
 def test_related_texts_are_closer(encoder: TextEncoder) -> None:
     vectors = encoder.encode(
         [
