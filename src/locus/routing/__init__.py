@@ -1,29 +1,56 @@
 """Routing: the `Router` interface, the LOCUS router and the long-lived workspace router.
 
-    base.py           Router (predict_proba -> route once: top-k, cost, budget, unavailable),
-                      RouteDecision, RankedLLM
-    locus_router.py   LocusRouter: the LOCUS predictor over a pool
-    workspace.py      WorkspaceRouter: artifact + pool + costs + text encoder, loaded once
-
-Baseline routers (random, best single LLM, per task, kNN, ...) implement the same `Router`.
+base.py           Router (predict_proba -> route once: top-k, cost, budget, unavailable),
+                  RouteDecision, RankedLLM
+locus_router.py   LocusRouter: the LOCUS predictor over a pool
+workspace.py      WorkspaceRouter: artifact + pool + costs + text encoder, loaded once
+evidence.py       Evidence (what baselines are fitted on), the router folder format
+baselines.py      random, best single, per task, oracle, kNN, cluster (numpy)
+learned.py        EmbedLLM-style MF and IRT (trained in torch, run in numpy)
+registry.py       BASELINE_ROUTERS by kind, make_baseline, load_router
 """
 
 from typing import TYPE_CHECKING, Any
 
 from locus.routing.base import RankedLLM, RouteDecision, Router
+from locus.routing.baselines import (
+    BaselineRouter,
+    BestSingleRouter,
+    ClusterRouter,
+    KNNRouter,
+    OracleRouter,
+    PerTaskRouter,
+    RandomRouter,
+)
+from locus.routing.evidence import Evidence
+from locus.routing.learned import IRTRouter, MFRouter
+from locus.routing.registry import BASELINE_ROUTERS, load_router, make_baseline
 from locus.routing.workspace import DEFAULT_ARTIFACT, WorkspaceRouter, artifact_path
 
 if TYPE_CHECKING:
     from locus.routing.locus_router import LocusRouter
 
 __all__ = [
+    "BASELINE_ROUTERS",
     "DEFAULT_ARTIFACT",
+    "BaselineRouter",
+    "BestSingleRouter",
+    "ClusterRouter",
+    "Evidence",
+    "IRTRouter",
+    "KNNRouter",
     "LocusRouter",
+    "MFRouter",
+    "OracleRouter",
+    "PerTaskRouter",
+    "RandomRouter",
     "RankedLLM",
     "RouteDecision",
     "Router",
     "WorkspaceRouter",
     "artifact_path",
+    "load_router",
+    "make_baseline",
 ]
 
 

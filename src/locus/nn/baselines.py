@@ -1,0 +1,221 @@
+"""Training of the learned baseline routers (torch): EmbedLLM-style matrix factorisation and
+IRT-style. Inference and onboarding run in numpy (`locus.routing.learned`); this module only
+fits the parameters and hands them back as numpy arrays.
+
+    MF   logit(q, m) = w . (P_m * (W q + b)) + c        P_m: a learned vector per LLM
+    IRT  logit(q, m) = a(q) . theta_m - b(q)            a, b: a small network over q
+
+Both are trained with binary cross-entropy (soft targets for graded scores) on every observed
+training cell, Adam, batches of 2,048 cells; validation log-loss is checked once per epoch and
+the best epoch is kept (patience in epochs).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from numpy.typing import NDArray
+from torch import nn
+
+from locus.errors import LocusInputError
+
+__all__ = ["LearnedBaselineConfig", "train_irt", "train_mf"]
+
+
+@dataclass(frozen=True)
+class LearnedBaselineConfig:
+    """Hyper-parameters of MF / IRT training.
+
+    MF defaults follow EmbedLLM (Zhuang et al., 2024, `algorithm/mf.py`): a 232-d vector per
+    LLM, Gaussian noise of 0.05 on the query vector while training, batches of 2,048, Adam with
+    weight decay 1e-5, 50 epochs. Their learning rate of 1e-4 was set for 112 LLMs x 36k
+    queries; here an epoch is 10-100x fewer steps, so the rate is 1e-3 and every run takes at
+    least `min_steps`. IRT: a 256-unit hidden layer gives a 32-d discrimination a(q) and a
+    difficulty b(q) (after IRT-Router, Song et al., 2025, and the IRT-Net baseline of LOCUS).
+    """
+
+    dim: int = 232
+    hidden: int = 256
+    dropout: float = 0.1
+    noise: float = 0.05
+    batch_size: int = 2048
+    lr: float = 1e-3
+    weight_decay: float = 1e-5
+    max_epochs: int = 50
+    min_steps: int = 1500
+    patience: int = 5
+    seed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class TrainedBaseline:
+    """Learned arrays (numpy) and the training history."""
+
+    arrays: dict[str, NDArray[np.float32]]
+    history: list[dict[str, float]] = field(default_factory=list)
+    best_epoch: int = 0
+    seconds: float = 0.0
+
+
+class _MF(nn.Module):
+    def __init__(self, n_llms: int, query_dim: int, config: LearnedBaselineConfig) -> None:
+        super().__init__()
+        self.llm_vectors = nn.Embedding(n_llms, config.dim)
+        self.project = nn.Linear(query_dim, config.dim)
+        self.head = nn.Linear(config.dim, 1)
+        self.noise = config.noise
+
+    def forward(self, queries: torch.Tensor, llms: torch.Tensor) -> torch.Tensor:
+        if self.training and self.noise > 0:
+            queries = queries + torch.randn_like(queries) * self.noise
+        return self.head(self.llm_vectors(llms) * self.project(queries)).squeeze(-1)
+
+    def arrays(self) -> dict[str, torch.Tensor]:
+        return {
+            "llm_vectors": self.llm_vectors.weight,
+            "project_weight": self.project.weight,
+            "project_bias": self.project.bias,
+            "head_weight": self.head.weight[0],
+            "head_bias": self.head.bias,
+        }
+
+
+class _IRT(nn.Module):
+    def __init__(self, n_llms: int, query_dim: int, config: LearnedBaselineConfig) -> None:
+        super().__init__()
+        irt_dim = 32
+        self.hidden = nn.Linear(query_dim, config.hidden)
+        self.dropout = nn.Dropout(config.dropout)
+        self.discrimination = nn.Linear(config.hidden, irt_dim)
+        self.difficulty = nn.Linear(config.hidden, 1)
+        self.ability = nn.Embedding(n_llms, irt_dim)
+        nn.init.normal_(self.ability.weight, std=0.1)
+
+    def forward(self, queries: torch.Tensor, llms: torch.Tensor) -> torch.Tensor:
+        hidden = self.dropout(torch.relu(self.hidden(queries)))
+        a = self.discrimination(hidden)  # (B, D)
+        b = self.difficulty(hidden).squeeze(-1)  # (B,)
+        return (a * self.ability(llms)).sum(-1) - b
+
+    def arrays(self) -> dict[str, torch.Tensor]:
+        return {
+            "hidden_weight": self.hidden.weight,
+            "hidden_bias": self.hidden.bias,
+            "discrimination_weight": self.discrimination.weight,
+            "discrimination_bias": self.discrimination.bias,
+            "difficulty_weight": self.difficulty.weight[0],
+            "difficulty_bias": self.difficulty.bias,
+            "ability": self.ability.weight,
+        }
+
+
+def _cells(
+    scores: NDArray[np.float32],
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    rows, columns = np.nonzero(~np.isnan(scores))
+    return (
+        torch.from_numpy(rows.astype(np.int64)),
+        torch.from_numpy(columns.astype(np.int64)),
+        torch.from_numpy(scores[rows, columns].astype(np.float32)),
+    )
+
+
+def _train(
+    model: _MF | _IRT,
+    vectors: NDArray[np.float32],
+    scores: NDArray[np.float32],
+    val_vectors: NDArray[np.float32] | None,
+    val_scores: NDArray[np.float32] | None,
+    config: LearnedBaselineConfig,
+) -> TrainedBaseline:
+    started = time.perf_counter()
+    rows, columns, targets = _cells(scores)
+    if len(rows) == 0:
+        raise LocusInputError("a learned baseline needs at least one observed training score")
+    queries = torch.from_numpy(np.ascontiguousarray(vectors, dtype=np.float32))
+    validation = None
+    if val_vectors is not None and val_scores is not None and (~np.isnan(val_scores)).any():
+        validation = (torch.from_numpy(np.ascontiguousarray(val_vectors, np.float32)),
+                      *_cells(val_scores))  # fmt: skip
+    generator = torch.Generator().manual_seed(config.seed)
+    optimiser = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    batch = min(config.batch_size, len(rows))
+    steps_per_epoch = max(1, math.ceil(len(rows) / batch))
+    epochs = max(config.max_epochs, math.ceil(config.min_steps / steps_per_epoch))
+    best: tuple[float, int, dict[str, torch.Tensor]] | None = None
+    history: list[dict[str, float]] = []
+    for epoch in range(1, epochs + 1):
+        model.train()
+        order = torch.randperm(len(rows), generator=generator)
+        total = 0.0
+        for start in range(0, len(rows), batch):
+            cells = order[start : start + batch]
+            logits = model(queries[rows[cells]], columns[cells])
+            loss = nn.functional.binary_cross_entropy_with_logits(logits, targets[cells])
+            optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            optimiser.step()
+            total += loss.detach().item() * len(cells)
+        entry = {"epoch": float(epoch), "train_log_loss": total / len(rows)}
+        if validation is not None:
+            model.eval()
+            val_queries, val_rows, val_columns, val_targets = validation
+            with torch.no_grad():
+                logits = model(val_queries[val_rows], val_columns)
+                val_loss = float(
+                    nn.functional.binary_cross_entropy_with_logits(logits, val_targets)
+                )
+            entry["val_log_loss"] = val_loss
+            if best is None or val_loss < best[0]:
+                state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+                best = (val_loss, epoch, state)
+            elif epoch - best[1] >= config.patience:
+                history.append(entry)
+                break
+        history.append(entry)
+    best_epoch = len(history)
+    if best is not None:
+        model.load_state_dict(best[2])
+        best_epoch = best[1]
+    model.eval()
+    arrays = {
+        name: value.detach().cpu().numpy().astype(np.float32).copy()
+        for name, value in model.arrays().items()
+    }
+    return TrainedBaseline(arrays, history, best_epoch, time.perf_counter() - started)
+
+
+def train_mf(
+    vectors: NDArray[np.float32],
+    scores: NDArray[np.float32],
+    val_vectors: NDArray[np.float32] | None = None,
+    val_scores: NDArray[np.float32] | None = None,
+    config: LearnedBaselineConfig | None = None,
+) -> TrainedBaseline:
+    """Fit MF on (n_queries, dq) vectors and (n_queries, n_llms) scores (NaN = no score)."""
+    config = config or LearnedBaselineConfig()
+    torch.manual_seed(config.seed)
+    model = _MF(scores.shape[1], vectors.shape[1], config)
+    return _train(model, vectors, scores, val_vectors, val_scores, config)
+
+
+def train_irt(
+    vectors: NDArray[np.float32],
+    scores: NDArray[np.float32],
+    val_vectors: NDArray[np.float32] | None = None,
+    val_scores: NDArray[np.float32] | None = None,
+    config: LearnedBaselineConfig | None = None,
+) -> TrainedBaseline:
+    """Fit IRT on (n_queries, dq) vectors and (n_queries, n_llms) scores (NaN = no score)."""
+    config = config or LearnedBaselineConfig()
+    torch.manual_seed(config.seed)
+    model = _IRT(scores.shape[1], vectors.shape[1], config)
+    return _train(model, vectors, scores, val_vectors, val_scores, config)

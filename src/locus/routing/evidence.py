@@ -1,0 +1,168 @@
+"""`Evidence`: what a baseline router is fitted on, and the save/load format every router shares.
+
+Evidence is the (query vector, score) pairs each LLM was evaluated on: a (n_queries, n_llms)
+score matrix with NaN where an LLM has no score on a query, the queries' vectors and, where
+known, their tasks. Fitting every router, LOCUS included, on one `Evidence` is what makes a
+comparison like for like: the same queries, the same cells.
+
+A fitted baseline is saved as a folder: `router.json` (kind, format, LLM ids, settings and
+learned scalars) and `arrays.safetensors` (learned arrays, read with `safetensors.numpy`; no
+pickle anywhere).
+
+    >>> import numpy as np
+    >>> evidence = Evidence(np.eye(3, dtype=np.float32),
+    ...                     np.array([[1, 0], [0, 1], [1, np.nan]], dtype=np.float32), ("a", "b"))
+    >>> evidence.n_queries, evidence.n_llms, evidence.observed.sum()
+    (3, 2, 5)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from locus.data.table import ScoreTable
+from locus.errors import LocusArtifactError, LocusInputError
+
+__all__ = ["ROUTER_FILE", "Evidence", "read_router_folder", "unit_rows", "write_router_folder"]
+
+ROUTER_FILE = "router.json"
+ARRAYS_FILE = "arrays.safetensors"
+FORMAT = 1
+
+
+def unit_rows(vectors: NDArray[np.floating[Any]]) -> NDArray[np.float32]:
+    """Rows scaled to unit L2 norm (zero rows stay zero): cosine similarity is then a dot."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=-1, keepdims=True), 1e-12)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Scored queries to fit a router on.
+
+    Attributes:
+        vectors: (n_queries, dq) query vectors.
+        scores: (n_queries, n_llms) in [0, 1]; NaN = this LLM has no score on this query.
+        llm_ids: (n_llms,) column names.
+        tasks: (n_queries,) task per query, or () when unknown.
+    """
+
+    vectors: NDArray[np.float32]
+    scores: NDArray[np.float32]
+    llm_ids: tuple[str, ...]
+    tasks: tuple[str | None, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        vectors = np.asarray(self.vectors, dtype=np.float32)
+        scores = np.asarray(self.scores, dtype=np.float32)
+        if vectors.ndim != 2 or scores.ndim != 2 or len(vectors) != len(scores):
+            raise LocusInputError(
+                f"evidence needs vectors (n_queries, dq) and scores (n_queries, n_llms) with "
+                f"one row per query; got {vectors.shape} and {scores.shape}"
+            )
+        if scores.shape[1] != len(self.llm_ids):
+            raise LocusInputError(
+                f"evidence has {scores.shape[1]} score columns but {len(self.llm_ids)} llm_ids"
+            )
+        observed = scores[~np.isnan(scores)]
+        if observed.size and (observed.min() < 0 or observed.max() > 1):
+            raise LocusInputError(
+                f"evidence scores must lie in [0, 1]; found {observed.min():g}..{observed.max():g}"
+            )
+        if self.tasks and len(self.tasks) != len(scores):
+            raise LocusInputError(
+                f"evidence has {len(self.tasks)} tasks for {len(scores)} queries; give one per "
+                "query or none"
+            )
+        object.__setattr__(self, "vectors", vectors)
+        object.__setattr__(self, "scores", scores)
+        object.__setattr__(self, "llm_ids", tuple(self.llm_ids))
+        object.__setattr__(self, "tasks", tuple(self.tasks))
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.scores.shape[0])
+
+    @property
+    def n_llms(self) -> int:
+        return int(self.scores.shape[1])
+
+    @property
+    def observed(self) -> NDArray[np.bool_]:
+        """(n_queries, n_llms) True where a score exists."""
+        return ~np.isnan(self.scores)
+
+    @classmethod
+    def from_table(
+        cls, table: ScoreTable, vectors: NDArray[np.float32], rows: Sequence[int] | None = None
+    ) -> Evidence:
+        """The `rows` (default: all) of a score table with their query vectors."""
+        index = np.arange(table.n_queries) if rows is None else np.asarray(rows, dtype=np.int64)
+        tasks = tuple(table.tasks[i] for i in index)
+        return cls(
+            vectors=np.asarray(vectors, dtype=np.float32)[index],
+            scores=table.scores[index],
+            llm_ids=tuple(table.llm_ids),
+            tasks=tasks if any(t is not None for t in tasks) else (),
+        )
+
+    def masked(self, keep: NDArray[np.bool_]) -> Evidence:
+        """The same queries with only the cells where `keep` (n_queries, n_llms) is True."""
+        return Evidence(self.vectors, np.where(keep, self.scores, np.nan), self.llm_ids, self.tasks)
+
+    def column_means(self, prior: float = 0.5) -> NDArray[np.float64]:
+        """(n_llms,) each LLM's mean score (`prior` for an LLM without evidence)."""
+        observed = self.observed
+        counts = observed.sum(axis=0)
+        totals = np.where(observed, self.scores, 0.0).sum(axis=0, dtype=np.float64)
+        return np.where(counts > 0, totals / np.maximum(counts, 1), prior)
+
+
+def write_router_folder(
+    path: str | Path,
+    kind: str,
+    llm_ids: Sequence[str],
+    settings: Mapping[str, Any],
+    arrays: Mapping[str, NDArray[Any]],
+) -> Path:
+    """Write `router.json` and `arrays.safetensors` into the folder `path`; return it."""
+    from safetensors.numpy import save_file
+
+    folder = Path(path)
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file({k: np.ascontiguousarray(v) for k, v in arrays.items()}, str(folder / ARRAYS_FILE))
+    description = {"format": FORMAT, "kind": kind, "llm_ids": list(llm_ids), **settings}
+    (folder / ROUTER_FILE).write_text(json.dumps(description, indent=2) + "\n")
+    return folder
+
+
+def read_router_folder(path: str | Path) -> tuple[dict[str, Any], dict[str, NDArray[Any]]]:
+    """(description, arrays) of a folder written by `write_router_folder`.
+
+    Raises:
+        LocusArtifactError: not a router folder, or one of another format.
+    """
+    from safetensors.numpy import load_file
+
+    folder = Path(path)
+    try:
+        description = json.loads((folder / ROUTER_FILE).read_text())
+    except FileNotFoundError:
+        raise LocusArtifactError(
+            f"{folder}: not a saved router (no {ROUTER_FILE}); save one with router.save(path)"
+        ) from None
+    except json.JSONDecodeError as error:
+        raise LocusArtifactError(f"{folder / ROUTER_FILE}: not valid JSON ({error})") from None
+    if description.get("format") != FORMAT:
+        raise LocusArtifactError(
+            f"{folder}: router format {description.get('format')!r}; this locus reads {FORMAT}"
+        )
+    arrays = load_file(str(folder / ARRAYS_FILE)) if (folder / ARRAYS_FILE).exists() else {}
+    return description, arrays

@@ -1,0 +1,75 @@
+"""Every router by name: build a baseline by its kind, load any saved router folder.
+
+>>> sorted(BASELINE_ROUTERS)
+['best-single', 'cluster', 'irt', 'knn', 'mf', 'oracle', 'per-task', 'random']
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from locus.errors import LocusArtifactError, LocusInputError
+from locus.routing.base import Router
+from locus.routing.baselines import (
+    BaselineRouter,
+    BestSingleRouter,
+    ClusterRouter,
+    KNNRouter,
+    OracleRouter,
+    PerTaskRouter,
+    RandomRouter,
+)
+from locus.routing.evidence import ROUTER_FILE
+from locus.routing.learned import IRTRouter, MFRouter
+
+__all__ = ["BASELINE_ROUTERS", "load_router", "make_baseline"]
+
+BASELINE_ROUTERS: dict[str, type[BaselineRouter]] = {
+    cls.kind: cls
+    for cls in (
+        RandomRouter,
+        BestSingleRouter,
+        PerTaskRouter,
+        OracleRouter,
+        KNNRouter,
+        ClusterRouter,
+        MFRouter,
+        IRTRouter,
+    )
+}
+
+
+def make_baseline(kind: str, **settings: Any) -> BaselineRouter:
+    """An unfitted baseline router of `kind` (one of `BASELINE_ROUTERS`) with its settings."""
+    try:
+        cls = BASELINE_ROUTERS[kind]
+    except KeyError:
+        raise LocusInputError(
+            f"unknown router {kind!r}; expected one of {', '.join(sorted(BASELINE_ROUTERS))}"
+        ) from None
+    return cls(**settings)
+
+
+def load_router(path: str | Path) -> Router:
+    """A saved router folder: a baseline (`router.json`) or a LOCUS artifact (`config.json`)."""
+    folder = Path(path)
+    if (folder / ROUTER_FILE).exists():
+        try:
+            kind = json.loads((folder / ROUTER_FILE).read_text()).get("kind")
+        except json.JSONDecodeError as error:
+            raise LocusArtifactError(f"{folder / ROUTER_FILE}: not valid JSON ({error})") from None
+        if kind not in BASELINE_ROUTERS:
+            raise LocusArtifactError(f"{folder}: unknown router kind {kind!r}")
+        return BASELINE_ROUTERS[kind].load(folder)
+    from locus.inference import CONFIG_FILE
+
+    if (folder / CONFIG_FILE).exists():
+        from locus.routing.locus_router import LocusRouter
+
+        return LocusRouter.load(folder)
+    raise LocusArtifactError(
+        f"{folder}: neither a saved baseline router ({ROUTER_FILE}) nor a LOCUS artifact "
+        f"({CONFIG_FILE})"
+    )

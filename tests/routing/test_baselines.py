@@ -1,0 +1,178 @@
+"""Baseline routers beyond the shared contract: onboarding, choices on validation, the oracle's
+and the per-task router's own rules, the saved format and its errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from locus.errors import (
+    LocusArtifactError,
+    LocusInputError,
+    LocusNotFittedError,
+    LocusNotFoundError,
+)
+from locus.nn.baselines import LearnedBaselineConfig
+from locus.pipeline import WorkspaceTable, workspace_table
+from locus.routing import (
+    Evidence,
+    KNNRouter,
+    OracleRouter,
+    PerTaskRouter,
+    load_router,
+    make_baseline,
+)
+from locus.store import Store
+from tests.planted_workspace import build_planted_workspace
+
+SMALL = LearnedBaselineConfig(dim=16, hidden=32, min_steps=300, seed=0)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> WorkspaceTable:
+    path = build_planted_workspace(tmp_path_factory.mktemp("baselines") / "ws")
+    with Store.open(path) as store:
+        return workspace_table(store)
+
+
+def _split(data: WorkspaceTable, split: str, llms: list[int] | None = None) -> Evidence:
+    evidence = Evidence.from_table(data.table, data.vectors, data.rows(split))
+    if llms is None:
+        return evidence
+    return Evidence(
+        evidence.vectors,
+        evidence.scores[:, llms],
+        tuple(evidence.llm_ids[i] for i in llms),
+        evidence.tasks,
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "settings"),
+    [("knn", {}), ("cluster", {}), ("mf", {"config": SMALL}), ("irt", {"config": SMALL})],
+)
+def test_onboarded_specialist_is_routed_its_task(
+    data: WorkspaceTable, kind: str, settings: dict[str, object]
+) -> None:
+    llm_ids = list(data.table.llm_ids)
+    newcomer = llm_ids.index("math-3")
+    known = [i for i in range(len(llm_ids)) if i != newcomer]
+    router = make_baseline(kind, **settings).fit(
+        _split(data, "train", known), _split(data, "val", known)
+    )
+    assert "math-3" not in router.llm_ids
+    # 64 of the newcomer's training scores (a random draw over the tasks), nothing else refitted
+    train = np.random.default_rng(0).choice(data.rows("train"), size=64, replace=False)
+    router.add_llm("math-3", data.vectors[train], data.table.scores[train, newcomer])
+    assert router.llm_ids[-1] == "math-3"
+    test = data.rows("test")
+    tasks = np.array([data.table.tasks[i] for i in test])
+    proba = router.predict_proba(data.vectors[test])[:, -1]
+    assert proba[tasks == "math"].mean() > proba[tasks == "law"].mean() + 0.3
+    with pytest.raises(LocusInputError, match="already in the router"):
+        router.add_llm("math-3", data.vectors[train], data.table.scores[train, newcomer])
+    with pytest.raises(LocusInputError, match="at least one score"):
+        router.add_llm("other", data.vectors[:0], [])
+
+
+def test_knn_chooses_k_on_validation_and_records_it(data: WorkspaceTable) -> None:
+    router = KNNRouter(k_candidates=(1, 5, 50)).fit(_split(data, "train"), _split(data, "val"))
+    assert router.k_ in (1, 5, 50) and set(router.validation_) == {"1", "5", "50"}
+    assert router.validation_[str(router.k_)] == max(router.validation_.values())
+    fixed = KNNRouter(k=7).fit(_split(data, "train"))
+    assert fixed.k_ == 7 and fixed.validation_ == {}
+
+
+def test_knn_reads_only_cells_each_llm_was_scored_on() -> None:
+    # LLM b was scored on the far query only: its neighbours are that query, whatever k
+    vectors = np.array([[1, 0], [0.9, 0.1], [0, 1]], dtype=np.float32)
+    scores = np.array([[1, np.nan], [1, np.nan], [0, 0.25]], dtype=np.float32)
+    router = KNNRouter(k=2).fit(Evidence(vectors, scores, ("a", "b")))
+    proba = router.predict_proba(np.array([[1, 0]], dtype=np.float32))
+    np.testing.assert_allclose(proba, [[1.0, 0.25]])
+
+
+def test_learned_routers_keep_the_best_validation_epoch(data: WorkspaceTable) -> None:
+    router = make_baseline("mf", config=SMALL).fit(_split(data, "train"), _split(data, "val"))
+    losses = [entry["val_log_loss"] for entry in router.history_]
+    assert router.best_epoch_ == int(np.argmin(losses)) + 1
+    assert router.fit_seconds_ > 0
+
+
+def test_oracle_knows_only_its_queries(data: WorkspaceTable) -> None:
+    oracle = OracleRouter().fit(_split(data, "test"))
+    test = data.rows("test")
+    chosen = [d.llm_id for d in oracle.route(data.vectors[test], top=1)]
+    column = {llm: i for i, llm in enumerate(data.table.llm_ids)}
+    truth = data.table.scores[test]
+    best = np.nanmax(truth, axis=1)
+    np.testing.assert_array_equal([truth[i, column[c]] for i, c in enumerate(chosen)], best)
+    with pytest.raises(LocusNotFoundError, match="only the queries it was fitted on"):
+        oracle.predict_proba(data.vectors[data.rows("train")[:3]])
+
+
+def test_per_task_router_with_and_without_tasks(data: WorkspaceTable) -> None:
+    router = PerTaskRouter().fit(_split(data, "train"))
+    assert router.tasks_ == ["biology", "law", "math"]
+    test = data.rows("test")
+    tasks = [data.table.tasks[i] for i in test]
+    given = router.predict_proba_for_tasks(tasks)
+    guessed = router.predict_proba(data.vectors[test])
+    # the planted tasks are plain in the vectors: the nearest centroid finds every one
+    np.testing.assert_array_equal(given, guessed)
+    assert router.predict_proba_for_tasks(["poetry"])[0].tolist() == router.overall_.tolist()
+    no_tasks = Evidence(data.vectors[:5], data.table.scores[:5], tuple(data.table.llm_ids))
+    with pytest.raises(LocusInputError, match="needs the training queries' tasks"):
+        PerTaskRouter().fit(no_tasks)
+
+
+def test_unfitted_unknown_and_bad_folders_are_clear_errors(tmp_path: Path) -> None:
+    with pytest.raises(LocusNotFittedError, match="not fitted"):
+        KNNRouter().predict_proba(np.zeros((1, 2), dtype=np.float32))
+    with pytest.raises(LocusInputError, match="unknown router 'svm'"):
+        make_baseline("svm")
+    with pytest.raises(LocusArtifactError, match="neither a saved baseline"):
+        load_router(tmp_path)
+    folder = tmp_path / "r"
+    KNNRouter(k=1).fit(
+        Evidence(np.eye(2, dtype=np.float32), np.eye(2, dtype=np.float32), ("a", "b"))
+    ).save(folder)
+    description = json.loads((folder / "router.json").read_text())
+    (folder / "router.json").write_text(json.dumps({**description, "format": 99}))
+    with pytest.raises(LocusArtifactError, match="format 99"):
+        load_router(folder)
+    with pytest.raises(LocusArtifactError, match="not 'cluster'"):
+        (folder / "router.json").write_text(json.dumps(description))
+        make_baseline("cluster").load(folder)
+
+
+def test_evidence_is_validated() -> None:
+    with pytest.raises(LocusInputError, match="one row per query"):
+        Evidence(np.zeros((3, 2), np.float32), np.zeros((2, 1), np.float32), ("a",))
+    with pytest.raises(LocusInputError, match="llm_ids"):
+        Evidence(np.zeros((2, 2), np.float32), np.zeros((2, 1), np.float32), ("a", "b"))
+    with pytest.raises(LocusInputError, match=r"in \[0, 1\]"):
+        Evidence(np.zeros((1, 2), np.float32), np.array([[2.0]], np.float32), ("a",))
+
+
+def test_a_saved_learned_router_routes_without_torch(data: WorkspaceTable, tmp_path: Path) -> None:
+    router = make_baseline("irt", config=SMALL).fit(_split(data, "train"), _split(data, "val"))
+    router.save(tmp_path / "irt")
+    queries = data.vectors[data.rows("test")[:4]]
+    np.save(tmp_path / "queries.npy", queries)
+    script = (
+        "import sys, numpy as np\n"
+        "from locus.routing import load_router\n"
+        f"router = load_router({str(tmp_path / 'irt')!r})\n"
+        f"proba = router.predict_proba(np.load({str(tmp_path / 'queries.npy')!r}))\n"
+        "print(proba.shape, 'torch' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.split() == ["(4,", f"{len(router.llm_ids)})", "False"]
