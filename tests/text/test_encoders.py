@@ -93,7 +93,7 @@ def test_every_short_name_resolves_and_round_trips() -> None:
         # the recorded name gives an encoder of the same vectors back (what routing does)
         again = get_text_encoder(encoder.name)
         assert type(again) is recorded and again.name == encoder.name
-    assert get_text_encoder().name == "sentence-transformers/all-MiniLM-L6-v2"
+    assert get_text_encoder().name == "all-MiniLM-L6-v2/onnx-int8"
     assert get_text_encoder(DEFAULT_TEXT_ENCODER).name == get_text_encoder().name
     assert get_text_encoder("mpnet").name == "sentence-transformers/all-mpnet-base-v2"
 

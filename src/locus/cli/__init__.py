@@ -5,6 +5,7 @@
     data_commands.py    import, llms, stats, encode
     model_commands.py   fit, embed, evaluate
     route_commands.py   route
+    benchmark_commands.py  benchmark SUITE
     demo.py             demo: the main job end to end
 
 Errors from the library arrive as `LocusError`; they are printed on one line to stderr and the
@@ -15,7 +16,13 @@ from __future__ import annotations
 
 import sys
 
-from locus.cli import data_commands, demo, model_commands, route_commands  # noqa: F401
+from locus.cli import (  # noqa: F401
+    benchmark_commands,
+    data_commands,
+    demo,
+    model_commands,
+    route_commands,
+)
 from locus.cli._app import app
 from locus.errors import LocusError
 

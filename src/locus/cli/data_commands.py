@@ -212,9 +212,9 @@ def encode_command(
         str | None,
         typer.Option(
             "--encoder",
-            help="Text encoder: minilm-onnx (the default), minilm (torch), minilm-onnx-int8, "
-            "minilm-static, mpnet, or a sentence-transformers name or folder (default: the "
-            "workspace's, else minilm-onnx).",
+            help="Text encoder: minilm-onnx-int8 (the default), minilm-onnx (float32), minilm "
+            "(torch), minilm-static, mpnet, or a sentence-transformers name or folder (default: "
+            "the workspace's, else minilm-onnx-int8).",
         ),
     ] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 16,

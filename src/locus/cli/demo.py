@@ -26,7 +26,7 @@ def demo_command(
         str | None,
         typer.Option(
             "--encoder",
-            help="Text encoder (see locus encode; default minilm-onnx). minilm-static encodes "
+            help="Text encoder (see locus encode; default minilm-onnx-int8). minilm-static encodes "
             "100x faster at a cost in correctness AUROC (benchmarks/README.md).",
         ),
     ] = None,

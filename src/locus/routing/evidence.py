@@ -101,7 +101,10 @@ class Evidence:
 
     @classmethod
     def from_table(
-        cls, table: ScoreTable, vectors: NDArray[np.float32], rows: Sequence[int] | None = None
+        cls,
+        table: ScoreTable,
+        vectors: NDArray[np.float32],
+        rows: Sequence[int] | NDArray[np.integer[Any]] | None = None,
     ) -> Evidence:
         """The `rows` (default: all) of a score table with their query vectors."""
         index = np.arange(table.n_queries) if rows is None else np.asarray(rows, dtype=np.int64)

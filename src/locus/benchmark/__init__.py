@@ -1,0 +1,23 @@
+"""Benchmark protocols: every method fitted on the same evidence, scored on the same queries.
+
+    methods.py   the methods (LOCUS and the baseline routers), Fold, fit_method with a cache
+    anchors.py   the anchors suite: seen LLMs, unseen queries, A scores of evidence per LLM
+    report.py    results as JSON (commit, machine), PNG plots, Markdown tables
+
+`locus benchmark SUITE` runs a suite on a workspace; benchmarks/README.md holds the tables.
+"""
+
+from locus.benchmark.anchors import DEFAULT_EVIDENCE, run_anchors
+from locus.benchmark.methods import METHODS, Fold, fit_method
+from locus.benchmark.report import anchors_table, plot_anchors, write_suite_json
+
+__all__ = [
+    "DEFAULT_EVIDENCE",
+    "METHODS",
+    "Fold",
+    "anchors_table",
+    "fit_method",
+    "plot_anchors",
+    "run_anchors",
+    "write_suite_json",
+]

@@ -1,0 +1,154 @@
+"""The methods a benchmark compares, fitted on one `Fold` each, cached on disk.
+
+A `Fold` is everything a fit may read: the score table with only the evidence cells kept
+(NaN elsewhere), the query vectors, the training and validation rows, the seed. Every method,
+LOCUS and the baselines alike, is fitted on the same fold, so a comparison is like for like.
+
+Fitted routers are cached under `cache_dir/<method>/<key>/`, the key a hash of the fold (its
+evidence cells, rows, vectors' encoder, seed) and the method's settings: re-running a suite,
+or adding a method, refits only what changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from locus.data.table import ScoreTable
+from locus.errors import LocusInputError
+from locus.routing import Evidence, Router, load_router, make_baseline
+from locus.routing.evidence import ROUTER_FILE
+
+__all__ = ["METHODS", "Fold", "fit_method"]
+
+# name -> what it is; "locus" is the LOCUS router, the rest are `locus.routing` baselines
+METHODS = {
+    "locus": "LOCUS: attention encoder over each LLM's evidence + correctness predictor",
+    "knn": "per LLM, mean score of the k nearest training queries (k on validation)",
+    "cluster": "k-means on query vectors, best LLM per cluster (k on validation)",
+    "mf": "EmbedLLM-style matrix factorisation",
+    "irt": "IRT-style: sigmoid(a(q) . theta - b(q))",
+    "per-task": "best LLM per task (the query's true task)",
+    "best-single": "best LLM on average",
+    "random": "a random LLM",
+}
+
+
+@dataclass(frozen=True)
+class Fold:
+    """One fit's inputs.
+
+    Attributes:
+        table: (n_queries, n_llms) scores; training rows hold only the evidence cells.
+        vectors: (n_queries, dq) query vectors of `encoder`.
+        train_rows, val_rows: row indices.
+        encoder: the text encoder's name.
+        seed: training seed.
+        label: what the fold is, for humans ("seed 0, 128 scores per LLM").
+    """
+
+    table: ScoreTable
+    vectors: NDArray[np.float32]
+    train_rows: NDArray[np.int64]
+    val_rows: NDArray[np.int64]
+    encoder: str
+    seed: int
+    label: str = ""
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def evidence(self, split: str) -> Evidence:
+        rows = self.train_rows if split == "train" else self.val_rows
+        return Evidence.from_table(self.table, self.vectors, rows)
+
+    def key(self, method: str, settings: Mapping[str, Any]) -> str:
+        digest = hashlib.sha256()
+        digest.update(json.dumps([method, dict(settings), self.encoder, self.seed]).encode())
+        digest.update(json.dumps(list(self.table.llm_ids)).encode())
+        digest.update(json.dumps(list(self.table.text_hashes)).encode())
+        for rows in (self.train_rows, self.val_rows):
+            digest.update(np.ascontiguousarray(rows, dtype=np.int64).tobytes())
+        train = self.table.scores[self.train_rows]
+        digest.update(np.packbits(~np.isnan(train)).tobytes())
+        digest.update(np.nan_to_num(train, nan=-1.0).astype(np.float32).tobytes())
+        return digest.hexdigest()[:20]
+
+
+def _fit_locus(fold: Fold, settings: Mapping[str, Any]) -> Router:
+    from locus.locus import Locus
+    from locus.nn import TrainingConfig
+    from locus.routing import LocusRouter
+
+    config = TrainingConfig.from_dict({**TrainingConfig().to_dict(), **settings, "seed": fold.seed})
+    model = Locus(config).fit(
+        fold.table,
+        fold.vectors,
+        fold.train_rows,
+        fold.val_rows,
+        text_encoder_name=fold.encoder,
+    )
+    return LocusRouter(model)
+
+
+def _load(folder: Path) -> Router:
+    if (folder / ROUTER_FILE).exists():
+        return load_router(folder)
+    from locus.locus import Locus
+    from locus.routing import LocusRouter
+
+    return LocusRouter(Locus.load(folder, workspace=None))
+
+
+def fit_method(
+    method: str,
+    fold: Fold,
+    *,
+    settings: Mapping[str, Any] | None = None,
+    cache_dir: Path | None = None,
+) -> tuple[Router, bool]:
+    """(fitted router, True if it came from the cache) for `method` on `fold`.
+
+    `settings` go to the router's constructor (baselines) or override `TrainingConfig` fields
+    (locus). An unreadable cache entry is refitted.
+    """
+    if method not in METHODS:
+        raise LocusInputError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
+    settings = dict(settings or {})
+    folder = None if cache_dir is None else cache_dir / method / fold.key(method, settings)
+    if folder is not None and folder.exists():
+        try:
+            return _load(folder), True
+        except Exception:
+            shutil.rmtree(folder, ignore_errors=True)
+    if method == "locus":
+        router = _fit_locus(fold, settings)
+    else:
+        if method in ("random", "cluster"):
+            settings.setdefault("seed", fold.seed)
+        if method in ("mf", "irt"):
+            from locus.nn.baselines import LearnedBaselineConfig
+
+            settings["config"] = LearnedBaselineConfig(
+                **{"seed": fold.seed, **settings.pop("config", {})}
+            )
+        router = make_baseline(method, **settings).fit(fold.evidence("train"), fold.evidence("val"))
+    if folder is not None:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".fit-", dir=folder.parent))
+        try:
+            router.save(staging / "router")
+            (staging / "router").replace(folder)
+        except OSError:
+            if not folder.exists():
+                raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return router, False

@@ -1,0 +1,121 @@
+"""Suite results out: a JSON file (with commit and machine), a PNG plot, a Markdown table."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from locus.errors import LocusInputError
+
+__all__ = ["anchors_table", "plot_anchors", "write_suite_json"]
+
+
+def _commit() -> str | None:
+    try:
+        result = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=Path(__file__).resolve().parent,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return result.stdout.strip() or None
+
+
+def write_suite_json(result: dict[str, Any], path: Path, pool: str) -> Path:
+    """`result` with the pool, commit, machine and time, as JSON at `path`."""
+    payload = {
+        "pool": pool,
+        "commit": _commit(),
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.machine(),
+        },
+        **result,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(payload, indent=1, allow_nan=True, default=float)
+    temporary = path.with_suffix(path.suffix + ".tmp")
+    temporary.write_text(text + "\n")
+    temporary.replace(path)
+    return path
+
+
+def _x_positions(result: dict[str, Any]) -> list[float]:
+    """Evidence sizes on the x axis; "all" at the number of training queries."""
+    train = result["queries"]["train"]
+    return [float(train) if size == "all" else float(size) for size in result["evidence"]]
+
+
+def plot_anchors(result: dict[str, Any], path: Path, title: str = "") -> Path:
+    """hit@1 and AUROC vs evidence per LLM, one line per method with ± sd error bars."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise LocusInputError("plots need matplotlib: pip install 'locus[plots]'") from None
+    xs = _x_positions(result)
+    figure, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+    for metric, axis in zip(("hit@1", "auroc"), axes, strict=True):
+        for method in result["methods"]:
+            if method == "random" and metric == "auroc":
+                continue
+            summary = result["summary"][method]
+            means = [summary[s][metric]["mean"] for s in result["evidence"]]
+            sds = [summary[s][metric]["sd"] for s in result["evidence"]]
+            if all(math.isnan(m) for m in means):
+                continue
+            style = {"linewidth": 2.6, "zorder": 5} if method == "locus" else {"linewidth": 1.3}
+            axis.errorbar(xs, means, yerr=sds, marker="o", markersize=3.5, capsize=2.5,
+                          label=method, **style)  # fmt: skip
+        if metric == "hit@1":
+            axis.axhline(result["oracle"], color="grey", linestyle=":", label="oracle")
+        axis.set_xscale("log", base=2)
+        axis.set_xticks(xs, [str(s) for s in result["evidence"]])
+        axis.set_xlabel("scores per LLM (evidence)")
+        axis.set_ylabel("test routing hit@1" if metric == "hit@1" else "test correctness AUROC")
+        axis.grid(alpha=0.3)
+    axes[0].legend(fontsize=8, ncol=2)
+    seeds = len(result["seeds"])
+    figure.suptitle(
+        f"{title or 'anchors suite'}: {result['llms']} LLMs, {result['queries']['test']:,} test "
+        f"queries, mean ± sd over {seeds} seed{'s' if seeds != 1 else ''}"
+    )
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def anchors_table(result: dict[str, Any], metric: str = "hit@1", digits: int = 4) -> str:
+    """Markdown: one row per method, one column per evidence size, mean ± sd of `metric`."""
+    sizes = result["evidence"]
+    lines = [
+        f"| method | {' | '.join(sizes)} |",
+        "|---|" + "---|" * len(sizes),
+    ]
+    for method in result["methods"]:
+        cells = []
+        for size in sizes:
+            value = result["summary"][method][size][metric]
+            cells.append(
+                ""
+                if math.isnan(value["mean"])
+                else f"{value['mean']:.{digits}f} ± {value['sd']:.{digits}f}"
+            )
+        name = f"**{method}**" if method == "locus" else method
+        lines.append(f"| {name} | {' | '.join(cells)} |")
+    return "\n".join(lines)

@@ -1,0 +1,130 @@
+"""The benchmark suites on planted data: every method on the same evidence, the cache, the
+outputs (JSON, PNG, table) and the CLI command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from locus.benchmark import Fold, anchors_table, fit_method, plot_anchors, run_anchors
+from locus.benchmark.anchors import _fold
+from locus.cli import app
+from locus.errors import LocusInputError
+from locus.pipeline import WorkspaceTable, workspace_table
+from locus.store import Store
+from tests.nn.conftest import small_config
+from tests.planted_workspace import build_planted_workspace
+
+FAST_LOCUS = {
+    k: v
+    for k, v in small_config().to_dict().items()
+    if k in ("network", "max_steps", "eval_every", "patience", "llms_per_step", "targets_per_llm")
+}
+METHODS = ["locus", "knn", "cluster", "per-task", "best-single", "random"]
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_planted_workspace(tmp_path_factory.mktemp("bench") / "ws")
+
+
+@pytest.fixture(scope="module")
+def data(workspace: Path) -> WorkspaceTable:
+    with Store.open(workspace) as store:
+        return workspace_table(store)
+
+
+def test_a_fold_keeps_only_the_evidence_cells_and_no_test_truth(data: WorkspaceTable) -> None:
+    fold = _fold(data, 8, seed=0)
+    observed = ~np.isnan(fold.table.scores)
+    assert (observed[fold.train_rows].sum(axis=0) == 8).all()
+    assert not observed[data.rows("test")].any()
+    np.testing.assert_array_equal(
+        observed[fold.val_rows], ~np.isnan(data.table.scores[fold.val_rows])
+    )
+    # the same seed draws the same evidence for every method; another seed other evidence
+    again, other = _fold(data, 8, seed=0), _fold(data, 8, seed=1)
+    assert fold.key("knn", {}) == again.key("knn", {}) != other.key("knn", {})
+    assert observed[:, 0].tolist() != (~np.isnan(other.table.scores[:, 0])).tolist()
+
+
+def test_anchors_suite_ranks_methods_as_planted(data: WorkspaceTable, tmp_path: Path) -> None:
+    result = run_anchors(
+        data,
+        seeds=[0, 1],
+        evidence=[16, "all"],
+        methods=METHODS,
+        cache_dir=tmp_path / "cache",
+        locus_settings=FAST_LOCUS,
+    )
+    summary = result["summary"]
+    assert result["evidence"] == ["16", "all"] and len(result["per_seed"]["knn"]["16"]) == 2
+    for size in ("16", "all"):
+        # specialists per task: the query-aware routers beat the best single LLM by far
+        for method in ("knn", "cluster", "per-task", "locus"):
+            assert (
+                summary[method][size]["hit@1"]["mean"]
+                > summary["best-single"][size]["hit@1"]["mean"] + 0.2
+            ), (method, size)
+        assert summary["best-single"][size]["headroom"]["mean"] == pytest.approx(0.0)
+        assert summary["random"][size]["hit@1"]["mean"] < summary["knn"][size]["hit@1"]["mean"]
+    assert 0.5 < summary["knn"]["all"]["headroom"]["mean"] <= 1.0
+    # every planted LLM is right as often overall: its mean says little about a cell
+    assert (
+        summary["best-single"]["16"]["auroc"]["mean"] < 0.6 < summary["knn"]["16"]["auroc"]["mean"]
+    )
+    assert result["oracle"] > summary["knn"]["all"]["hit@1"]["mean"]
+    # a second run reads every fit from the cache and gives the same figures
+    again = run_anchors(
+        data, seeds=[0, 1], evidence=[16, "all"], methods=METHODS,
+        cache_dir=tmp_path / "cache", locus_settings=FAST_LOCUS,
+    )  # fmt: skip
+    assert all(
+        run["cached"] for m in METHODS for s in ("16", "all") for run in again["per_seed"][m][s]
+    )
+    for method in METHODS:
+        assert again["summary"][method]["16"]["hit@1"] == summary[method]["16"]["hit@1"]
+    table = anchors_table(result)
+    assert table.splitlines()[0] == "| method | 16 | all |" and "**locus**" in table
+    png = plot_anchors(result, tmp_path / "anchors.png")
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_damaged_cache_entry_is_refitted(data: WorkspaceTable, tmp_path: Path) -> None:
+    fold = _fold(data, 16, seed=0)
+    router, cached = fit_method("knn", fold, cache_dir=tmp_path)
+    assert not cached
+    entry = tmp_path / "knn" / fold.key("knn", {})
+    (entry / "router.json").write_text("{not json")
+    again, cached = fit_method("knn", fold, cache_dir=tmp_path)
+    assert not cached and again.llm_ids == router.llm_ids
+    assert fit_method("knn", fold, cache_dir=tmp_path)[1]
+
+
+def test_bad_requests_are_clear_errors(data: WorkspaceTable) -> None:
+    with pytest.raises(LocusInputError, match="unknown method 'svm'"):
+        run_anchors(data, methods=["svm"])
+    with pytest.raises(LocusInputError, match="'many'"):
+        run_anchors(data, evidence=["many"], methods=["knn"])
+    with pytest.raises(LocusInputError, match="at least 1"):
+        run_anchors(data, evidence=[0], methods=["knn"])
+    assert isinstance(_fold(data, "all", 0), Fold)
+
+
+def test_cli_benchmark_writes_json_and_png(workspace: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    args = ["benchmark", "anchors", "-w", str(workspace), "--seed", "0", "--evidence", "32",
+            "--method", "knn", "--method", "best-single", "--pool", "planted",
+            "--out", str(tmp_path)]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "| knn |" in result.output
+    written = json.loads((tmp_path / "anchors-planted.json").read_text())
+    assert written["pool"] == "planted" and written["methods"] == ["knn", "best-single"]
+    assert (tmp_path / "anchors-planted.png").exists()
+    bad = runner.invoke(app, ["benchmark", "cost", "-w", str(workspace)])
+    assert bad.exit_code != 0 and "unknown suite 'cost'" in str(bad.exception)
