@@ -128,3 +128,33 @@ def test_cli_benchmark_writes_json_and_png(workspace: Path, tmp_path: Path) -> N
     assert (tmp_path / "anchors-planted.png").exists()
     bad = runner.invoke(app, ["benchmark", "cost", "-w", str(workspace)])
     assert bad.exit_code != 0 and "unknown suite 'cost'" in str(bad.exception)
+
+
+def test_efficiency_interpolates_the_evidence_to_match_locus() -> None:
+    from locus.benchmark import efficiency_from_anchors, efficiency_table
+
+    def summary(values: dict[str, float]) -> dict[str, dict[str, dict[str, float]]]:
+        return {s: {"hit@1": {"mean": v}, "auroc": {"mean": v}} for s, v in values.items()}
+
+    result = {
+        "evidence": ["64", "128", "256", "512", "all"],
+        "methods": ["locus", "knn", "mf"],
+        "seeds": [0],
+        "summary": {
+            "locus": summary({"64": 0.60, "128": 0.70, "256": 0.72, "512": 0.73, "all": 0.74}),
+            "knn": summary({"64": 0.50, "128": 0.60, "256": 0.70, "512": 0.74, "all": 0.75}),
+            "mf": summary({"64": 0.40, "128": 0.50, "256": 0.55, "512": 0.60, "all": 0.9}),
+        },
+    }
+    efficiency = efficiency_from_anchors(result)
+    rows = {(r["method"], r["metric"], r["locus_evidence"]): r for r in efficiency["rows"]}
+    knn = rows[("knn", "hit@1", 128)]
+    assert knn["evidence_needed"] == pytest.approx(256.0) and knn["ratio"] == pytest.approx(2.0)
+    # 0.72 lies halfway from 0.70 (256) to 0.74 (512) in log2: 2^8.5
+    assert rows[("knn", "hit@1", 256)]["evidence_needed"] == pytest.approx(2**8.5)
+    # "all" is not on the sweep's axis: MF never reaches LOCUS on it
+    assert not rows[("mf", "hit@1", 128)]["reached"] and rows[("mf", "hit@1", 128)]["ratio"] is None
+    table = efficiency_table(efficiency)
+    assert "256 (2.0x)" in table and "> 512 (not reached)" in table
+    with pytest.raises(LocusInputError, match="no evidence size 1024"):
+        efficiency_from_anchors(result, at=(1024,))

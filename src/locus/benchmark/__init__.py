@@ -2,12 +2,14 @@
 
     methods.py   the methods (LOCUS and the baseline routers), Fold, fit_method with a cache
     anchors.py   the anchors suite: seen LLMs, unseen queries, A scores of evidence per LLM
+    efficiency.py  the evidence each method needs to match LOCUS (read off an anchors result)
     report.py    results as JSON (commit, machine), PNG plots, Markdown tables
 
 `locus benchmark SUITE` runs a suite on a workspace; benchmarks/README.md holds the tables.
 """
 
 from locus.benchmark.anchors import DEFAULT_EVIDENCE, run_anchors
+from locus.benchmark.efficiency import efficiency_from_anchors, efficiency_table
 from locus.benchmark.methods import METHODS, Fold, fit_method
 from locus.benchmark.report import anchors_table, plot_anchors, write_suite_json
 
@@ -16,6 +18,8 @@ __all__ = [
     "METHODS",
     "Fold",
     "anchors_table",
+    "efficiency_from_anchors",
+    "efficiency_table",
     "fit_method",
     "plot_anchors",
     "run_anchors",

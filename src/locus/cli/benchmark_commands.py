@@ -12,7 +12,10 @@ from locus.cli._render import print_json, progress_bars, stderr_console, stdout_
 from locus.cli.data_commands import open_store
 from locus.errors import LocusInputError
 
-SUITES = {"anchors": "seen LLMs, unseen queries, A scores of evidence per LLM"}
+SUITES = {
+    "anchors": "seen LLMs, unseen queries, A scores of evidence per LLM",
+    "efficiency": "the evidence each method needs to match LOCUS at 128 and 256 (from anchors)",
+}
 
 
 @app.command("benchmark")
@@ -53,6 +56,8 @@ def benchmark_command(
         DEFAULT_EVIDENCE,
         METHODS,
         anchors_table,
+        efficiency_from_anchors,
+        efficiency_table,
         plot_anchors,
         run_anchors,
         write_suite_json,
@@ -62,12 +67,12 @@ def benchmark_command(
     if suite not in SUITES:
         raise LocusInputError(
             f"unknown suite {suite!r}; expected one of {', '.join(SUITES)} "
-            "(onboarding, efficiency and cost are not built yet)"
+            "(onboarding and cost are not built yet)"
         )
     chosen = list(methods or METHODS)
     with open_store(workspace, create=False) as store:
         data = workspace_table(store, split_seed=split_seed)
-        cache = Path(store.workspace) / "benchmark-cache" / suite
+        cache = Path(store.workspace) / "benchmark-cache" / "anchors"
         name = pool or Path(store.workspace).resolve().name.lstrip(".") or "pool"
     result = run_anchors(
         data,
@@ -77,10 +82,25 @@ def benchmark_command(
         cache_dir=cache,
         progress=progress_bars(quiet or as_json),
     )
-    json_path = write_suite_json(result, out / f"{suite}-{name}.json", name)
+    if suite == "efficiency":
+        efficiency = efficiency_from_anchors(result)
+        json_path = write_suite_json(efficiency, out / f"efficiency-{name}.json", name)
+        if as_json:
+            print_json(efficiency)
+            return
+        console = stdout_console()
+        console.print(
+            f"efficiency on {name}: evidence per LLM each method needs to match LOCUS's mean "
+            f"test figure at 128 and 256 scores per LLM (seeds "
+            f"{', '.join(map(str, result['seeds']))})"
+        )
+        console.print(efficiency_table(efficiency), markup=False)
+        console.print(f"\nwrote {json_path}")
+        return
+    json_path = write_suite_json(result, out / f"anchors-{name}.json", name)
     png_path = None
     try:
-        png_path = plot_anchors(result, out / f"{suite}-{name}.png", title=f"{name}, {suite}")
+        png_path = plot_anchors(result, out / f"anchors-{name}.png", title=f"{name}, anchors")
     except LocusInputError as error:
         stderr_console().print(f"no plot: {error}")
     if as_json:
@@ -88,11 +108,11 @@ def benchmark_command(
         return
     console = stdout_console()
     console.print(
-        f"{suite} on {name}: {result['llms']} LLMs, {result['queries']['test']:,} test queries, "
+        f"anchors on {name}: {result['llms']} LLMs, {result['queries']['test']:,} test queries, "
         f"seeds {', '.join(map(str, result['seeds']))}; oracle {result['oracle']:.4f}; "
         f"{result['wall_seconds']:.0f} s"
     )
-    for metric in ("hit@1", "auroc"):
+    for metric in ("hit@1", "headroom", "auroc", "ece"):
         console.print(f"\n{metric} (mean ± sd), by scores per LLM:")
         console.print(anchors_table(result, metric), markup=False)
     console.print(f"\nwrote {json_path}" + (f" and {png_path}" if png_path else ""))
