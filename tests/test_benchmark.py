@@ -158,3 +158,44 @@ def test_efficiency_interpolates_the_evidence_to_match_locus() -> None:
     assert "256 (2.0x)" in table and "> 512 (not reached)" in table
     with pytest.raises(LocusInputError, match="no evidence size 1024"):
         efficiency_from_anchors(result, at=(1024,))
+
+
+def test_family_names_group_fine_tunes_and_siblings() -> None:
+    from locus.benchmark.onboarding import family_of
+
+    assert family_of("meta-llama/Meta-Llama-3.1-70B-Instruct") == "llama"
+    assert family_of("cognitivecomputations/dolphin-2.9-llama3-8b") == "llama"
+    assert family_of("Qwen2-72B-Instruct") == family_of("Qwen/Qwen1.5-7B") == "qwen"
+    assert family_of("Mixtral-8x7B-Instruct-v0.1") == "mixtral" != family_of("Mistral-7B")
+    assert family_of("o1-mini") == "o1" and family_of("math-3") == "math"
+
+
+def test_onboarding_suite_on_planted_families(data: WorkspaceTable, tmp_path: Path) -> None:
+    from locus.benchmark.onboarding import run_onboarding
+    from locus.benchmark.report import onboarding_table
+
+    methods = ["locus", "knn", "mf", "best-single"]
+    # families across the skill groups ("math-1", "law-1", "biology-1" are siblings), so a
+    # held-out family leaves LLMs of every skill to train on
+    families = {llm: f"family-{llm.split('-')[1]}" for llm in data.table.llm_ids}
+    result = run_onboarding(
+        data, seeds=[0], ks=[8, 64], methods=methods, cache_dir=tmp_path,
+        locus_settings=FAST_LOCUS, families=families,
+    )  # fmt: skip
+    held = result["held_out"]["0"]
+    # whole families are held out, nothing else: 12 LLMs x 0.2 -> one family of three
+    assert len({families[name] for name in held}) == 1 and len(held) == 3
+    summary = result["summary"]
+    for method in ("locus", "knn", "mf"):
+        # the held-out specialists are recognised from 64 scores: their cells are predictable
+        assert summary[method]["64"]["held_out_auroc"]["mean"] > 0.75, method
+    # one mean per LLM says nothing about which cells it gets right
+    assert summary["best-single"]["64"]["held_out_auroc"]["mean"] < 0.65
+    # routing over the whole pool uses the onboarded specialists
+    assert (
+        summary["knn"]["all"]["hit@1"]["mean"]
+        > summary["best-single"]["all"]["hit@1"]["mean"] + 0.2
+    )
+    assert "| **locus** |" in onboarding_table(result)
+    with pytest.raises(LocusInputError, match="cannot onboard"):
+        run_onboarding(data, methods=["per-task"])

@@ -14,7 +14,6 @@ does.
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from locus._progress import ProgressFactory, no_progress
+from locus.benchmark._stats import log_loss, mean_sd
 from locus.benchmark.methods import METHODS, Fold, fit_method
 from locus.data.anchors import choose_anchors
 from locus.errors import LocusInputError
@@ -96,16 +96,6 @@ def _test_proba(router: Router, method: str, data: WorkspaceTable) -> np.ndarray
         assert isinstance(router, PerTaskRouter)
         return router.predict_proba_for_tasks([data.table.tasks[i] for i in test])
     return np.asarray(router.predict_proba(data.vectors[test]), dtype=np.float64)
-
-
-def _summary(values: list[float]) -> dict[str, float]:
-    clean = [v for v in values if v == v]
-    if not clean:
-        return {"mean": float("nan"), "sd": float("nan")}
-    return {
-        "mean": statistics.fmean(clean),
-        "sd": statistics.stdev(clean) if len(clean) > 1 else 0.0,
-    }
 
 
 def run_anchors(
@@ -181,7 +171,7 @@ def run_anchors(
                             "accuracy": quality["accuracy"],
                             "auroc": quality["auroc"],
                             "ece": quality["ece"],
-                            "log_loss": _log_loss(proba, truth),
+                            "log_loss": log_loss(proba, truth),
                             "seconds": seconds,
                             "cached": cached,
                         }
@@ -189,7 +179,7 @@ def run_anchors(
     summary = {
         method: {
             size: {
-                metric: _summary([run[metric] for run in runs])
+                metric: mean_sd([run[metric] for run in runs])
                 for metric in ("hit@1", "headroom", "accuracy", "auroc", "ece", "log_loss")
             }
             for size, runs in by_size.items()
@@ -209,10 +199,3 @@ def run_anchors(
         "summary": summary,
         "wall_seconds": time.perf_counter() - started,
     }
-
-
-def _log_loss(proba: np.ndarray, truth: np.ndarray) -> float:
-    observed = ~np.isnan(truth)
-    p = np.clip(np.asarray(proba, dtype=np.float64)[observed], 1e-6, 1 - 1e-6)
-    y = truth[observed].astype(np.float64)
-    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))

@@ -13,7 +13,7 @@ from typing import Any
 
 from locus.errors import LocusInputError
 
-__all__ = ["anchors_table", "plot_anchors", "write_suite_json"]
+__all__ = ["anchors_table", "onboarding_table", "plot_anchors", "write_suite_json"]
 
 
 def _commit() -> str | None:
@@ -100,9 +100,19 @@ def plot_anchors(result: dict[str, Any], path: Path, title: str = "") -> Path:
     return path
 
 
+def onboarding_table(
+    result: dict[str, Any], metric: str = "held_out_auroc", digits: int = 4
+) -> str:
+    """Markdown: one row per method, one column per k, mean ± sd of `metric`."""
+    return _method_table(result, result["k"], metric, digits)
+
+
 def anchors_table(result: dict[str, Any], metric: str = "hit@1", digits: int = 4) -> str:
     """Markdown: one row per method, one column per evidence size, mean ± sd of `metric`."""
-    sizes = result["evidence"]
+    return _method_table(result, result["evidence"], metric, digits)
+
+
+def _method_table(result: dict[str, Any], sizes: list[str], metric: str, digits: int) -> str:
     lines = [
         f"| method | {' | '.join(sizes)} |",
         "|---|" + "---|" * len(sizes),

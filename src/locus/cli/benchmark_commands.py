@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -12,9 +12,13 @@ from locus.cli._render import print_json, progress_bars, stderr_console, stdout_
 from locus.cli.data_commands import open_store
 from locus.errors import LocusInputError
 
+if TYPE_CHECKING:
+    from locus.pipeline import WorkspaceTable
+
 SUITES = {
     "anchors": "seen LLMs, unseen queries, A scores of evidence per LLM",
     "efficiency": "the evidence each method needs to match LOCUS at 128 and 256 (from anchors)",
+    "onboarding": "families held out of training, onboarded from k of their scores",
 }
 
 
@@ -35,6 +39,14 @@ def benchmark_command(
         list[str] | None,
         typer.Option("--method", help="Method to run (repeat; default: all of them)."),
     ] = None,
+    ks: Annotated[
+        list[int] | None,
+        typer.Option("--k", help="onboarding: scores per new LLM (repeat; default 8 ... 256)."),
+    ] = None,
+    holdout_share: Annotated[
+        float,
+        typer.Option("--holdout-share", min=0.01, max=0.9, help="onboarding: share of LLMs out."),
+    ] = 0.2,
     pool: Annotated[
         str | None,
         typer.Option("--pool", help="Name in the output files (default: the workspace's name)."),
@@ -69,11 +81,15 @@ def benchmark_command(
             f"unknown suite {suite!r}; expected one of {', '.join(SUITES)} "
             "(onboarding and cost are not built yet)"
         )
-    chosen = list(methods or METHODS)
     with open_store(workspace, create=False) as store:
         data = workspace_table(store, split_seed=split_seed)
-        cache = Path(store.workspace) / "benchmark-cache" / "anchors"
+        cache_root = Path(store.workspace) / "benchmark-cache"
         name = pool or Path(store.workspace).resolve().name.lstrip(".") or "pool"
+    if suite == "onboarding":
+        _onboarding(data, name, seeds, ks, methods, holdout_share, cache_root, out, quiet, as_json)
+        return
+    chosen = list(methods or METHODS)
+    cache = cache_root / "anchors"
     result = run_anchors(
         data,
         seeds=seeds or [0, 1, 2],
@@ -116,3 +132,44 @@ def benchmark_command(
         console.print(f"\n{metric} (mean ± sd), by scores per LLM:")
         console.print(anchors_table(result, metric), markup=False)
     console.print(f"\nwrote {json_path}" + (f" and {png_path}" if png_path else ""))
+
+
+def _onboarding(
+    data: WorkspaceTable,
+    name: str,
+    seeds: list[int] | None,
+    ks: list[int] | None,
+    methods: list[str] | None,
+    holdout_share: float,
+    cache_root: Path,
+    out: Path,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    from locus.benchmark.onboarding import DEFAULT_K, ONBOARDING_METHODS, run_onboarding
+    from locus.benchmark.report import onboarding_table, write_suite_json
+
+    result = run_onboarding(
+        data,
+        seeds=seeds or [0, 1, 2],
+        ks=ks or list(DEFAULT_K),
+        methods=methods or list(ONBOARDING_METHODS),
+        holdout_share=holdout_share,
+        cache_dir=cache_root / "onboarding",
+        progress=progress_bars(quiet or as_json),
+    )
+    json_path = write_suite_json(result, out / f"onboarding-{name}.json", name)
+    if as_json:
+        print_json(result)
+        return
+    console = stdout_console()
+    held = {seed: len(llms) for seed, llms in result["held_out"].items()}
+    console.print(
+        f"onboarding on {name}: {result['llms']} LLMs, held out by family per seed "
+        f"({', '.join(f'seed {s}: {n}' for s, n in held.items())}); "
+        f"{result['wall_seconds']:.0f} s"
+    )
+    for metric in ("held_out_auroc", "held_out_log_loss", "hit@1"):
+        console.print(f"\n{metric} (mean ± sd), by scores per onboarded LLM:")
+        console.print(onboarding_table(result, metric), markup=False)
+    console.print(f"\nwrote {json_path}")

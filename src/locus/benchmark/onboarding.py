@@ -1,0 +1,232 @@
+"""The `onboarding` suite: LLMs held out of training entirely, onboarded from k of their scores.
+
+Per seed, whole families are held out (an LLM's fine-tunes and size siblings together: a random
+split of LLMs lets near-duplicates leak) until about `holdout_share` of the pool is out. Every
+method is fitted on the other LLMs only (the same fold for all), then each held-out LLM is
+onboarded from its scores on k training queries (one shared random order, the first k it was
+scored on), nothing else refitted: LOCUS embeds it in one forward pass, kNN and the cluster
+router use its k scores directly, MF and IRT fit only its own vector. Measured on the test
+queries: correctness of the held-out LLMs (AUROC, accuracy, log-loss, ECE over their test
+cells) and routing hit@1 over the whole pool, next to the same LLMs onboarded from all their
+training scores ("all").
+
+Families come from the caller (`families`: llm_id -> family) or from the name
+(`family_of`: the known model family named in it, else its first word).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from locus._progress import ProgressFactory, no_progress
+from locus.benchmark._stats import log_loss, mean_sd
+from locus.benchmark.methods import Fold, fit_method
+from locus.errors import LocusInputError
+from locus.metrics import correctness_metrics, routing_accuracy
+from locus.pipeline import WorkspaceTable
+from locus.routing import Router
+
+__all__ = ["DEFAULT_K", "ONBOARDING_METHODS", "family_of", "run_onboarding"]
+
+DEFAULT_K: tuple[int, ...] = (8, 16, 32, 64, 128, 256)
+ONBOARDING_METHODS = ("locus", "knn", "cluster", "mf", "irt", "best-single")
+
+# Families whose name appears inside fine-tunes' names too ("dolphin-2.9-llama3-8b" is a Llama)
+_KNOWN_FAMILIES = (
+    "llama", "mixtral", "mistral", "qwen", "gemma", "gemini", "claude", "gpt", "deepseek",
+    "yi", "phi", "command", "jamba", "grok", "glm", "internlm", "falcon", "olmo", "nemotron",
+    "granite", "baichuan", "o1", "o3", "palm", "dbrx", "reka", "starcoder", "codestral",
+)  # fmt: skip
+
+
+def family_of(llm_id: str) -> str:
+    """The model family an LLM's name says: a known family named anywhere in it (llama3 ->
+    llama), else the first word of the name without its organisation.
+
+    >>> family_of("cognitivecomputations/dolphin-2.9-llama3-8b"), family_of("Llama-2-7b-hf")
+    ('llama', 'llama')
+    >>> family_of("gemini-1.5-flash-002"), family_of("acme/zeta-7b")
+    ('gemini', 'zeta')
+    """
+    name = llm_id.lower().rsplit("/", 1)[-1]
+    words = [w for w in re.split(r"[^a-z0-9]+", name) if w]
+    for family in _KNOWN_FAMILIES:
+        if any(re.fullmatch(rf"{family}[0-9.]*[a-z]?", w) for w in words):
+            return family
+    return re.sub(r"[0-9.]+$", "", words[0]) if words else name
+
+
+def _held_out(
+    llm_ids: Sequence[str], families: Mapping[str, str], share: float, seed: int
+) -> list[str]:
+    groups: dict[str, list[str]] = {}
+    for llm in llm_ids:
+        groups.setdefault(families[llm], []).append(llm)
+    order = sorted(groups)
+    np.random.default_rng(seed).shuffle(order)
+    target = max(1, round(share * len(llm_ids)))
+    out: list[str] = []
+    for family in order:
+        if len(out) >= target:
+            break
+        if len(llm_ids) - len(out) - len(groups[family]) < 2:
+            continue  # keep at least two LLMs to train on
+        out.extend(groups[family])
+    if not out:
+        raise LocusInputError(
+            "onboarding: no family can be held out with two LLMs left to train on"
+        )
+    return out
+
+
+def _evidence_rows(
+    observed: np.ndarray, train: np.ndarray, column: int, count: int | None, seed: int
+) -> np.ndarray:
+    order = train[np.random.default_rng([seed, 7]).permutation(len(train))]
+    rows = order[observed[order, column]]
+    return rows if count is None else rows[:count]
+
+
+def _onboarded(
+    router: Router,
+    data: WorkspaceTable,
+    held: list[int],
+    evidence: dict[int, np.ndarray],
+    base_pool: tuple[list[str], np.ndarray, list[int]] | None,
+) -> Router:
+    """`router` with every held-out LLM onboarded from its evidence rows: LOCUS's pool is
+    reset to `base_pool` (the fit's LLMs) plus the new embeddings; a baseline is copied."""
+    vectors, scores = data.vectors, data.table.scores
+    if base_pool is not None:
+        model = router.model  # type: ignore[attr-defined]
+        ids, embeddings, counts = base_pool
+        new = model.embed_many([(vectors[evidence[c]], scores[evidence[c], c]) for c in held])
+        model.set_embeddings(
+            ids + [data.table.llm_ids[c] for c in held],
+            np.vstack([embeddings, new]),
+            counts + [len(evidence[c]) for c in held],
+        )
+        return router
+    copied = copy.deepcopy(router)
+    for column in held:
+        rows = evidence[column]
+        copied.add_llm(data.table.llm_ids[column], vectors[rows], scores[rows, column])  # type: ignore[attr-defined]
+    return copied
+
+
+def run_onboarding(
+    data: WorkspaceTable,
+    *,
+    seeds: Sequence[int] = (0, 1, 2),
+    ks: Sequence[int] = DEFAULT_K,
+    methods: Sequence[str] = ONBOARDING_METHODS,
+    holdout_share: float = 0.2,
+    families: Mapping[str, str] | None = None,
+    cache_dir: Path | None = None,
+    locus_settings: dict[str, Any] | None = None,
+    progress: ProgressFactory = no_progress,
+) -> dict[str, Any]:
+    """Run the suite; a JSON-ready dict of per-seed values and mean ± sd per method and k.
+
+    Raises:
+        LocusInputError: a method that cannot onboard, bad k, or nothing to hold out.
+    """
+    unknown = [m for m in methods if m not in ONBOARDING_METHODS]
+    if unknown:
+        raise LocusInputError(
+            f"method {unknown[0]!r} cannot onboard LLMs; expected some of "
+            f"{', '.join(ONBOARDING_METHODS)}"
+        )
+    if any(int(k) < 1 for k in ks):
+        raise LocusInputError("onboarding: every k must be at least 1 score")
+    llm_ids = list(data.table.llm_ids)
+    named = {llm: (families or {}).get(llm) or family_of(llm) for llm in llm_ids}
+    train, val, test = data.rows("train"), data.rows("val"), data.rows("test")
+    if len(test) == 0:
+        raise LocusInputError("the onboarding suite needs test queries; the split has none")
+    truth = data.table.scores[test]
+    observed = ~np.isnan(data.table.scores)
+    sizes: list[int | None] = [int(k) for k in ks] + [None]
+    labels = [str(k) for k in ks] + ["all"]
+    started = time.perf_counter()
+    per_seed: dict[str, dict[str, list[dict[str, Any]]]] = {
+        m: {label: [] for label in labels} for m in methods
+    }
+    held_out_by_seed: dict[str, list[str]] = {}
+    with progress("onboarding suite", total=len(seeds) * len(methods)) as step:
+        for seed in seeds:
+            held_names = _held_out(llm_ids, named, holdout_share, seed)
+            held_out_by_seed[str(seed)] = held_names
+            held = [llm_ids.index(name) for name in held_names]
+            known = [c for c in range(len(llm_ids)) if c not in held]
+            scores = data.table.scores.copy()
+            scores[test] = np.nan
+            table = replace(data.table, scores=scores).select_llms([llm_ids[c] for c in known])
+            fold = Fold(table, data.vectors, train, val, data.encoder, seed,
+                        f"seed {seed}, {len(held)} LLMs held out")  # fmt: skip
+            evidence = {
+                size: {c: _evidence_rows(observed, train, c, size, seed) for c in held}
+                for size in sizes
+            }
+            for method in methods:
+                router, cached = fit_method(
+                    method,
+                    fold,
+                    settings=dict(locus_settings or {}) if method == "locus" else {},
+                    cache_dir=cache_dir,
+                )
+                base_pool = None
+                if method == "locus":
+                    model = router.model  # type: ignore[attr-defined]
+                    base_pool = (list(model.llm_ids_), model.llm_embeddings_.copy(),
+                                 [int(n) for n in model.evidence_counts_])  # fmt: skip
+                for size, label in zip(sizes, labels, strict=True):
+                    t = time.perf_counter()
+                    onboarded = _onboarded(router, data, held, evidence[size], base_pool)
+                    order = [list(onboarded.llm_ids).index(name) for name in llm_ids]
+                    proba = np.asarray(onboarded.predict_proba(data.vectors[test]))[:, order]
+                    quality = correctness_metrics(proba[:, held], truth[:, held])
+                    per_seed[method][label].append(
+                        {
+                            "seed": seed,
+                            "hit@1": routing_accuracy(proba, truth),
+                            "held_out_auroc": quality["auroc"],
+                            "held_out_accuracy": quality["accuracy"],
+                            "held_out_ece": quality["ece"],
+                            "held_out_log_loss": log_loss(proba[:, held], truth[:, held]),
+                            "onboard_seconds": time.perf_counter() - t,
+                            "cached_fit": cached,
+                        }
+                    )
+                step(1)
+    metrics = ("hit@1", "held_out_auroc", "held_out_accuracy", "held_out_ece",
+               "held_out_log_loss")  # fmt: skip
+    summary = {
+        method: {
+            label: {metric: mean_sd([run[metric] for run in runs]) for metric in metrics}
+            for label, runs in by_k.items()
+        }
+        for method, by_k in per_seed.items()
+    }
+    return {
+        "suite": "onboarding",
+        "seeds": list(seeds),
+        "k": labels,
+        "methods": list(methods),
+        "llms": len(llm_ids),
+        "families": named,
+        "held_out": held_out_by_seed,
+        "queries": {s: len(data.rows(s)) for s in ("train", "val", "test")},
+        "encoder": data.encoder,
+        "per_seed": per_seed,
+        "summary": summary,
+        "wall_seconds": time.perf_counter() - started,
+    }
