@@ -9,7 +9,7 @@ gets no ratio, only "more than the largest size".
     >>> result = {"evidence": ["16", "64"], "methods": ["locus", "knn"], "summary": {
     ...     "locus": {"16": {"hit@1": {"mean": 0.6}}, "64": {"hit@1": {"mean": 0.7}}},
     ...     "knn": {"16": {"hit@1": {"mean": 0.5}}, "64": {"hit@1": {"mean": 0.6}}}}}
-    >>> evidence_to_match(result, "knn", 0.55, "hit@1")
+    >>> round(evidence_to_match(result, "knn", 0.55, "hit@1"), 6)
     32.0
 """
 

@@ -43,8 +43,11 @@ ONBOARDING_METHODS = ("locus", "knn", "cluster", "mf", "irt", "best-single")
 _KNOWN_FAMILIES = (
     "llama", "mixtral", "mistral", "qwen", "gemma", "gemini", "claude", "gpt", "deepseek",
     "yi", "phi", "command", "jamba", "grok", "glm", "internlm", "falcon", "olmo", "nemotron",
-    "granite", "baichuan", "o1", "o3", "palm", "dbrx", "reka", "starcoder", "codestral",
+    "granite", "baichuan", "o1", "o3", "palm", "dbrx", "reka", "starcoder", "mathstral",
+    "codestral",
 )  # fmt: skip
+# fine-tunes named on their own: mathstral and codestral are Mistral-7B / Mistral fine-tunes
+_ALIASES = {"mathstral": "mistral", "codestral": "mistral"}
 
 
 def family_of(llm_id: str) -> str:
@@ -53,14 +56,14 @@ def family_of(llm_id: str) -> str:
 
     >>> family_of("cognitivecomputations/dolphin-2.9-llama3-8b"), family_of("Llama-2-7b-hf")
     ('llama', 'llama')
-    >>> family_of("gemini-1.5-flash-002"), family_of("acme/zeta-7b")
-    ('gemini', 'zeta')
+    >>> family_of("gemini-1.5-flash-002"), family_of("mathstral-7B"), family_of("acme/zeta-7b")
+    ('gemini', 'mistral', 'zeta')
     """
     name = llm_id.lower().rsplit("/", 1)[-1]
     words = [w for w in re.split(r"[^a-z0-9]+", name) if w]
     for family in _KNOWN_FAMILIES:
         if any(re.fullmatch(rf"{family}[0-9.]*[a-z]?", w) for w in words):
-            return family
+            return _ALIASES.get(family, family)
     return re.sub(r"[0-9.]+$", "", words[0]) if words else name
 
 

@@ -12,7 +12,7 @@ pickle anywhere).
     >>> import numpy as np
     >>> evidence = Evidence(np.eye(3, dtype=np.float32),
     ...                     np.array([[1, 0], [0, 1], [1, np.nan]], dtype=np.float32), ("a", "b"))
-    >>> evidence.n_queries, evidence.n_llms, evidence.observed.sum()
+    >>> evidence.n_queries, evidence.n_llms, int(evidence.observed.sum())
     (3, 2, 5)
 """
 

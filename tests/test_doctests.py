@@ -1,0 +1,24 @@
+"""The runnable examples in docstrings run (modules whose examples need no workspace)."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "locus.metrics",
+    "locus.routing.base",
+    "locus.routing.evidence",
+    "locus.routing.baselines",
+    "locus.routing.registry",
+    "locus.benchmark.efficiency",
+    "locus.benchmark.onboarding",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name: str) -> None:
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0, result
