@@ -126,8 +126,11 @@ def test_cli_benchmark_writes_json_and_png(workspace: Path, tmp_path: Path) -> N
     written = json.loads((tmp_path / "anchors-planted.json").read_text())
     assert written["pool"] == "planted" and written["methods"] == ["knn", "best-single"]
     assert (tmp_path / "anchors-planted.png").exists()
-    bad = runner.invoke(app, ["benchmark", "cost", "-w", str(workspace)])
-    assert bad.exit_code != 0 and "unknown suite 'cost'" in str(bad.exception)
+    bad = runner.invoke(app, ["benchmark", "speed", "-w", str(workspace)])
+    assert bad.exit_code != 0 and "unknown suite 'speed'" in str(bad.exception)
+    # the planted pool has no costs: the cost suite says what it needs
+    no_costs = runner.invoke(app, ["benchmark", "cost", "-w", str(workspace), "--seed", "0"])
+    assert no_costs.exit_code != 0 and "needs per-query costs" in str(no_costs.exception)
 
 
 def test_efficiency_interpolates_the_evidence_to_match_locus() -> None:
@@ -199,3 +202,43 @@ def test_onboarding_suite_on_planted_families(data: WorkspaceTable, tmp_path: Pa
     assert "| **locus** |" in onboarding_table(result)
     with pytest.raises(LocusInputError, match="cannot onboard"):
         run_onboarding(data, methods=["per-task"])
+
+
+def test_hull_keeps_only_points_no_cheaper_point_beats() -> None:
+    from locus.benchmark.cost import hull, hull_accuracy_at
+
+    points = np.array([[1.0, 0.5], [2.0, 0.55], [3.0, 0.8], [4.0, 0.7], [5.0, 0.9], [0.5, 0.2]])
+    curve = hull(points)
+    # (2, 0.55) lies under the chord from (1, 0.5) to (3, 0.8); (4, 0.7) is beaten by (3, 0.8)
+    np.testing.assert_array_equal(curve, [[0.5, 0.2], [1.0, 0.5], [3.0, 0.8], [5.0, 0.9]])
+    assert hull_accuracy_at(curve, 2.0) == pytest.approx(0.65)
+    assert hull_accuracy_at(curve, 9.0) == pytest.approx(0.9) and np.isnan(
+        hull_accuracy_at(curve, 0.1)
+    )
+
+
+def test_cost_suite_on_a_planted_pool_with_prices(tmp_path: Path) -> None:
+    from locus.benchmark.cost import run_cost
+    from locus.benchmark.report import cost_table, plot_cost
+    from tests.planted_workspace import planted_rows
+
+    rows = planted_rows()
+    # math specialists are the dearest, biology ones the cheapest
+    price = {"math": 1e-2, "law": 1e-3, "biology": 1e-4}
+    rows["cost_usd"] = [price[llm.split("-")[0]] for llm in rows["llm_id"]]
+    path = build_planted_workspace(tmp_path / "ws", rows)
+    with Store.open(path) as store:
+        data = workspace_table(store)
+    result = run_cost(data, seeds=[0], methods=["knn", "best-single"], cache_dir=tmp_path / "c")
+    knn, single = result["summary"]["knn"], result["summary"]["best-single"]
+    # knowing who is right where, kNN is more accurate than any single LLM at every price
+    assert knn["aiq"]["mean"] > single["aiq"]["mean"] + 0.1
+    assert knn["aiq"]["mean"] > result["static_mix"]["aiq"]
+    assert knn["max_accuracy"]["mean"] > result["best_single"]["accuracy"] + 0.2
+    # ... and matches the best single LLM for less than it costs
+    assert knn["cost_to_match_best_single"]["mean"] < result["best_single"]["cost"]
+    points = np.array(result["per_seed"]["knn"][0]["points"])
+    assert points[0, 1] == pytest.approx(knn["max_accuracy"]["mean"])  # weight 0: most accurate
+    assert points[-1, 0] == pytest.approx(1e-4)  # the largest weight: only the cheapest LLMs
+    assert "| knn |" in cost_table(result)
+    assert plot_cost(result, tmp_path / "cost.png").read_bytes()[:4] == b"\x89PNG"

@@ -11,9 +11,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from locus.errors import LocusInputError
 
-__all__ = ["anchors_table", "onboarding_table", "plot_anchors", "write_suite_json"]
+__all__ = [
+    "anchors_table",
+    "cost_table",
+    "onboarding_table",
+    "plot_anchors",
+    "plot_cost",
+    "write_suite_json",
+]
 
 
 def _commit() -> str | None:
@@ -49,6 +58,83 @@ def write_suite_json(result: dict[str, Any], path: Path, pool: str) -> Path:
     temporary.write_text(text + "\n")
     temporary.replace(path)
     return path
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise LocusInputError("plots need matplotlib: pip install 'locus[plots]'") from None
+    return plt
+
+
+def plot_cost(result: dict[str, Any], path: Path, title: str = "") -> Path:
+    """Accuracy vs mean cost per query: each method's hull (seed 0's points), the single LLMs
+    and their hull (the best static mix)."""
+    plt = _pyplot()
+    figure, axis = plt.subplots(figsize=(8, 5.2))
+    for method in result["methods"]:
+        run = result["per_seed"][method][0]
+        curve = np.array(run["hull"])
+        style = {"linewidth": 2.6, "zorder": 5} if method == "locus" else {"linewidth": 1.3}
+        aiq = result["summary"][method]["aiq"]["mean"]
+        axis.plot(curve[:, 0], curve[:, 1], marker=".", label=f"{method} (AIQ {aiq:.3f})", **style)
+    singles = result["single_llms"]
+    xs = [v["cost"] for v in singles.values()]
+    ys = [v["accuracy"] for v in singles.values()]
+    axis.scatter(xs, ys, color="black", s=14, zorder=6, label="single LLMs")
+    for name, value in singles.items():
+        axis.annotate(name.split("/")[-1][:18], (value["cost"], value["accuracy"]), fontsize=6,
+                      xytext=(3, 2), textcoords="offset points")  # fmt: skip
+    mix = np.array(result["static_mix"]["hull"])
+    axis.plot(mix[:, 0], mix[:, 1], color="grey", linestyle="--",
+              label=f"best static mix (AIQ {result['static_mix']['aiq']:.3f})")  # fmt: skip
+    axis.set_xscale("log")
+    axis.set_xlabel("mean cost per test query (USD)")
+    axis.set_ylabel("test accuracy")
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=7)
+    axis.set_title(
+        title or f"cost suite: {result['llms']} LLMs, {result['queries']['test']} test queries"
+    )
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def cost_table(result: dict[str, Any]) -> str:
+    """Markdown: per method AIQ, best accuracy, cost to match the best single LLM, accuracy at
+    the cheapest LLM's cost (mean ± sd over seeds)."""
+    best, cheapest = result["best_single"], result["cheapest_single"]
+    lines = [
+        "| method | AIQ | max accuracy | cost to match "
+        f"{best['llm_id']} ({best['accuracy']:.4f} at {best['cost']:.2e}) | accuracy at "
+        f"{cheapest['llm_id']}'s cost ({cheapest['cost']:.2e}) |",
+        "|---|---|---|---|---|",
+    ]
+
+    def cell(value: dict[str, float], digits: int = 4, sci: bool = False) -> str:
+        if math.isnan(value["mean"]):
+            return "not reached"
+        if sci:
+            return f"{value['mean']:.2e} ± {value['sd']:.1e}"
+        return f"{value['mean']:.{digits}f} ± {value['sd']:.{digits}f}"
+
+    for method in result["methods"]:
+        s = result["summary"][method]
+        name = f"**{method}**" if method == "locus" else method
+        lines.append(
+            f"| {name} | {cell(s['aiq'])} | {cell(s['max_accuracy'])} | "
+            f"{cell(s['cost_to_match_best_single'], sci=True)} | "
+            f"{cell(s['accuracy_at_cheapest_cost'])} |"
+        )
+    lines.append(f"| static mix of single LLMs | {result['static_mix']['aiq']:.4f} | | | |")
+    return "\n".join(lines)
 
 
 def _x_positions(result: dict[str, Any]) -> list[float]:

@@ -19,6 +19,7 @@ SUITES = {
     "anchors": "seen LLMs, unseen queries, A scores of evidence per LLM",
     "efficiency": "the evidence each method needs to match LOCUS at 128 and 256 (from anchors)",
     "onboarding": "families held out of training, onboarded from k of their scores",
+    "cost": "accuracy against USD as the cost weight sweeps (needs per-query costs)",
 }
 
 
@@ -77,16 +78,16 @@ def benchmark_command(
     from locus.pipeline import workspace_table
 
     if suite not in SUITES:
-        raise LocusInputError(
-            f"unknown suite {suite!r}; expected one of {', '.join(SUITES)} "
-            "(onboarding and cost are not built yet)"
-        )
+        raise LocusInputError(f"unknown suite {suite!r}; expected one of {', '.join(SUITES)}")
     with open_store(workspace, create=False) as store:
         data = workspace_table(store, split_seed=split_seed)
         cache_root = Path(store.workspace) / "benchmark-cache"
         name = pool or Path(store.workspace).resolve().name.lstrip(".") or "pool"
     if suite == "onboarding":
         _onboarding(data, name, seeds, ks, methods, holdout_share, cache_root, out, quiet, as_json)
+        return
+    if suite == "cost":
+        _cost(data, name, seeds, methods, cache_root, out, quiet, as_json)
         return
     chosen = list(methods or METHODS)
     cache = cache_root / "anchors"
@@ -173,3 +174,41 @@ def _onboarding(
         console.print(f"\n{metric} (mean ± sd), by scores per onboarded LLM:")
         console.print(onboarding_table(result, metric), markup=False)
     console.print(f"\nwrote {json_path}")
+
+
+def _cost(
+    data: WorkspaceTable,
+    name: str,
+    seeds: list[int] | None,
+    methods: list[str] | None,
+    cache_root: Path,
+    out: Path,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    from locus.benchmark.cost import COST_METHODS, run_cost
+    from locus.benchmark.report import cost_table, plot_cost, write_suite_json
+
+    result = run_cost(
+        data,
+        seeds=seeds or [0, 1, 2],
+        methods=methods or list(COST_METHODS),
+        cache_dir=cache_root / "anchors",  # the anchors suite's "all" fits, shared
+        progress=progress_bars(quiet or as_json),
+    )
+    json_path = write_suite_json(result, out / f"cost-{name}.json", name)
+    png_path = None
+    try:
+        png_path = plot_cost(result, out / f"cost-{name}.png", title=f"{name}, cost")
+    except LocusInputError as error:
+        stderr_console().print(f"no plot: {error}")
+    if as_json:
+        print_json(result)
+        return
+    console = stdout_console()
+    console.print(
+        f"cost on {name}: {result['llms']} LLMs, {result['queries']['test']:,} test queries; "
+        f"{result['wall_seconds']:.0f} s"
+    )
+    console.print(cost_table(result), markup=False)
+    console.print(f"\nwrote {json_path}" + (f" and {png_path}" if png_path else ""))
