@@ -50,6 +50,13 @@ def test_a_fold_keeps_only_the_evidence_cells_and_no_test_truth(data: WorkspaceT
     again, other = _fold(data, 8, seed=0), _fold(data, 8, seed=1)
     assert fold.key("knn", {}) == again.key("knn", {}) != other.key("knn", {})
     assert observed[:, 0].tolist() != (~np.isnan(other.table.scores[:, 0])).tolist()
+    # shared: every LLM on the same 8 queries; per-llm: each its own 8
+    train_cells = observed[fold.train_rows]
+    assert (train_cells == train_cells[:, :1]).all()
+    own = ~np.isnan(_fold(data, 8, seed=0, draw="per-llm").table.scores[fold.train_rows])
+    assert (own.sum(axis=0) == 8).all() and not (own == own[:, :1]).all()
+    with pytest.raises(LocusInputError, match="unknown draw"):
+        run_anchors(data, methods=["knn"], draw="some")
 
 
 def test_anchors_suite_ranks_methods_as_planted(data: WorkspaceTable, tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """The `anchors` suite: seen LLMs, unseen test queries, A scores of evidence per LLM.
 
-For each seed and each evidence size A: every LLM keeps its scores on A training queries (one
-shared random order, the first A each LLM was scored on: `locus.data.anchors`), every method is
+For each seed and each evidence size A: every LLM keeps its scores on A training queries (by
+default one shared random order, the first A each LLM was scored on: `locus.data.anchors`; or
+with `draw="per-llm"` each LLM its own random A), every method is
 fitted on exactly those cells (validation queries in full, for early stopping and choices), and
 is scored on the test queries of the hash split: routing hit@1, headroom captured
 ((hit@1 - best single) / (oracle - best single), the best single LLM chosen from the same
@@ -54,19 +55,30 @@ def _parse_sizes(sizes: Sequence[int | str]) -> list[int | str]:
     return parsed
 
 
-def _fold(data: WorkspaceTable, size: int | str, seed: int) -> Fold:
+DRAWS = ("shared", "per-llm")
+
+
+def _fold(data: WorkspaceTable, size: int | str, seed: int, draw: str = "shared") -> Fold:
     train, val, test = data.rows("train"), data.rows("val"), data.rows("test")
     scores = data.table.scores.copy()
     scores[test] = np.nan  # nothing a fit reads can leak the test truth
     if size != "all":
         observed = ~np.isnan(scores)
-        anchors = choose_anchors(observed, train, int(size), np.random.default_rng(seed))
+        if draw == "shared":
+            anchors = choose_anchors(observed, train, int(size), np.random.default_rng(seed))
+        else:  # each LLM its own random queries: the union of training queries stays large
+            anchors = [
+                choose_anchors(
+                    observed[:, [c]], train, int(size), np.random.default_rng([seed, c])
+                )[0]
+                for c in range(observed.shape[1])
+            ]
         keep = np.zeros_like(observed)
         keep[val] = observed[val]
         for column, rows in enumerate(anchors):
             keep[rows, column] = True
         scores = np.where(keep, scores, np.nan)
-    label = f"seed {seed}, {size} scores per LLM"
+    label = f"seed {seed}, {size} scores per LLM ({draw})"
     return Fold(
         replace(data.table, scores=scores), data.vectors, train, val, data.encoder, seed, label
     )
@@ -106,13 +118,20 @@ def run_anchors(
     methods: Sequence[str] = tuple(METHODS),
     cache_dir: Path | None = None,
     locus_settings: dict[str, Any] | None = None,
+    draw: str = "shared",
     progress: ProgressFactory = no_progress,
 ) -> dict[str, Any]:
     """Run the suite; a JSON-ready dict of per-seed values and mean ± sd per method and size.
 
+    `draw`: "shared" (every LLM's A scores are on the same A queries, a common probe set: then
+    every method trains on A queries in all) or "per-llm" (each LLM its own A random training
+    queries, as in evaluation logs where LLMs were scored on different samples).
+
     Raises:
-        LocusInputError: an unknown method, a bad evidence size, or no test queries.
+        LocusInputError: an unknown method or draw, a bad evidence size, or no test queries.
     """
+    if draw not in DRAWS:
+        raise LocusInputError(f"unknown draw {draw!r}; expected one of {', '.join(DRAWS)}")
     sizes = _parse_sizes(evidence)
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
@@ -133,7 +152,7 @@ def run_anchors(
     with progress("anchors suite: fitting", total=len(seeds) * len(sizes) * len(methods)) as step:
         for seed in seeds:
             for size in sizes:
-                fold = _fold(data, size, seed)
+                fold = _fold(data, size, seed, draw)
                 fitted: dict[str, tuple[np.ndarray, float, bool]] = {}
                 for method in methods:
                     t = time.perf_counter()
@@ -188,6 +207,7 @@ def run_anchors(
     }
     return {
         "suite": "anchors",
+        "draw": draw,
         "seeds": list(seeds),
         "evidence": [str(s) for s in sizes],
         "methods": list(methods),

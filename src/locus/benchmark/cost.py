@@ -1,11 +1,11 @@
 """The `cost` suite: accuracy against dollars as the cost weight sweeps (RouterBench's protocol).
 
 Every method is fitted on all training scores (the same fold per seed as the anchors suite's
-"all", so fits are shared through the cache). On the test queries a router picks, per query, the
-LLM with the best P(correct) - w x expected cost, where an LLM's expected cost is its mean cost
-per training query (what a router knows before answering); the pick is charged its real cost
-on that query. Sweeping w from 0 to "only the cheapest" traces (mean cost, mean accuracy)
-points; per router:
+"all", so fits are shared through the cache). On the test queries every LLM was scored and
+priced on, a router picks, per query, the LLM with the best P(correct) - w x expected cost,
+where an LLM's expected cost is its mean cost per training query (what a router knows before
+answering); the pick is charged its real cost on that query. Sweeping w from 0 to "only the
+cheapest" traces (mean cost, mean accuracy) points; per router:
 
 - the non-decreasing convex hull of its points, and its area (AIQ, RouterBench's figure): the
   mean of the hull's accuracy over the cost range from the cheapest to the most expensive
@@ -58,7 +58,7 @@ def hull(points: np.ndarray) -> np.ndarray:
 
 def hull_accuracy_at(curve: np.ndarray, cost: float) -> float:
     """Accuracy of the hull at `cost` (NaN below its cheapest point, flat after its last)."""
-    if cost < curve[0, 0]:
+    if cost < curve[0, 0] * (1 - 1e-9):  # equal costs summed in another order still count
         return float("nan")
     return float(np.interp(cost, curve[:, 0], curve[:, 1]))
 
@@ -130,6 +130,14 @@ def run_cost(
     if "per-task" in methods and all(t is None for t in data.table.tasks):
         methods = [m for m in methods if m != "per-task"]
     train, test = data.rows("train"), data.rows("test")
+    # queries every LLM was scored and priced on: a single LLM and a router are then charged
+    # and scored on the same queries
+    complete = ~np.isnan(data.table.scores[test]).any(axis=1) & ~np.isnan(costs[test]).any(axis=1)
+    if not complete.any():
+        raise LocusInputError(
+            "the cost suite needs test queries that every LLM was scored and priced on; none is"
+        )
+    test = test[complete]
     truth, real = data.table.scores[test], costs[test]
     expected = np.nanmean(np.where(np.isnan(costs[train]), np.nan, costs[train]), axis=0)
     if np.isnan(expected).any():
@@ -161,7 +169,7 @@ def run_cost(
                     from locus.benchmark.anchors import _embed_from_all
 
                     _embed_from_all(router, fold)
-                proba = _test_proba(router, method, data)
+                proba = _test_proba(router, method, data)[complete]
                 points = _sweep(proba, expected, truth, real)
                 curve = hull(points)
                 at_cheapest = hull_accuracy_at(curve, float(singles[cheapest, 0]))
@@ -187,7 +195,10 @@ def run_cost(
         "seeds": list(seeds),
         "methods": list(methods),
         "llms": data.table.n_llms,
-        "queries": {s: len(data.rows(s)) for s in ("train", "val", "test")},
+        "queries": {
+            **{s: len(data.rows(s)) for s in ("train", "val", "test")},
+            "test_scored_by_every_llm": len(test),
+        },
         "encoder": data.encoder,
         "single_llms": {
             llm: {"cost": float(c), "accuracy": float(a)}

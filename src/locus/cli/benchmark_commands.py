@@ -48,6 +48,14 @@ def benchmark_command(
         float,
         typer.Option("--holdout-share", min=0.01, max=0.9, help="onboarding: share of LLMs out."),
     ] = 0.2,
+    draw: Annotated[
+        str,
+        typer.Option(
+            "--draw",
+            help="anchors/efficiency: 'shared' (every LLM's A scores on the same A queries) or "
+            "'per-llm' (each LLM its own random A).",
+        ),
+    ] = "shared",
     pool: Annotated[
         str | None,
         typer.Option("--pool", help="Name in the output files (default: the workspace's name)."),
@@ -97,8 +105,11 @@ def benchmark_command(
         evidence=evidence or list(DEFAULT_EVIDENCE),
         methods=chosen,
         cache_dir=cache,
+        draw=draw,
         progress=progress_bars(quiet or as_json),
     )
+    if draw != "shared":
+        name = f"{name}-{draw}"
     if suite == "efficiency":
         efficiency = efficiency_from_anchors(result)
         json_path = write_suite_json(efficiency, out / f"efficiency-{name}.json", name)
