@@ -249,3 +249,19 @@ def test_cost_suite_on_a_planted_pool_with_prices(tmp_path: Path) -> None:
     assert points[-1, 0] == pytest.approx(1e-4)  # the largest weight: only the cheapest LLMs
     assert "| knn |" in cost_table(result)
     assert plot_cost(result, tmp_path / "cost.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_held_out_families_stay_near_the_share_asked_for() -> None:
+    from locus.benchmark.onboarding import _held_out
+
+    llms = [f"big-{i}" for i in range(9)] + [f"f{j}-{i}" for j in range(10) for i in range(2)]
+    families = {llm: llm.split("-")[0] for llm in llms}
+    for seed in range(20):
+        held = _held_out(llms, families, 0.2, seed)
+        assert 6 <= len(held) <= 9  # 29 x 0.2 -> 6; never the 9-LLM family on top of others
+        assert {families[h] for h in held} == {h.split("-")[0] for h in held}
+        whole = {f for f in {families[h] for h in held}}
+        assert all(
+            sum(families[x] == f for x in held) == sum(families[x] == f for x in llms)
+            for f in whole
+        )

@@ -17,6 +17,7 @@ Families come from the caller (`families`: llm_id -> family) or from the name
 from __future__ import annotations
 
 import copy
+import math
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -76,12 +77,15 @@ def _held_out(
     order = sorted(groups)
     np.random.default_rng(seed).shuffle(order)
     target = max(1, round(share * len(llm_ids)))
+    ceiling = max(target + 1, math.ceil(1.5 * target))
     out: list[str] = []
     for family in order:
         if len(out) >= target:
             break
         if len(llm_ids) - len(out) - len(groups[family]) < 2:
             continue  # keep at least two LLMs to train on
+        if out and len(out) + len(groups[family]) > ceiling:
+            continue  # a large family would hold out far more than asked: try the next
         out.extend(groups[family])
     if not out:
         raise LocusInputError(
