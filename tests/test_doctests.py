@@ -12,6 +12,7 @@ MODULES = [
     "locus.routing.base",
     "locus.routing.evidence",
     "locus.routing.baselines",
+    "locus.routing.neighbours",
     "locus.routing.registry",
     "locus.benchmark.efficiency",
     "locus.benchmark.onboarding",

@@ -16,14 +16,13 @@ from locus.routing.base import RankedLLM, RouteDecision, Router
 from locus.routing.baselines import (
     BaselineRouter,
     BestSingleRouter,
-    ClusterRouter,
-    KNNRouter,
     OracleRouter,
     PerTaskRouter,
     RandomRouter,
 )
 from locus.routing.evidence import Evidence
 from locus.routing.learned import IRTRouter, MFRouter
+from locus.routing.neighbours import ClusterRouter, KNNRouter
 from locus.routing.registry import BASELINE_ROUTERS, load_router, make_baseline
 from locus.routing.workspace import DEFAULT_ARTIFACT, WorkspaceRouter, artifact_path
 

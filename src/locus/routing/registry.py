@@ -15,14 +15,13 @@ from locus.routing.base import Router
 from locus.routing.baselines import (
     BaselineRouter,
     BestSingleRouter,
-    ClusterRouter,
-    KNNRouter,
     OracleRouter,
     PerTaskRouter,
     RandomRouter,
 )
 from locus.routing.evidence import ROUTER_FILE
 from locus.routing.learned import IRTRouter, MFRouter
+from locus.routing.neighbours import ClusterRouter, KNNRouter
 
 __all__ = ["BASELINE_ROUTERS", "load_router", "make_baseline"]
 

@@ -1,0 +1,211 @@
+"""Routers that read a query's neighbourhood among the training queries (numpy, no training).
+
+    knn       per LLM, the mean score of the k nearest training queries it was scored on
+    cluster   k-means on query vectors, per cluster the LLMs' mean scores
+
+k and the number of clusters are chosen on `val` routing accuracy when it is given.
+
+    >>> import numpy as np
+    >>> train = Evidence(np.eye(4, dtype=np.float32),
+    ...                  np.array([[1, 0], [1, 0], [0, 1], [0, 1]], dtype=np.float32), ("a", "b"))
+    >>> KNNRouter(k=1).fit(train).route(np.eye(4)[2:3])[0].llm_id
+    'b'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from locus.errors import LocusInputError
+from locus.metrics import routing_accuracy
+from locus.routing.baselines import (
+    BaselineRouter,
+    _check_vectors,
+    _choose_on_validation,
+    _shrunk_means,
+)
+from locus.routing.evidence import Evidence, unit_rows
+
+__all__ = ["ClusterRouter", "KNNRouter"]
+
+_BLOCK = 512  # queries per block when comparing against every training query
+
+
+class KNNRouter(BaselineRouter):
+    """P(correct) of an LLM on a query = its mean score on the k training queries nearest to the
+    query (cosine) among those it was scored on.
+
+    Args:
+        k: neighbours; None chooses it on validation routing accuracy from `k_candidates`.
+        k_candidates: tried when k is None (capped at the smallest evidence of any LLM).
+    """
+
+    kind = "knn"
+
+    def __init__(self, k: int | None = None, k_candidates: Sequence[int] = (5, 10, 20, 50, 100)):
+        self.k = k
+        self.k_candidates = tuple(k_candidates)
+
+    def fit(self, train: Evidence, val: Evidence | None = None) -> KNNRouter:
+        if train.n_queries == 0:
+            raise LocusInputError("the kNN router needs at least one training query")
+        self.llm_ids = list(train.llm_ids)
+        self.vectors_ = unit_rows(train.vectors)
+        self.scores_ = train.scores
+        self.prior_ = float(np.nanmean(train.scores)) if train.observed.any() else 0.5
+        self.validation_: dict[str, float] = {}
+        if self.k is None:
+            self.k_, self.validation_ = _choose_on_validation(
+                self, "k_", sorted(set(self.k_candidates)), val
+            )
+        else:
+            self.k_ = int(self.k)
+        return self
+
+    def add_llm(self, llm_id: str, vectors: NDArray[np.float32], scores: Sequence[float]) -> None:
+        new = self._new_llm(llm_id, _check_vectors(vectors, self.vectors_.shape[1], "kNN"), scores)
+        # the new LLM's evidence joins as rows of its own: the other LLMs have no score there
+        padded = np.full((new.n_queries, len(self.llm_ids)), np.nan, dtype=np.float32)
+        self.vectors_ = np.vstack([self.vectors_, unit_rows(new.vectors)])
+        self.scores_ = np.hstack(
+            [
+                np.vstack([self.scores_, padded]),
+                np.vstack([np.full((len(self.scores_), 1), np.nan, np.float32), new.scores]),
+            ]
+        )
+        self.llm_ids.append(llm_id)
+
+    def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
+        self._check_fitted()
+        queries = unit_rows(_check_vectors(query_vectors, self.vectors_.shape[1], "kNN router"))
+        observed = ~np.isnan(self.scores_)
+        # LLMs scored on the same queries share one neighbour search
+        groups: dict[bytes, list[int]] = {}
+        for column in range(observed.shape[1]):
+            groups.setdefault(np.packbits(observed[:, column]).tobytes(), []).append(column)
+        out = np.full((len(queries), len(self.llm_ids)), self.prior_, dtype=np.float32)
+        for columns in groups.values():
+            rows = np.flatnonzero(observed[:, columns[0]])
+            if len(rows) == 0:
+                continue
+            k = min(self.k_, len(rows))
+            known = self.vectors_[rows]
+            values = self.scores_[
+                np.ix_(rows, np.asarray(columns, dtype=np.int64))
+            ]  # (n_rows, n_columns)
+            for start in range(0, len(queries), _BLOCK):
+                similarity = queries[start : start + _BLOCK] @ known.T  # (b, n_rows)
+                nearest = np.argpartition(-similarity, k - 1, axis=1)[:, :k]  # (b, k)
+                out[start : start + _BLOCK, columns] = values[nearest].mean(axis=1)
+        return out
+
+    def _settings(self) -> dict[str, Any]:
+        return {
+            "k": self.k_,
+            "k_candidates": list(self.k_candidates),
+            "prior": self.prior_,
+            "validation": self.validation_,
+        }
+
+    def _arrays(self) -> dict[str, NDArray[Any]]:
+        return {"vectors": self.vectors_, "scores": self.scores_}
+
+    def _restore(self, settings: dict[str, Any], arrays: dict[str, NDArray[Any]]) -> None:
+        self.k = self.k_ = int(settings["k"])
+        self.k_candidates = tuple(settings["k_candidates"])
+        self.prior_ = float(settings["prior"])
+        self.validation_ = dict(settings["validation"])
+        self.vectors_, self.scores_ = arrays["vectors"], arrays["scores"]
+
+
+class ClusterRouter(BaselineRouter):
+    """k-means on the training queries' unit vectors; P(correct) of an LLM on a query = its mean
+    score on the training queries of the query's cluster (shrunk towards its overall mean).
+    Training-free routing that matched learned routers on LLMRouterBench (arXiv 2601.07206).
+
+    Args:
+        clusters: number of clusters; None chooses it on validation from `cluster_candidates`.
+        shrink: pseudo-queries of the LLM's overall mean added to each cluster's mean.
+        seed: k-means initialisation.
+    """
+
+    kind = "cluster"
+
+    def __init__(
+        self,
+        clusters: int | None = None,
+        cluster_candidates: Sequence[int] = (4, 8, 16, 32, 64),
+        shrink: float = 5.0,
+        seed: int = 0,
+    ) -> None:
+        self.clusters = clusters
+        self.cluster_candidates = tuple(cluster_candidates)
+        self.shrink = shrink
+        self.seed = seed
+
+    def _fit_clusters(self, count: int) -> None:
+        from sklearn.cluster import KMeans
+
+        count = max(1, min(count, self._train.n_queries))
+        model = KMeans(n_clusters=count, n_init=3, random_state=self.seed)
+        labels = model.fit_predict(unit_rows(self._train.vectors)).astype(np.int64)
+        self.centroids_ = unit_rows(model.cluster_centers_)
+        self.table_ = _shrunk_means(labels, count, self._train, self.shrink)
+
+    def fit(self, train: Evidence, val: Evidence | None = None) -> ClusterRouter:
+        if train.n_queries == 0:
+            raise LocusInputError("the cluster router needs at least one training query")
+        self.llm_ids = list(train.llm_ids)
+        self._train = train
+        self.validation_: dict[str, float] = {}
+        if self.clusters is None and val is not None and val.n_queries:
+            for count in sorted(set(self.cluster_candidates)):
+                self._fit_clusters(count)
+                self.validation_[str(count)] = routing_accuracy(
+                    self.predict_proba(val.vectors), val.scores
+                )
+            best = max(self.validation_, key=lambda c: (self.validation_[c], -int(c)))
+            self.clusters_ = int(best)
+        else:
+            candidates = sorted(set(self.cluster_candidates))
+            self.clusters_ = self.clusters or candidates[len(candidates) // 2]
+        self._fit_clusters(self.clusters_)
+        del self._train
+        return self
+
+    def _assign(self, vectors: NDArray[np.float32]) -> NDArray[np.int64]:
+        queries = unit_rows(_check_vectors(vectors, self.centroids_.shape[1], "cluster router"))
+        return np.argmax(queries @ self.centroids_.T, axis=1)
+
+    def add_llm(self, llm_id: str, vectors: NDArray[np.float32], scores: Sequence[float]) -> None:
+        new = self._new_llm(llm_id, vectors, scores)
+        column = _shrunk_means(self._assign(new.vectors), len(self.centroids_), new, self.shrink)
+        self.table_ = np.hstack([self.table_, column])
+        self.llm_ids.append(llm_id)
+
+    def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
+        self._check_fitted()
+        return self.table_[self._assign(query_vectors)]
+
+    def _settings(self) -> dict[str, Any]:
+        return {
+            "clusters": self.clusters_,
+            "cluster_candidates": list(self.cluster_candidates),
+            "shrink": self.shrink,
+            "seed": self.seed,
+            "validation": self.validation_,
+        }
+
+    def _arrays(self) -> dict[str, NDArray[Any]]:
+        return {"centroids": self.centroids_, "table": self.table_}
+
+    def _restore(self, settings: dict[str, Any], arrays: dict[str, NDArray[Any]]) -> None:
+        self.clusters = self.clusters_ = int(settings["clusters"])
+        self.cluster_candidates = tuple(settings["cluster_candidates"])
+        self.shrink, self.seed = float(settings["shrink"]), int(settings["seed"])
+        self.validation_ = dict(settings["validation"])
+        self.centroids_, self.table_ = arrays["centroids"], arrays["table"]
