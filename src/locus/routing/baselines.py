@@ -46,7 +46,6 @@ __all__ = [
 ]
 
 
-
 class BaselineRouter(Router):
     """Shared plumbing: fitted check, save/load through `router.json` + `arrays.safetensors`."""
 
