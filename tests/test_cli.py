@@ -153,3 +153,21 @@ def test_fit_defaults_are_the_training_defaults() -> None:
     parameters = inspect.signature(fit_command).parameters
     for name in ("anchors", "min_evidence", "max_steps", "eval_every", "patience", "seed"):
         assert parameters[name].default == getattr(defaults, name), name
+
+
+def test_progress_in_a_log_file_is_plain_lines(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import locus.cli._render as render
+
+    monkeypatch.delenv("LOCUS_NO_PROGRESS", raising=False)
+    clock = iter(float(t) for t in range(0, 10_000, 20))  # 20 s between readings
+    monkeypatch.setattr("time.monotonic", lambda: next(clock))
+    with render.progress_bars()("fitting", total=20) as advance:
+        for _ in range(20):
+            advance(1)
+    lines = capsys.readouterr().err.splitlines()
+    # stderr is not a terminal here: lines at every tenth (the clock allows each), then the end
+    assert lines[0].startswith("fitting: 2/20 in ") and "left" in lines[0]
+    assert lines[-1].startswith("fitting: 20/20 in ") and "left" not in lines[-1]
+    assert len(lines) == 11 and "\x1b" not in "".join(lines)

@@ -53,6 +53,11 @@ class _RichProgress:
         if not self._enabled:
             yield lambda n: None
             return
+        console = stderr_console()
+        if not console.is_terminal:  # a log file or CI: a line now and then, never a live bar
+            with _log_lines(console, description, total) as advance:
+                yield advance
+            return
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -73,6 +78,39 @@ class _RichProgress:
         ) as bar:
             task = bar.add_task(description, total=total)
             yield lambda n: bar.advance(task, n)
+
+
+@contextmanager
+def _log_lines(console: Any, description: str, total: int | None) -> Iterator[Advance]:
+    """Progress as plain lines: at every tenth of `total`, at most one per 15 s, and at the end."""
+    import time
+
+    started = last = time.monotonic()
+    done = 0
+
+    def line(final: bool = False) -> None:
+        elapsed = time.monotonic() - started
+        if total:
+            eta = (
+                ""
+                if final or done == 0
+                else f", about {elapsed * (total - done) / done:.0f} s left"
+            )
+            console.print(f"{description}: {done}/{total} in {elapsed:.0f} s{eta}", highlight=False)
+        else:
+            console.print(f"{description}: {done} in {elapsed:.0f} s", highlight=False)
+
+    def advance(n: int) -> None:
+        nonlocal done, last
+        before, done = done, done + n
+        now = time.monotonic()
+        step = max(1, (total or 10) // 10)
+        if done // step > before // step and now - last >= 15:
+            last = now
+            line()
+
+    yield advance
+    line(final=True)
 
 
 def progress_bars(quiet: bool = False) -> ProgressFactory:
