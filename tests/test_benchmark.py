@@ -207,6 +207,9 @@ def test_onboarding_suite_on_planted_families(data: WorkspaceTable, tmp_path: Pa
         > summary["best-single"]["all"]["hit@1"]["mean"] + 0.2
     )
     assert "| **locus** |" in onboarding_table(result)
+    from locus.benchmark.report import plot_onboarding
+
+    assert plot_onboarding(result, tmp_path / "onboarding.png").read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(LocusInputError, match="cannot onboard"):
         run_onboarding(data, methods=["per-task"])
 

@@ -21,6 +21,7 @@ __all__ = [
     "onboarding_table",
     "plot_anchors",
     "plot_cost",
+    "plot_onboarding",
     "write_suite_json",
 ]
 
@@ -137,53 +138,71 @@ def cost_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _x_positions(result: dict[str, Any]) -> list[float]:
-    """Evidence sizes on the x axis; "all" at the number of training queries."""
+def _x_positions(result: dict[str, Any], sizes: list[str]) -> list[float]:
+    """Sizes on the x axis; "all" at the number of training queries."""
     train = result["queries"]["train"]
-    return [float(train) if size == "all" else float(size) for size in result["evidence"]]
+    return [float(train) if size == "all" else float(size) for size in sizes]
 
 
-def plot_anchors(result: dict[str, Any], path: Path, title: str = "") -> Path:
-    """hit@1 and AUROC vs evidence per LLM, one line per method with ± sd error bars."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise LocusInputError("plots need matplotlib: pip install 'locus[plots]'") from None
-    xs = _x_positions(result)
-    figure, axes = plt.subplots(1, 2, figsize=(12, 4.6))
-    for metric, axis in zip(("hit@1", "auroc"), axes, strict=True):
+def _plot_sweep(
+    result: dict[str, Any],
+    sizes: list[str],
+    panels: list[tuple[str, str]],
+    xlabel: str,
+    title: str,
+    path: Path,
+) -> Path:
+    """One panel per (metric, y label): a line per method over `sizes`, ± sd error bars."""
+    plt = _pyplot()
+    xs = _x_positions(result, sizes)
+    figure, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.6), squeeze=False)
+    for (metric, ylabel), axis in zip(panels, axes[0], strict=True):
         for method in result["methods"]:
-            if method == "random" and metric == "auroc":
+            if method == "random" and metric != "hit@1":
                 continue
             summary = result["summary"][method]
-            means = [summary[s][metric]["mean"] for s in result["evidence"]]
-            sds = [summary[s][metric]["sd"] for s in result["evidence"]]
+            means = [summary[s][metric]["mean"] for s in sizes]
+            sds = [summary[s][metric]["sd"] for s in sizes]
             if all(math.isnan(m) for m in means):
                 continue
             style = {"linewidth": 2.6, "zorder": 5} if method == "locus" else {"linewidth": 1.3}
             axis.errorbar(xs, means, yerr=sds, marker="o", markersize=3.5, capsize=2.5,
                           label=method, **style)  # fmt: skip
-        if metric == "hit@1":
+        if metric == "hit@1" and "oracle" in result:
             axis.axhline(result["oracle"], color="grey", linestyle=":", label="oracle")
         axis.set_xscale("log", base=2)
-        axis.set_xticks(xs, [str(s) for s in result["evidence"]])
-        axis.set_xlabel("scores per LLM (evidence)")
-        axis.set_ylabel("test routing hit@1" if metric == "hit@1" else "test correctness AUROC")
+        axis.set_xticks(xs, sizes)
+        axis.set_xlabel(xlabel)
+        axis.set_ylabel(ylabel)
         axis.grid(alpha=0.3)
-    axes[0].legend(fontsize=8, ncol=2)
+    axes[0][0].legend(fontsize=8, ncol=2)
     seeds = len(result["seeds"])
     figure.suptitle(
-        f"{title or 'anchors suite'}: {result['llms']} LLMs, {result['queries']['test']:,} test "
-        f"queries, mean ± sd over {seeds} seed{'s' if seeds != 1 else ''}"
+        f"{title}: {result['llms']} LLMs, {result['queries']['test']:,} test queries, "
+        f"mean ± sd over {seeds} seed{'s' if seeds != 1 else ''}"
     )
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110)
     plt.close(figure)
     return path
+
+
+def plot_anchors(result: dict[str, Any], path: Path, title: str = "") -> Path:
+    """hit@1 and AUROC vs evidence per LLM, one line per method with ± sd error bars."""
+    panels = [("hit@1", "test routing hit@1"), ("auroc", "test correctness AUROC")]
+    label = "scores per LLM (evidence)"
+    return _plot_sweep(result, result["evidence"], panels, label, title or "anchors suite", path)
+
+
+def plot_onboarding(result: dict[str, Any], path: Path, title: str = "") -> Path:
+    """Held-out AUROC and whole-pool hit@1 vs the onboarded LLMs' scores, one line per method."""
+    panels = [
+        ("held_out_auroc", "held-out LLMs: test correctness AUROC"),
+        ("hit@1", "whole pool: test routing hit@1"),
+    ]
+    label = "scores per onboarded LLM (k)"
+    return _plot_sweep(result, result["k"], panels, label, title or "onboarding suite", path)
 
 
 def onboarding_table(

@@ -159,7 +159,7 @@ def _onboarding(
     as_json: bool,
 ) -> None:
     from locus.benchmark.onboarding import DEFAULT_K, ONBOARDING_METHODS, run_onboarding
-    from locus.benchmark.report import onboarding_table, write_suite_json
+    from locus.benchmark.report import onboarding_table, plot_onboarding, write_suite_json
 
     result = run_onboarding(
         data,
@@ -171,6 +171,11 @@ def _onboarding(
         progress=progress_bars(quiet or as_json),
     )
     json_path = write_suite_json(result, out / f"onboarding-{name}.json", name)
+    png_path = None
+    try:
+        png_path = plot_onboarding(result, out / f"onboarding-{name}.png", f"{name}, onboarding")
+    except LocusInputError as error:
+        stderr_console().print(f"no plot: {error}")
     if as_json:
         print_json(result)
         return
@@ -184,7 +189,7 @@ def _onboarding(
     for metric in ("held_out_auroc", "held_out_log_loss", "hit@1"):
         console.print(f"\n{metric} (mean ± sd), by scores per onboarded LLM:")
         console.print(onboarding_table(result, metric), markup=False)
-    console.print(f"\nwrote {json_path}")
+    console.print(f"\nwrote {json_path}" + (f" and {png_path}" if png_path else ""))
 
 
 def _cost(
