@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -125,12 +126,7 @@ def benchmark_command(
         console.print(efficiency_table(efficiency), markup=False)
         console.print(f"\nwrote {json_path}")
         return
-    json_path = write_suite_json(result, out / f"anchors-{name}.json", name)
-    png_path = None
-    try:
-        png_path = plot_anchors(result, out / f"anchors-{name}.png", title=f"{name}, anchors")
-    except LocusInputError as error:
-        stderr_console().print(f"no plot: {error}")
+    json_path, png_path = _save(result, out, f"anchors-{name}", name, plot_anchors)
     if as_json:
         print_json(result)
         return
@@ -143,7 +139,7 @@ def benchmark_command(
     for metric in ("hit@1", "headroom", "auroc", "ece"):
         console.print(f"\n{metric} (mean ± sd), by scores per LLM:")
         console.print(anchors_table(result, metric), markup=False)
-    console.print(f"\nwrote {json_path}" + (f" and {png_path}" if png_path else ""))
+    _wrote(json_path, png_path)
 
 
 def _onboarding(
@@ -159,7 +155,7 @@ def _onboarding(
     as_json: bool,
 ) -> None:
     from locus.benchmark.onboarding import DEFAULT_K, ONBOARDING_METHODS, run_onboarding
-    from locus.benchmark.report import onboarding_table, plot_onboarding, write_suite_json
+    from locus.benchmark.report import onboarding_table, plot_onboarding
 
     result = run_onboarding(
         data,
@@ -170,12 +166,7 @@ def _onboarding(
         cache_dir=cache_root / "onboarding",
         progress=progress_bars(quiet or as_json),
     )
-    json_path = write_suite_json(result, out / f"onboarding-{name}.json", name)
-    png_path = None
-    try:
-        png_path = plot_onboarding(result, out / f"onboarding-{name}.png", f"{name}, onboarding")
-    except LocusInputError as error:
-        stderr_console().print(f"no plot: {error}")
+    json_path, png_path = _save(result, out, f"onboarding-{name}", name, plot_onboarding)
     if as_json:
         print_json(result)
         return
@@ -189,7 +180,7 @@ def _onboarding(
     for metric in ("held_out_auroc", "held_out_log_loss", "hit@1"):
         console.print(f"\n{metric} (mean ± sd), by scores per onboarded LLM:")
         console.print(onboarding_table(result, metric), markup=False)
-    console.print(f"\nwrote {json_path}" + (f" and {png_path}" if png_path else ""))
+    _wrote(json_path, png_path)
 
 
 def _cost(
@@ -203,7 +194,7 @@ def _cost(
     as_json: bool,
 ) -> None:
     from locus.benchmark.cost import COST_METHODS, run_cost
-    from locus.benchmark.report import cost_table, plot_cost, write_suite_json
+    from locus.benchmark.report import cost_table, plot_cost
 
     result = run_cost(
         data,
@@ -212,12 +203,7 @@ def _cost(
         cache_dir=cache_root / "anchors",  # the anchors suite's "all" fits, shared
         progress=progress_bars(quiet or as_json),
     )
-    json_path = write_suite_json(result, out / f"cost-{name}.json", name)
-    png_path = None
-    try:
-        png_path = plot_cost(result, out / f"cost-{name}.png", title=f"{name}, cost")
-    except LocusInputError as error:
-        stderr_console().print(f"no plot: {error}")
+    json_path, png_path = _save(result, out, f"cost-{name}", name, plot_cost)
     if as_json:
         print_json(result)
         return
@@ -227,4 +213,22 @@ def _cost(
         f"{result['wall_seconds']:.0f} s"
     )
     console.print(cost_table(result), markup=False)
-    console.print(f"\nwrote {json_path}" + (f" and {png_path}" if png_path else ""))
+    _wrote(json_path, png_path)
+
+
+def _save(
+    result: dict[str, Any], out: Path, stem: str, pool: str, plot: Callable[..., Path]
+) -> tuple[Path, Path | None]:
+    """`out/<stem>.json` and, where matplotlib is installed, `out/<stem>.png`."""
+    from locus.benchmark.report import write_suite_json
+
+    json_path = write_suite_json(result, out / f"{stem}.json", pool)
+    try:
+        return json_path, plot(result, out / f"{stem}.png", f"{pool}, {result['suite']}")
+    except LocusInputError as error:
+        stderr_console().print(f"no plot: {error}")
+        return json_path, None
+
+
+def _wrote(json_path: Path, png_path: Path | None) -> None:
+    stdout_console().print(f"\nwrote {json_path}" + (f" and {png_path}" if png_path else ""))

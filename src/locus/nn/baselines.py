@@ -24,7 +24,7 @@ from torch import nn
 
 from locus.errors import LocusInputError
 
-__all__ = ["LearnedBaselineConfig", "train_irt", "train_mf"]
+__all__ = ["LearnedBaselineConfig", "TrainedBaseline", "train_baseline"]
 
 
 @dataclass(frozen=True)
@@ -193,29 +193,20 @@ def _train(
     return TrainedBaseline(arrays, history, best_epoch, time.perf_counter() - started)
 
 
-def train_mf(
+def train_baseline(
+    kind: str,
     vectors: NDArray[np.float32],
     scores: NDArray[np.float32],
     val_vectors: NDArray[np.float32] | None = None,
     val_scores: NDArray[np.float32] | None = None,
     config: LearnedBaselineConfig | None = None,
 ) -> TrainedBaseline:
-    """Fit MF on (n_queries, dq) vectors and (n_queries, n_llms) scores (NaN = no score)."""
+    """Fit `kind` ("mf" or "irt") on (n_queries, dq) vectors and (n_queries, n_llms) scores
+    (NaN = no score); validation vectors and scores choose the kept epoch."""
+    networks: dict[str, type[_MF] | type[_IRT]] = {"mf": _MF, "irt": _IRT}
+    if kind not in networks:
+        raise LocusInputError(f"learned baseline {kind!r}: expected one of {sorted(networks)}")
     config = config or LearnedBaselineConfig()
     torch.manual_seed(config.seed)
-    model = _MF(scores.shape[1], vectors.shape[1], config)
-    return _train(model, vectors, scores, val_vectors, val_scores, config)
-
-
-def train_irt(
-    vectors: NDArray[np.float32],
-    scores: NDArray[np.float32],
-    val_vectors: NDArray[np.float32] | None = None,
-    val_scores: NDArray[np.float32] | None = None,
-    config: LearnedBaselineConfig | None = None,
-) -> TrainedBaseline:
-    """Fit IRT on (n_queries, dq) vectors and (n_queries, n_llms) scores (NaN = no score)."""
-    config = config or LearnedBaselineConfig()
-    torch.manual_seed(config.seed)
-    model = _IRT(scores.shape[1], vectors.shape[1], config)
+    model = networks[kind](scores.shape[1], vectors.shape[1], config)
     return _train(model, vectors, scores, val_vectors, val_scores, config)

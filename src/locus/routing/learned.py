@@ -61,7 +61,16 @@ class _LearnedRouter(BaselineRouter):
         self.onboarding_strength = onboarding_strength
 
     def _train(self, train: Evidence, val: Evidence | None) -> Any:
-        raise NotImplementedError
+        from locus.nn.baselines import train_baseline
+
+        return train_baseline(
+            self.kind,
+            train.vectors,
+            train.scores,
+            None if val is None else val.vectors,
+            None if val is None else val.scores,
+            self._config(),
+        )
 
     def _config(self) -> Any:
         """The training settings as a `LearnedBaselineConfig` (a loaded router holds a dict)."""
@@ -135,17 +144,6 @@ class MFRouter(_LearnedRouter):
 
     kind = "mf"
 
-    def _train(self, train: Evidence, val: Evidence | None) -> Any:
-        from locus.nn.baselines import train_mf
-
-        return train_mf(
-            train.vectors,
-            train.scores,
-            None if val is None else val.vectors,
-            None if val is None else val.scores,
-            self._config(),
-        )
-
     def _linear_in_llm(
         self, vectors: NDArray[np.float32]
     ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
@@ -175,17 +173,6 @@ class IRTRouter(_LearnedRouter):
     """
 
     kind = "irt"
-
-    def _train(self, train: Evidence, val: Evidence | None) -> Any:
-        from locus.nn.baselines import train_irt
-
-        return train_irt(
-            train.vectors,
-            train.scores,
-            None if val is None else val.vectors,
-            None if val is None else val.scores,
-            self._config(),
-        )
 
     def _linear_in_llm(
         self, vectors: NDArray[np.float32]
