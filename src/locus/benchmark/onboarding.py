@@ -11,7 +11,7 @@ cells) and routing hit@1 over the whole pool, next to the same LLMs onboarded fr
 training scores ("all").
 
 Families come from the caller (`families`: llm_id -> family) or from the name
-(`family_of`: the known model family named in it, else its first word).
+(`family_of`: the known LLM family named in it, else its first word).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ _ALIASES = {"mathstral": "mistral", "codestral": "mistral"}
 
 
 def family_of(llm_id: str) -> str:
-    """The model family an LLM's name says: a known family named anywhere in it (llama3 ->
+    """The family an LLM's name says: a known family named anywhere in it (llama3 ->
     llama), else the first word of the name without its organisation.
 
     >>> family_of("cognitivecomputations/dolphin-2.9-llama3-8b"), family_of("Llama-2-7b-hf")

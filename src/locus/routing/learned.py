@@ -2,7 +2,7 @@
 (`IRTRouter`). Fitting trains in torch (`locus.nn.baselines`); predicting and onboarding run in
 numpy, so a saved baseline routes without torch.
 
-Onboarding a new LLM fits only its own vector, everything else frozen: both models are linear
+Onboarding a new LLM fits only its own vector, everything else frozen: both baselines are linear
 in the LLM's parameters given the query, so that is a ridge-regularised logistic regression on
 its k scores (scipy L-BFGS), pulled towards the mean of the known LLMs' vectors.
 
