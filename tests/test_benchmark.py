@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from locus.benchmark import Fold, anchors_table, fit_method, plot_anchors, run_anchors
-from locus.benchmark.anchors import _fold
+from locus.benchmark.anchors import evidence_fold as _fold
 from locus.cli import app
 from locus.errors import LocusInputError
 from locus.pipeline import WorkspaceTable, workspace_table

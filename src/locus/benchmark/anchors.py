@@ -32,7 +32,7 @@ from locus.metrics import correctness_metrics, oracle_accuracy, routing_accuracy
 from locus.pipeline import WorkspaceTable
 from locus.routing import PerTaskRouter, Router
 
-__all__ = ["DEFAULT_EVIDENCE", "run_anchors"]
+__all__ = ["DEFAULT_EVIDENCE", "evidence_fold", "fitted_test_proba", "run_anchors"]
 
 DEFAULT_EVIDENCE: tuple[int | str, ...] = (16, 32, 64, 128, 256, 512, 1024, "all")
 
@@ -58,7 +58,9 @@ def _parse_sizes(sizes: Sequence[int | str]) -> list[int | str]:
 DRAWS = ("shared", "per-llm")
 
 
-def _fold(data: WorkspaceTable, size: int | str, seed: int, draw: str = "shared") -> Fold:
+def evidence_fold(data: WorkspaceTable, size: int | str, seed: int, draw: str = "shared") -> Fold:
+    """The fold of one seed and evidence size: training rows keep A scores per LLM (drawn
+    `shared` or `per-llm`), validation rows all theirs, test rows none."""
     train, val, test = data.rows("train"), data.rows("val"), data.rows("test")
     scores = data.table.scores.copy()
     scores[test] = np.nan  # nothing a fit reads can leak the test truth
@@ -102,12 +104,31 @@ def _embed_from_all(router: Router, fold: Fold) -> None:
     model.set_embeddings(list(fold.table.llm_ids), model.embed_many(evidence), counts)
 
 
-def _test_proba(router: Router, method: str, data: WorkspaceTable) -> np.ndarray:
+def fitted_test_proba(
+    method: str,
+    fold: Fold,
+    size: int | str,
+    data: WorkspaceTable,
+    *,
+    locus_settings: dict[str, Any] | None = None,
+    cache_dir: Path | None = None,
+) -> tuple[np.ndarray, bool]:
+    """(P(correct) on the test queries (n_test, n_llms), from the cache?) of `method` fitted
+    on `fold`, whose evidence size is `size`. LOCUS at "all" embeds every LLM from all its
+    training scores; the per-task router reads the test queries' true tasks."""
+    router, cached = fit_method(
+        method,
+        fold,
+        locus_settings={**_locus_settings(size), **(locus_settings or {})},
+        cache_dir=cache_dir,
+    )
+    if method == "locus" and size == "all":
+        _embed_from_all(router, fold)
     test = data.rows("test")
     if method == "per-task":
         assert isinstance(router, PerTaskRouter)
-        return router.predict_proba_for_tasks([data.table.tasks[i] for i in test])
-    return np.asarray(router.predict_proba(data.vectors[test]), dtype=np.float64)
+        return router.predict_proba_for_tasks([data.table.tasks[i] for i in test]), cached
+    return np.asarray(router.predict_proba(data.vectors[test]), dtype=np.float64), cached
 
 
 def run_anchors(
@@ -152,25 +173,15 @@ def run_anchors(
     with progress("anchors suite: fitting", total=len(seeds) * len(sizes) * len(methods)) as step:
         for seed in seeds:
             for size in sizes:
-                fold = _fold(data, size, seed, draw)
+                fold = evidence_fold(data, size, seed, draw)
                 fitted: dict[str, tuple[np.ndarray, float, bool]] = {}
                 for method in methods:
                     t = time.perf_counter()
-                    settings = (
-                        {**_locus_settings(size), **(locus_settings or {})}
-                        if method == "locus"
-                        else {}
-                    )
-                    router, cached = fit_method(
-                        method, fold, settings=settings, cache_dir=cache_dir
-                    )
-                    if method == "locus" and size == "all":
-                        _embed_from_all(router, fold)
-                    fitted[method] = (
-                        _test_proba(router, method, data),
-                        time.perf_counter() - t,
-                        cached,
-                    )
+                    proba, cached = fitted_test_proba(
+                        method, fold, size, data, locus_settings=locus_settings,
+                        cache_dir=cache_dir,
+                    )  # fmt: skip
+                    fitted[method] = (proba, time.perf_counter() - t, cached)
                     step(1)
                 single = (
                     routing_accuracy(fitted["best-single"][0], truth)

@@ -27,8 +27,8 @@ import numpy as np
 
 from locus._progress import ProgressFactory, no_progress
 from locus.benchmark._stats import mean_sd
-from locus.benchmark.anchors import _fold, _test_proba
-from locus.benchmark.methods import METHODS, fit_method
+from locus.benchmark.anchors import evidence_fold, fitted_test_proba
+from locus.benchmark.methods import METHODS
 from locus.errors import LocusInputError
 from locus.pipeline import WorkspaceTable
 
@@ -157,19 +157,12 @@ def run_cost(
     per_seed: dict[str, list[dict[str, Any]]] = {m: [] for m in methods}
     with progress("cost suite", total=len(seeds) * len(methods)) as step:
         for seed in seeds:
-            fold = _fold(data, "all", seed)
+            fold = evidence_fold(data, "all", seed)
             for method in methods:
-                router, cached = fit_method(
-                    method,
-                    fold,
-                    settings=dict(locus_settings or {}) if method == "locus" else {},
-                    cache_dir=cache_dir,
+                proba, cached = fitted_test_proba(
+                    method, fold, "all", data, locus_settings=locus_settings, cache_dir=cache_dir
                 )
-                if method == "locus":
-                    from locus.benchmark.anchors import _embed_from_all
-
-                    _embed_from_all(router, fold)
-                proba = _test_proba(router, method, data)[complete]
+                proba = proba[complete]
                 points = _sweep(proba, expected, truth, real)
                 curve = hull(points)
                 at_cheapest = hull_accuracy_at(curve, float(singles[cheapest, 0]))

@@ -112,16 +112,20 @@ def fit_method(
     fold: Fold,
     *,
     settings: Mapping[str, Any] | None = None,
+    locus_settings: Mapping[str, Any] | None = None,
     cache_dir: Path | None = None,
 ) -> tuple[Router, bool]:
     """(fitted router, True if it came from the cache) for `method` on `fold`.
 
     `settings` go to the router's constructor (baselines) or override `TrainingConfig` fields
-    (locus). An unreadable cache entry is refitted.
+    (locus); `locus_settings` are added to them for LOCUS only, so a suite can pass one set of
+    options for every method. An unreadable cache entry is refitted.
     """
     if method not in METHODS:
         raise LocusInputError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
     settings = dict(settings or {})
+    if method == "locus":
+        settings.update(locus_settings or {})
     folder = None if cache_dir is None else cache_dir / method / fold.key(method, settings)
     if folder is not None and folder.exists():
         try:

@@ -185,10 +185,7 @@ def run_onboarding(
             }
             for method in methods:
                 router, cached = fit_method(
-                    method,
-                    fold,
-                    settings=dict(locus_settings or {}) if method == "locus" else {},
-                    cache_dir=cache_dir,
+                    method, fold, locus_settings=locus_settings, cache_dir=cache_dir
                 )
                 base_pool = None
                 if method == "locus":

@@ -110,9 +110,15 @@ class _LearnedRouter(BaselineRouter):
         self.history_ = list(settings["history"])
         self.arrays_ = dict(arrays)
 
-    def _onboard(
-        self, name: str, llm_id: str, vectors: NDArray[np.float32], scores: Sequence[float]
-    ) -> None:
+    _per_llm: str  # the array with one row per LLM (logit = features @ row + offset)
+
+    def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
+        self._check_fitted()
+        features, offset = self._linear_in_llm(query_vectors)
+        return _sigmoid(features @ self.arrays_[self._per_llm].T + offset[:, None])
+
+    def add_llm(self, llm_id: str, vectors: NDArray[np.float32], scores: Sequence[float]) -> None:
+        name = self._per_llm
         new = self._new_llm(llm_id, vectors, scores)
         features, offset = self._linear_in_llm(new.vectors)
         known = self.arrays_[name].astype(np.float64)
@@ -143,6 +149,7 @@ class MFRouter(_LearnedRouter):
     """
 
     kind = "mf"
+    _per_llm = "llm_vectors"
 
     def _linear_in_llm(
         self, vectors: NDArray[np.float32]
@@ -152,14 +159,6 @@ class MFRouter(_LearnedRouter):
         projected = vectors @ a["project_weight"].T + a["project_bias"]  # (n, d)
         features = projected * a["head_weight"]
         return features, np.full(len(vectors), a["head_bias"][0], dtype=np.float32)
-
-    def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
-        self._check_fitted()
-        features, offset = self._linear_in_llm(query_vectors)
-        return _sigmoid(features @ self.arrays_["llm_vectors"].T + offset[:, None])
-
-    def add_llm(self, llm_id: str, vectors: NDArray[np.float32], scores: Sequence[float]) -> None:
-        self._onboard("llm_vectors", llm_id, vectors, scores)
 
 
 class IRTRouter(_LearnedRouter):
@@ -173,6 +172,7 @@ class IRTRouter(_LearnedRouter):
     """
 
     kind = "irt"
+    _per_llm = "ability"
 
     def _linear_in_llm(
         self, vectors: NDArray[np.float32]
@@ -183,11 +183,3 @@ class IRTRouter(_LearnedRouter):
         discrimination = hidden @ a["discrimination_weight"].T + a["discrimination_bias"]
         difficulty = hidden @ a["difficulty_weight"] + a["difficulty_bias"][0]
         return discrimination, -difficulty
-
-    def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
-        self._check_fitted()
-        features, offset = self._linear_in_llm(query_vectors)
-        return _sigmoid(features @ self.arrays_["ability"].T + offset[:, None])
-
-    def add_llm(self, llm_id: str, vectors: NDArray[np.float32], scores: Sequence[float]) -> None:
-        self._onboard("ability", llm_id, vectors, scores)
