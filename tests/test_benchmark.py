@@ -101,6 +101,24 @@ def test_anchors_suite_ranks_methods_as_planted(data: WorkspaceTable, tmp_path: 
     assert png.read_bytes()[:4] == b"\x89PNG"
 
 
+def test_parallel_fits_give_the_same_figures(data: WorkspaceTable, tmp_path: Path) -> None:
+    def run(workers: int, cache: Path) -> dict:
+        return run_anchors(
+            data, seeds=[0], evidence=[16], methods=["locus", "cluster", "best-single"],
+            cache_dir=cache, locus_settings=FAST_LOCUS, workers=workers,
+        )  # fmt: skip
+
+    serial, parallel = run(1, tmp_path / "serial"), run(2, tmp_path / "parallel")
+    for method in ("locus", "cluster", "best-single"):
+        one, two = serial["per_seed"][method]["16"][0], parallel["per_seed"][method]["16"][0]
+        for metric in ("hit@1", "auroc", "log_loss"):
+            assert two[metric] == pytest.approx(one[metric], abs=1e-6), (method, metric)
+        assert not two["cached"]
+    # the workers wrote the fits where the serial path reads them: a re-run fits nothing
+    again = run(2, tmp_path / "parallel")
+    assert all(again["per_seed"][m]["16"][0]["cached"] for m in ("locus", "cluster"))
+
+
 def test_a_damaged_cache_entry_is_refitted(data: WorkspaceTable, tmp_path: Path) -> None:
     fold = _fold(data, 16, seed=0)
     router, cached = fit_method("knn", fold, cache_dir=tmp_path)
@@ -138,6 +156,42 @@ def test_cli_benchmark_writes_json_and_png(workspace: Path, tmp_path: Path) -> N
     # the planted pool has no costs: the cost suite says what it needs
     no_costs = runner.invoke(app, ["benchmark", "cost", "-w", str(workspace), "--seed", "0"])
     assert no_costs.exit_code != 0 and "needs per-query costs" in str(no_costs.exception)
+
+
+def test_a_subsample_keeps_each_split_in_proportion(data: WorkspaceTable) -> None:
+    n = len(data.splits) // 3
+    small = data.subsample(n, seed=0)
+    assert len(small.splits) == n == small.table.n_queries == len(small.vectors)
+    for split in ("train", "val", "test"):
+        share = len(data.rows(split)) / len(data.splits)
+        assert abs(len(small.rows(split)) - share * n) <= 1, split
+    # rows stay aligned: each kept query keeps its own vector, scores and split
+    index = {h: i for i, h in enumerate(data.table.text_hashes)}
+    rows = [index[h] for h in small.table.text_hashes]
+    np.testing.assert_array_equal(small.vectors, data.vectors[rows])
+    np.testing.assert_array_equal(small.table.scores, data.table.scores[rows])
+    assert small.splits.tolist() == data.splits[rows].tolist()
+    # the seed picks the queries
+    assert small.table.text_hashes == data.subsample(n, seed=0).table.text_hashes
+    assert small.table.text_hashes != data.subsample(n, seed=1).table.text_hashes
+    for bad in (5, len(data.splits) + 1):
+        with pytest.raises(LocusInputError, match="a subsample of"):
+            data.subsample(bad, seed=0)
+
+
+def test_cli_runs_each_seed_on_its_own_subsample(workspace: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    args = ["benchmark", "anchors", "-w", str(workspace), "--seed", "0", "--seed", "1",
+            "--evidence", "8", "--method", "knn", "--method", "best-single", "--queries", "90",
+            "--pool", "planted", "--out", str(tmp_path), "--json", "-q"]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    written = json.loads((tmp_path / "anchors-planted-90q.json").read_text())
+    assert written["subsample"] == 90 and sum(written["queries"].values()) == 90
+    oracles = [run["oracle"] for run in written["per_seed"]["knn"]["8"]]
+    assert len(oracles) == 2 and written["oracle"] == pytest.approx(np.mean(oracles))
+    too_many = runner.invoke(app, [*args[:-4], "--queries", "100000"])
+    assert too_many.exit_code != 0 and "a subsample of 100,000" in str(too_many.exception)
 
 
 def test_efficiency_interpolates_the_evidence_to_match_locus() -> None:

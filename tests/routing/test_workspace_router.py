@@ -54,15 +54,37 @@ def test_stored_texts_use_cached_vectors_and_new_ones_are_encoded_once(workspace
         decisions = router.route_texts([f"  {text}\r\n" for text in known])
         assert len(decisions) == 50 and encoder.texts == 0 and router.cache_hits == 50
         fresh = ["integral derivative limit new", "court jury verdict new"]
-        first = router.route_texts(fresh * 3)
+        first = router.route_texts(fresh * 3, guarded=False)
         assert encoder.calls == 1 and encoder.texts == 2  # each new text encoded once
-        again = router.route_texts(fresh)
+        again = router.route_texts(fresh, guarded=False)
         assert encoder.texts == 2  # then served from memory
         assert [d.llm_id for d in again] == [d.llm_id for d in first[:2]]
         assert first[0].llm_id.startswith("math-") and first[1].llm_id.startswith("law-")
         assert router.loads == 1
         with pytest.raises(LocusInputError, match="empty"):
             router.route_texts(["  "])
+
+
+def test_the_fits_guard_routes_by_default(workspace: Path) -> None:
+    texts = [f"{topic} question {i}" for i in range(20) for topic in ("court jury", "integral")]
+    with Store.open(workspace) as store:
+        router = WorkspaceRouter(store, text_encoder=HashingEncoder(ENCODER_DIM))
+        guard = router.guard
+        assert guard is not None and guard.default in router.llm_ids
+        assert guard.validation["queries"] > 0 and "unguarded_hit@1" in guard.validation
+        every = len(router.llm_ids)
+        guarded = router.route_texts(texts, top=every)
+        free = router.route_texts(texts, top=every, guarded=False)
+    for held, plain in zip(guarded, free, strict=True):
+        # a query leaves the default only where the unguarded choice beats it by the margin
+        best = plain.ranked[0]
+        default_p = next(c.p_correct for c in held.ranked if c.llm_id == guard.default)
+        if held.llm_id == guard.default:
+            assert held.held == (best.llm_id != guard.default)
+            assert best.p_correct - default_p <= guard.margin + 1e-9
+        else:
+            assert held.llm_id == best.llm_id and best.p_correct - default_p > guard.margin
+        assert not plain.held
 
 
 def test_costs_come_from_the_workspace(workspace: Path) -> None:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 
 import numpy as np
 
 
-def mean_sd(values: list[float]) -> dict[str, float]:
-    """{"mean", "sd"} of the values that are not NaN (sd 0 for one value, NaN for none)."""
-    clean = [v for v in values if v == v]
+def mean_sd(values: Sequence[float | None]) -> dict[str, float]:
+    """{"mean", "sd"} of the values that are not NaN or None (sd 0 for one, NaN for none)."""
+    clean = [v for v in values if v is not None and v == v]
     if not clean:
         return {"mean": float("nan"), "sd": float("nan")}
     return {

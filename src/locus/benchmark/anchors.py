@@ -25,14 +25,28 @@ import numpy as np
 
 from locus._progress import ProgressFactory, no_progress
 from locus.benchmark._stats import log_loss, mean_sd
-from locus.benchmark.methods import METHODS, Fold, fit_method
+from locus.benchmark.methods import (
+    METHODS,
+    SLOW_METHODS,
+    Fold,
+    cache_key,
+    fit_in_parallel,
+    fit_method,
+)
 from locus.data.anchors import choose_anchors
 from locus.errors import LocusInputError
-from locus.metrics import correctness_metrics, oracle_accuracy, routing_accuracy
+from locus.metrics import (
+    best_single_accuracy,
+    correctness_metrics,
+    oracle_accuracy,
+    routing_accuracy,
+    routing_choices,
+)
 from locus.pipeline import WorkspaceTable
 from locus.routing import PerTaskRouter, Router
+from locus.routing.guard import fit_guard, guarded_proba
 
-__all__ = ["DEFAULT_EVIDENCE", "evidence_fold", "fitted_test_proba", "run_anchors"]
+__all__ = ["DEFAULT_EVIDENCE", "evidence_fold", "fitted_proba", "run_anchors"]
 
 DEFAULT_EVIDENCE: tuple[int | str, ...] = (16, 32, 64, 128, 256, 512, 1024, "all")
 
@@ -56,6 +70,8 @@ def _parse_sizes(sizes: Sequence[int | str]) -> list[int | str]:
 
 
 DRAWS = ("shared", "per-llm")
+SUMMARISED = ("hit@1", "headroom", "guarded_hit@1", "guarded_headroom", "moved", "accuracy",
+              "auroc", "ece", "log_loss")  # fmt: skip
 
 
 def evidence_fold(data: WorkspaceTable, size: int | str, seed: int, draw: str = "shared") -> Fold:
@@ -104,18 +120,19 @@ def _embed_from_all(router: Router, fold: Fold) -> None:
     model.set_embeddings(list(fold.table.llm_ids), model.embed_many(evidence), counts)
 
 
-def fitted_test_proba(
+def fitted_proba(
     method: str,
     fold: Fold,
     size: int | str,
     data: WorkspaceTable,
     *,
+    splits: Sequence[str] = ("test",),
     locus_settings: dict[str, Any] | None = None,
     cache_dir: Path | None = None,
-) -> tuple[np.ndarray, bool]:
-    """(P(correct) on the test queries (n_test, n_llms), from the cache?) of `method` fitted
-    on `fold`, whose evidence size is `size`. LOCUS at "all" embeds every LLM from all its
-    training scores; the per-task router reads the test queries' true tasks."""
+) -> tuple[dict[str, np.ndarray], bool]:
+    """({split: P(correct) (n_split, n_llms)} for each of `splits`, from the cache?) of
+    `method` fitted on `fold`, whose evidence size is `size`. LOCUS at "all" embeds every LLM
+    from all its training scores; the per-task router reads the queries' true tasks."""
     router, cached = fit_method(
         method,
         fold,
@@ -124,11 +141,31 @@ def fitted_test_proba(
     )
     if method == "locus" and size == "all":
         _embed_from_all(router, fold)
-    test = data.rows("test")
-    if method == "per-task":
-        assert isinstance(router, PerTaskRouter)
-        return router.predict_proba_for_tasks([data.table.tasks[i] for i in test]), cached
-    return np.asarray(router.predict_proba(data.vectors[test]), dtype=np.float64), cached
+    out = {}
+    for split in splits:
+        rows = data.rows(split)
+        if method == "per-task":
+            assert isinstance(router, PerTaskRouter)
+            proba = router.predict_proba_for_tasks([data.table.tasks[i] for i in rows])
+        else:
+            proba = router.predict_proba(data.vectors[rows])
+        out[split] = np.asarray(proba, dtype=np.float64)
+    return out, cached
+
+
+def _guarded(
+    proba: dict[str, np.ndarray], fold: Fold, pool: WorkspaceTable, truth: np.ndarray
+) -> tuple[float, float | None, float]:
+    """(test hit@1, margin (None: always the default), share of test queries moved) of the
+    guard chosen on validation, the default the best LLM on the fold's training evidence:
+    `locus.routing.guard`."""
+    default, _ = best_single_accuracy(fold.table.scores[fold.train_rows], truth)
+    guard = fit_guard(
+        proba["val"], pool.table.scores[pool.rows("val")], list(fold.table.llm_ids), default
+    )
+    ranked = guarded_proba(proba["test"], default, guard.margin)
+    moved = float(np.mean(routing_choices(ranked, truth) != default))
+    return routing_accuracy(ranked, truth), guard.as_dict()["margin"], moved
 
 
 def run_anchors(
@@ -140,6 +177,8 @@ def run_anchors(
     cache_dir: Path | None = None,
     locus_settings: dict[str, Any] | None = None,
     draw: str = "shared",
+    queries: int | None = None,
+    workers: int = 1,
     progress: ProgressFactory = no_progress,
 ) -> dict[str, Any]:
     """Run the suite; a JSON-ready dict of per-seed values and mean ± sd per method and size.
@@ -147,12 +186,18 @@ def run_anchors(
     `draw`: "shared" (every LLM's A scores are on the same A queries, a common probe set: then
     every method trains on A queries in all) or "per-llm" (each LLM its own A random training
     queries, as in evaluation logs where LLMs were scored on different samples).
+    `queries`: run each seed on its own random subsample of that many queries
+    (`WorkspaceTable.subsample`), a small pool drawn from a large one.
+    `workers` > 1 (with a `cache_dir`): the slow fits run first on that many one-thread
+    processes (`fit_in_parallel`); the figures are the same, only sooner.
 
     Raises:
         LocusInputError: an unknown method or draw, a bad evidence size, or no test queries.
     """
     if draw not in DRAWS:
         raise LocusInputError(f"unknown draw {draw!r}; expected one of {', '.join(DRAWS)}")
+    if not seeds:
+        raise LocusInputError("a suite needs at least one seed")
     sizes = _parse_sizes(evidence)
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
@@ -161,36 +206,56 @@ def run_anchors(
         )
     if "per-task" in methods and all(t is None for t in data.table.tasks):
         methods = [m for m in methods if m != "per-task"]
-    test = data.rows("test")
-    if len(test) == 0:
+    if len(data.rows("test")) == 0:
         raise LocusInputError("the anchors suite needs test queries; the split has none")
-    truth = data.table.scores[test]
-    oracle = oracle_accuracy(truth)
     started = time.perf_counter()
-    per_seed: dict[str, dict[str, list[dict[str, float]]]] = {
+    per_seed: dict[str, dict[str, list[dict[str, float | None]]]] = {
         m: {str(s): [] for s in sizes} for m in methods
     }
+    oracles: list[float] = []
+    pools = {seed: data if queries is None else data.subsample(queries, seed) for seed in seeds}
+    settings_of = {size: {**_locus_settings(size), **(locus_settings or {})} for size in sizes}
+    fit_seconds: dict[str, float] = {}
+    if workers > 1 and cache_dir is not None:
+        jobs = [
+            (method, evidence_fold(pools[seed], size, seed, draw), settings_of[size])
+            for size in reversed(sizes)  # the largest evidence trains longest: first
+            for method in methods
+            if method in SLOW_METHODS
+            for seed in seeds
+        ]
+        fit_seconds = fit_in_parallel(jobs, cache_dir, workers=workers, progress=progress)
     with progress("anchors suite: fitting", total=len(seeds) * len(sizes) * len(methods)) as step:
         for seed in seeds:
+            pool = pools[seed]
+            truth = pool.table.scores[pool.rows("test")]
+            oracle = oracle_accuracy(truth)
+            oracles.append(oracle)
             for size in sizes:
-                fold = evidence_fold(data, size, seed, draw)
-                fitted: dict[str, tuple[np.ndarray, float, bool]] = {}
+                fold = evidence_fold(pool, size, seed, draw)
+                fitted: dict[str, tuple[dict[str, np.ndarray], float, bool]] = {}
                 for method in methods:
                     t = time.perf_counter()
-                    proba, cached = fitted_test_proba(
-                        method, fold, size, data, locus_settings=locus_settings,
-                        cache_dir=cache_dir,
+                    predicted, cached = fitted_proba(
+                        method, fold, size, pool, splits=("val", "test"),
+                        locus_settings=locus_settings, cache_dir=cache_dir,
                     )  # fmt: skip
-                    fitted[method] = (proba, time.perf_counter() - t, cached)
+                    seconds = time.perf_counter() - t
+                    key = cache_key(method, fold, settings_of[size])
+                    if key in fit_seconds:  # fitted by a worker just now
+                        seconds, cached = fit_seconds[key], False
+                    fitted[method] = (predicted, seconds, cached)
                     step(1)
                 single = (
-                    routing_accuracy(fitted["best-single"][0], truth)
+                    routing_accuracy(fitted["best-single"][0]["test"], truth)
                     if "best-single" in fitted
                     else float("nan")
                 )
-                for method, (proba, seconds, cached) in fitted.items():
+                for method, (both, seconds, cached) in fitted.items():
+                    proba = both["test"]
                     hit = routing_accuracy(proba, truth)
                     quality = correctness_metrics(proba, truth)
+                    guarded_hit, margin, moved = _guarded(both, fold, pool, truth)
                     per_seed[method][str(size)].append(
                         {
                             "seed": seed,
@@ -202,16 +267,20 @@ def run_anchors(
                             "auroc": quality["auroc"],
                             "ece": quality["ece"],
                             "log_loss": log_loss(proba, truth),
+                            "guarded_hit@1": guarded_hit,
+                            "guarded_headroom": (guarded_hit - single) / (oracle - single)
+                            if oracle > single
+                            else float("nan"),
+                            "guard_margin": margin,
+                            "moved": moved,
+                            "oracle": oracle,
                             "seconds": seconds,
                             "cached": cached,
                         }
                     )
     summary = {
         method: {
-            size: {
-                metric: mean_sd([run[metric] for run in runs])
-                for metric in ("hit@1", "headroom", "accuracy", "auroc", "ece", "log_loss")
-            }
+            size: {metric: mean_sd([run[metric] for run in runs]) for metric in SUMMARISED}
             for size, runs in by_size.items()
         }
         for method, by_size in per_seed.items()
@@ -223,9 +292,10 @@ def run_anchors(
         "evidence": [str(s) for s in sizes],
         "methods": list(methods),
         "llms": data.table.n_llms,
-        "queries": {split: len(data.rows(split)) for split in ("train", "val", "test")},
+        "queries": {split: len(pool.rows(split)) for split in ("train", "val", "test")},
+        "subsample": queries,
         "encoder": data.encoder,
-        "oracle": oracle,
+        "oracle": float(np.mean(oracles)),
         "per_seed": per_seed,
         "summary": summary,
         "wall_seconds": time.perf_counter() - started,

@@ -27,7 +27,7 @@ import numpy as np
 
 from locus._progress import ProgressFactory, no_progress
 from locus.benchmark._stats import mean_sd
-from locus.benchmark.anchors import evidence_fold, fitted_test_proba
+from locus.benchmark.anchors import evidence_fold, fitted_proba
 from locus.benchmark.methods import METHODS
 from locus.errors import LocusInputError
 from locus.pipeline import WorkspaceTable
@@ -159,10 +159,10 @@ def run_cost(
         for seed in seeds:
             fold = evidence_fold(data, "all", seed)
             for method in methods:
-                proba, cached = fitted_test_proba(
+                both, cached = fitted_proba(
                     method, fold, "all", data, locus_settings=locus_settings, cache_dir=cache_dir
                 )
-                proba = proba[complete]
+                proba = both["test"][complete]
                 points = _sweep(proba, expected, truth, real)
                 curve = hull(points)
                 at_cheapest = hull_accuracy_at(curve, float(singles[cheapest, 0]))

@@ -139,9 +139,13 @@ def run_onboarding(
     families: Mapping[str, str] | None = None,
     cache_dir: Path | None = None,
     locus_settings: dict[str, Any] | None = None,
+    queries: int | None = None,
     progress: ProgressFactory = no_progress,
 ) -> dict[str, Any]:
     """Run the suite; a JSON-ready dict of per-seed values and mean ± sd per method and k.
+
+    `queries`: run each seed on its own random subsample of that many queries
+    (`WorkspaceTable.subsample`).
 
     Raises:
         LocusInputError: a method that cannot onboard, bad k, or nothing to hold out.
@@ -152,15 +156,14 @@ def run_onboarding(
             f"method {unknown[0]!r} cannot onboard LLMs; expected some of "
             f"{', '.join(ONBOARDING_METHODS)}"
         )
+    if not seeds:
+        raise LocusInputError("a suite needs at least one seed")
     if any(int(k) < 1 for k in ks):
         raise LocusInputError("onboarding: every k must be at least 1 score")
     llm_ids = list(data.table.llm_ids)
     named = {llm: (families or {}).get(llm) or family_of(llm) for llm in llm_ids}
-    train, val, test = data.rows("train"), data.rows("val"), data.rows("test")
-    if len(test) == 0:
+    if len(data.rows("test")) == 0:
         raise LocusInputError("the onboarding suite needs test queries; the split has none")
-    truth = data.table.scores[test]
-    observed = ~np.isnan(data.table.scores)
     sizes: list[int | None] = [int(k) for k in ks] + [None]
     labels = [str(k) for k in ks] + ["all"]
     started = time.perf_counter()
@@ -170,14 +173,18 @@ def run_onboarding(
     held_out_by_seed: dict[str, list[str]] = {}
     with progress("onboarding suite", total=len(seeds) * len(methods)) as step:
         for seed in seeds:
+            pool = data if queries is None else data.subsample(queries, seed)
+            train, val, test = pool.rows("train"), pool.rows("val"), pool.rows("test")
+            truth = pool.table.scores[test]
+            observed = ~np.isnan(pool.table.scores)
             held_names = _held_out(llm_ids, named, holdout_share, seed)
             held_out_by_seed[str(seed)] = held_names
             held = [llm_ids.index(name) for name in held_names]
             known = [c for c in range(len(llm_ids)) if c not in held]
-            scores = data.table.scores.copy()
+            scores = pool.table.scores.copy()
             scores[test] = np.nan
-            table = replace(data.table, scores=scores).select_llms([llm_ids[c] for c in known])
-            fold = Fold(table, data.vectors, train, val, data.encoder, seed,
+            table = replace(pool.table, scores=scores).select_llms([llm_ids[c] for c in known])
+            fold = Fold(table, pool.vectors, train, val, pool.encoder, seed,
                         f"seed {seed}, {len(held)} LLMs held out")  # fmt: skip
             evidence = {
                 size: {c: _evidence_rows(observed, train, c, size, seed) for c in held}
@@ -194,9 +201,9 @@ def run_onboarding(
                                  [int(n) for n in model.evidence_counts_])  # fmt: skip
                 for size, label in zip(sizes, labels, strict=True):
                     t = time.perf_counter()
-                    onboarded = _onboarded(router, data, held, evidence[size], base_pool)
+                    onboarded = _onboarded(router, pool, held, evidence[size], base_pool)
                     order = [list(onboarded.llm_ids).index(name) for name in llm_ids]
-                    proba = np.asarray(onboarded.predict_proba(data.vectors[test]))[:, order]
+                    proba = np.asarray(onboarded.predict_proba(pool.vectors[test]))[:, order]
                     quality = correctness_metrics(proba[:, held], truth[:, held])
                     per_seed[method][label].append(
                         {
@@ -228,7 +235,8 @@ def run_onboarding(
         "llms": len(llm_ids),
         "families": named,
         "held_out": held_out_by_seed,
-        "queries": {s: len(data.rows(s)) for s in ("train", "val", "test")},
+        "queries": {s: len(pool.rows(s)) for s in ("train", "val", "test")},
+        "subsample": queries,
         "encoder": data.encoder,
         "per_seed": per_seed,
         "summary": summary,

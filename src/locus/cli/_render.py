@@ -173,3 +173,24 @@ def fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     return str(value)
+
+
+def guard_line(guard: Any) -> str:
+    """One line on a routing guard (`locus.routing.guard.Guard`) and what it did on the
+    validation queries it was chosen on."""
+    val = guard.validation
+    if guard.always_default:
+        head = (
+            f"routing guard: every query goes to {guard.default}; on validation, routing did "
+            "not beat it by a standard error"
+        )
+    else:
+        head = (
+            f"routing guard: {guard.default} unless another LLM's P(correct) is higher by "
+            f"{guard.margin:.3f}; moves {val.get('moved', float('nan')):.0%} of queries"
+        )
+    return (
+        f"{head} (validation hit@1: guarded {val.get('hit@1', float('nan')):.4f}, unguarded "
+        f"{val.get('unguarded_hit@1', float('nan')):.4f}, {guard.default} alone "
+        f"{val.get('default_hit@1', float('nan')):.4f})"
+    )

@@ -65,6 +65,24 @@ def benchmark_command(
         Path, typer.Option("--out", help="Folder for <suite>-<pool>.json and .png.")
     ] = Path("benchmark-results"),
     split_seed: Annotated[int, typer.Option("--split-seed", help="Hash split of queries.")] = 0,
+    queries: Annotated[
+        int | None,
+        typer.Option(
+            "--queries",
+            min=10,
+            help="anchors/efficiency/onboarding: each seed on its own random subsample of this "
+            "many queries (a small pool drawn from a large one; output name <pool>-<N>q).",
+        ),
+    ] = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            min=1,
+            help="anchors/efficiency: processes for the slow fits (one thread each); the "
+            "figures do not change.",
+        ),
+    ] = 1,
     workspace: WorkspaceOption = None,
     quiet: QuietOption = False,
     as_json: JsonOption = False,
@@ -92,8 +110,15 @@ def benchmark_command(
         data = workspace_table(store, split_seed=split_seed)
         cache_root = Path(store.workspace) / "benchmark-cache"
         name = pool or Path(store.workspace).resolve().name.lstrip(".") or "pool"
+    if queries is not None:
+        if suite == "cost":
+            raise LocusInputError("--queries applies to anchors, efficiency and onboarding")
+        data.subsample(queries, 0)  # a bad size fails here, before any fit
+        name = f"{name}-{queries}q"
     if suite == "onboarding":
-        _onboarding(data, name, seeds, ks, methods, holdout_share, cache_root, out, quiet, as_json)
+        _onboarding(
+            data, name, seeds, ks, methods, holdout_share, queries, cache_root, out, quiet, as_json
+        )
         return
     if suite == "cost":
         _cost(data, name, seeds, methods, cache_root, out, quiet, as_json)
@@ -107,6 +132,8 @@ def benchmark_command(
         methods=chosen,
         cache_dir=cache,
         draw=draw,
+        queries=queries,
+        workers=workers,
         progress=progress_bars(quiet or as_json),
     )
     if draw != "shared":
@@ -136,7 +163,7 @@ def benchmark_command(
         f"seeds {', '.join(map(str, result['seeds']))}; oracle {result['oracle']:.4f}; "
         f"{result['wall_seconds']:.0f} s"
     )
-    for metric in ("hit@1", "headroom", "auroc", "ece"):
+    for metric in ("hit@1", "guarded_hit@1", "moved", "headroom", "auroc", "ece"):
         console.print(f"\n{metric} (mean ± sd), by scores per LLM:")
         console.print(anchors_table(result, metric), markup=False)
     _wrote(json_path, png_path)
@@ -149,6 +176,7 @@ def _onboarding(
     ks: list[int] | None,
     methods: list[str] | None,
     holdout_share: float,
+    queries: int | None,
     cache_root: Path,
     out: Path,
     quiet: bool,
@@ -163,6 +191,7 @@ def _onboarding(
         ks=ks or list(DEFAULT_K),
         methods=methods or list(ONBOARDING_METHODS),
         holdout_share=holdout_share,
+        queries=queries,
         cache_dir=cache_root / "onboarding",
         progress=progress_bars(quiet or as_json),
     )

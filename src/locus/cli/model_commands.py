@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from locus.cli._app import ArtifactOption, JsonOption, QuietOption, WorkspaceOption, app
-from locus.cli._render import print_json, stdout_console, training_bar
+from locus.cli._render import guard_line, print_json, stdout_console, training_bar
 from locus.cli.data_commands import open_store
 from locus.errors import LocusInputError
 
@@ -80,6 +80,8 @@ def fit_command(
         f"training queries in {report.seconds:.0f} s; best validation hit@1 "
         f"{report.best_val_routing_accuracy:.4f} at step {report.best_step}"
     )
+    if report.guard is not None:
+        stdout_console().print(guard_line(report.guard), markup=False)
 
 
 @app.command("embed")
@@ -148,7 +150,12 @@ def _render_evaluation(result: Any) -> None:
     summary = Table(show_header=True)
     summary.add_column("router")
     summary.add_column("hit@1", justify="right")
-    summary.add_row("LOCUS", f"{routing.hit_at_1:.4f}")
+    if routing.guard is not None:
+        moved = f"{routing.moved:.0%} of queries moved off {routing.guard['default']}"
+        summary.add_row(f"LOCUS, guarded ({moved})", f"{routing.hit_at_1:.4f}")
+        summary.add_row("LOCUS, unguarded (--no-guard)", f"{routing.unguarded_hit_at_1:.4f}")
+    else:
+        summary.add_row("LOCUS", f"{routing.hit_at_1:.4f}")
     summary.add_row(f"best single LLM ({base.best_single_llm_id})", f"{base.best_single_llm:.4f}")
     summary.add_row("best LLM per task", f"{base.best_llm_per_task:.4f}")
     summary.add_row("random LLM", f"{base.random:.4f}")

@@ -30,6 +30,14 @@ def route_command(
     unavailable: Annotated[
         list[str] | None, typer.Option("--unavailable", help="An LLM never to choose.")
     ] = None,
+    no_guard: Annotated[
+        bool,
+        typer.Option(
+            "--no-guard",
+            help="Rank by P(correct) alone, without the fit's guard (which keeps a query on "
+            "the best single LLM unless another is better by a margin chosen on validation).",
+        ),
+    ] = False,
     artifact: ArtifactOption = "default",
     workspace: WorkspaceOption = None,
     as_json: JsonOption = False,
@@ -43,6 +51,7 @@ def route_command(
         cost_weight=cost_weight,
         max_cost=max_cost,
         unavailable=unavailable or (),
+        guarded=not no_guard,
         as_json=as_json,
     )
 
@@ -56,6 +65,7 @@ def route_and_render(
     cost_weight: float = 0.0,
     max_cost: float | None = None,
     unavailable: tuple[str, ...] | list[str] = (),
+    guarded: bool = True,
     as_json: bool = False,
 ) -> None:
     """Load the workspace router once, route every text, print the choices."""
@@ -66,7 +76,12 @@ def route_and_render(
         router = WorkspaceRouter(store, artifact)
         loaded = time.perf_counter()
         decisions = router.route_texts(
-            texts, top=top, cost_weight=cost_weight, max_cost=max_cost, unavailable=unavailable
+            texts,
+            top=top,
+            cost_weight=cost_weight,
+            max_cost=max_cost,
+            unavailable=unavailable,
+            guarded=guarded,
         )
         routed = time.perf_counter()
     if len(texts) > 1:
@@ -88,6 +103,7 @@ def route_and_render(
             f"[bold]{decision.llm_id}[/] P(correct) {decision.p_correct:.2f}"
             + (f"  ${decision.cost_usd:.6f}" if decision.cost_usd is not None else "")
             + (f"  (then {others})" if others else "")
+            + ("  [dim](held by the guard)[/]" if decision.held else "")
             + f"\n  {shown!r}"
         )
 

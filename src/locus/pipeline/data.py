@@ -39,6 +39,40 @@ class WorkspaceTable:
         """Row indices of one split."""
         return np.flatnonzero(self.splits == split)
 
+    def subsample(self, n_queries: int, seed: int) -> WorkspaceTable:
+        """`n_queries` queries drawn at random (by `seed`), each split in proportion, so a
+        small pool keeps the large one's train / validation / test shares.
+
+        Raises:
+            LocusInputError: `n_queries` below 10 or above the table's queries.
+        """
+        total = len(self.splits)
+        if not 10 <= n_queries <= total:
+            raise LocusInputError(
+                f"a subsample of {n_queries:,} queries: expected 10 to {total:,} (the pool's)"
+            )
+        rng = np.random.default_rng([seed, n_queries])
+        names = sorted(set(self.splits.tolist()))
+        counts = {name: len(self.rows(name)) for name in names}
+        # largest remainder, so the shares add up to exactly n_queries
+        exact = {name: n_queries * counts[name] / total for name in names}
+        take = {name: int(exact[name]) for name in names}
+        for name in sorted(names, key=lambda s: exact[s] - take[s], reverse=True):
+            if sum(take.values()) == n_queries:
+                break
+            take[name] += 1
+        rows = np.sort(
+            np.concatenate(
+                [rng.choice(self.rows(name), take[name], replace=False) for name in names]
+            )
+        )
+        return WorkspaceTable(
+            table=self.table.select_queries(rows),
+            vectors=self.vectors[rows],
+            splits=self.splits[rows],
+            encoder=self.encoder,
+        )
+
 
 def workspace_table(
     store: Store, *, split_seed: int = 0, llm_ids: Sequence[str] | None = None

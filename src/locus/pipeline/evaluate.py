@@ -15,6 +15,7 @@ from locus import metrics
 from locus.errors import LocusInputError
 from locus.pipeline.data import workspace_table
 from locus.pipeline.fit import load_workspace_locus
+from locus.routing.guard import Guard, guarded_proba
 from locus.routing.workspace import DEFAULT_ARTIFACT
 from locus.store import Store
 
@@ -30,14 +31,29 @@ __all__ = [
 
 @dataclass(frozen=True)
 class RoutingMetrics:
-    """hit@k: mean true score of the best of the k highest-ranked LLMs, over the queries."""
+    """hit@k: mean true score of the best of the k highest-ranked LLMs, over the queries.
+
+    `hit_at_1` is what `locus route` does: with the artifact's guard when it has one
+    (`unguarded_hit_at_1` without it); `moved`: the share of queries the guarded router sends
+    to another LLM than the guard's default (None without a guard).
+    """
 
     hit_at_1: float
     hit_at_3: float
     hit_at_5: float
+    unguarded_hit_at_1: float
+    moved: float | None = None
+    guard: dict[str, Any] | None = None
 
-    def as_dict(self) -> dict[str, float]:
-        return {"hit@1": self.hit_at_1, "hit@3": self.hit_at_3, "hit@5": self.hit_at_5}
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "hit@1": self.hit_at_1,
+            "hit@3": self.hit_at_3,
+            "hit@5": self.hit_at_5,
+            "unguarded_hit@1": self.unguarded_hit_at_1,
+            "moved": self.moved,
+            "guard": self.guard,
+        }
 
 
 @dataclass(frozen=True)
@@ -132,13 +148,20 @@ def evaluate_workspace(
     tasks = [table.tasks[i] for i in rows]
     train_tasks = [table.tasks[i] for i in train_rows]
     best_index, best_single = metrics.best_single_accuracy(table.scores[train_rows], truth)
+    unguarded = metrics.routing_accuracy(proba, truth)
+    guard = Guard.from_dict(model.metadata["guard"]) if model.metadata.get("guard") else None
+    routed, moved = proba, None
+    if guard is not None and guard.default in llm_ids:
+        default = llm_ids.index(guard.default)
+        routed = guarded_proba(proba, default, guard.margin)
+        moved = float(np.mean(metrics.routing_choices(routed, truth) != default))
     per_task: dict[str, TaskEvaluation] = {}
     task_array = np.asarray(tasks, dtype=object)
     for task in sorted({t for t in tasks if t is not None}):
         mask = task_array == task
         per_task[task] = TaskEvaluation(
             queries=int(mask.sum()),
-            hit_at_1=metrics.routing_accuracy(proba[mask], truth[mask]),
+            hit_at_1=metrics.routing_accuracy(routed[mask], truth[mask]),
             best_single_llm=metrics.best_single_accuracy(table.scores[train_rows], truth[mask])[1],
             oracle=metrics.oracle_accuracy(truth[mask]),
         )
@@ -149,9 +172,12 @@ def evaluate_workspace(
         queries=len(rows),
         llms=len(llm_ids),
         routing=RoutingMetrics(
-            hit_at_1=metrics.routing_accuracy(proba, truth),
-            hit_at_3=metrics.top_k_hit(proba, truth, 3),
-            hit_at_5=metrics.top_k_hit(proba, truth, 5),
+            hit_at_1=metrics.routing_accuracy(routed, truth),
+            hit_at_3=metrics.top_k_hit(routed, truth, 3),
+            hit_at_5=metrics.top_k_hit(routed, truth, 5),
+            unguarded_hit_at_1=unguarded,
+            moved=moved,
+            guard=None if guard is None else guard.as_dict(),
         ),
         correctness=CorrectnessMetrics(
             accuracy=correctness["accuracy"],

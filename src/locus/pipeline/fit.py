@@ -13,11 +13,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from locus import metrics
+from locus.data.table import ScoreTable
 from locus.errors import LocusNotFoundError
 from locus.locus import Locus
 from locus.nn.config import TrainingConfig
 from locus.nn.training import ProgressCallback
 from locus.pipeline.data import workspace_table
+from locus.routing.guard import Guard, fit_guard
 from locus.routing.workspace import DEFAULT_ARTIFACT, artifact_path, trained_artifact
 from locus.store import Store
 
@@ -36,9 +41,14 @@ class FitReport:
     best_step: int
     best_val_routing_accuracy: float
     seconds: float
+    guard: Guard | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {**self.__dict__, "artifact": str(self.artifact)}
+        return {
+            **self.__dict__,
+            "artifact": str(self.artifact),
+            "guard": None if self.guard is None else self.guard.as_dict(),
+        }
 
 
 def steps_for_epochs(epochs: int, n_llms: int, llms_per_step: int) -> int:
@@ -89,6 +99,9 @@ def fit_workspace(
         text_encoder_name=data.encoder,
         progress=progress,
     )
+    guard = _fit_guard(model, table, data.vectors, data.rows("train"), data.rows("val"))
+    if guard is not None:
+        model.metadata = {**model.metadata, "guard": guard.as_dict()}
     model.save(path)
     model.pool_.bind(store, name, fit_id=model.metadata["fit_id"])
     best = max((h.get("val_routing_accuracy", math.nan) for h in model.history_), default=0.0)
@@ -101,7 +114,27 @@ def fit_workspace(
         best_step=model.best_step_,
         best_val_routing_accuracy=float(best),
         seconds=time.perf_counter() - started,
+        guard=guard,
     )
+
+
+def _fit_guard(
+    model: Locus,
+    table: ScoreTable,
+    vectors: np.ndarray,
+    train_rows: np.ndarray,
+    val_rows: np.ndarray,
+) -> Guard | None:
+    """The routing guard (`locus.routing.guard`): the default is the best LLM on the training
+    queries, the margin chosen on the validation queries; None without validation scores."""
+    truth = table.scores[val_rows]
+    if len(val_rows) < 2:
+        return None
+    default, _ = metrics.best_single_accuracy(table.scores[train_rows], truth)
+    if np.isnan(truth[:, default]).all():
+        return None
+    proba = model.predict_proba(vectors[val_rows], list(table.llm_ids))
+    return fit_guard(proba, truth, list(table.llm_ids), default)
 
 
 def load_workspace_locus(store: Store, name: str = DEFAULT_ARTIFACT) -> Locus:

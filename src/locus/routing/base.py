@@ -29,6 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from locus.errors import LocusInputError, LocusNotFoundError
+from locus.routing.guard import Guard, guarded_proba
 
 __all__ = ["RankedLLM", "RouteDecision", "Router"]
 
@@ -55,12 +56,15 @@ class RouteDecision:
         p_correct: its predicted P(correct).
         cost_usd: its expected cost per query (None when unknown).
         ranked: the top candidates, best first, the chosen one included: the fallback order.
+        held: True where a guard kept the query on its default LLM although another LLM's
+            utility was higher (by less than the guard's margin).
     """
 
     llm_id: str
     p_correct: float
     cost_usd: float | None = None
     ranked: tuple[RankedLLM, ...] = field(default=())
+    held: bool = False
 
     @property
     def runners_up(self) -> tuple[RankedLLM, ...]:
@@ -73,6 +77,7 @@ class RouteDecision:
             "p_correct": self.p_correct,
             "cost_usd": self.cost_usd,
             "ranked": [candidate.as_dict() for candidate in self.ranked],
+            "held": self.held,
         }
 
 
@@ -98,6 +103,7 @@ class Router(ABC):
         cost_weight: float = 0.0,
         max_cost: float | None = None,
         unavailable: Collection[str] = (),
+        guard: Guard | None = None,
     ) -> list[RouteDecision]:
         """Send each query to the LLM with the best P(correct) - cost_weight x cost.
 
@@ -109,6 +115,9 @@ class Router(ABC):
             cost_weight: P(correct) traded per dollar; 0 ignores cost.
             max_cost: LLMs costing more per query are not candidates.
             unavailable: LLMs never to choose (down, rate-limited, not allowed).
+            guard: stay on `guard.default` unless another candidate's utility is higher by more
+                than `guard.margin` (`locus.routing.guard`); no effect when the default is
+                not a candidate (unavailable, over `max_cost`, or not in the pool).
 
         Raises:
             LocusInputError: a bad knob, unknown costs, or no candidate left.
@@ -126,7 +135,12 @@ class Router(ABC):
         cost = np.array([cost_of.get(llm, 0.0) for llm in names], dtype=np.float64)
         chosen_proba = proba[:, columns]  # (n_queries, n_candidates)
         utility = chosen_proba - cost_weight * cost[None, :]
-        order = np.argsort(-utility, axis=1, kind="stable")[:, :top]
+        ranking, held = utility, np.zeros(len(utility), dtype=bool)
+        if guard is not None and guard.default in names:
+            default = names.index(guard.default)
+            ranking = guarded_proba(utility, default, guard.margin)
+            held = (ranking.argmax(axis=1) == default) & (utility.argmax(axis=1) != default)
+        order = np.argsort(-ranking, axis=1, kind="stable")[:, :top]
         decisions = []
         for row, ranked in enumerate(order):
             entries = tuple(
@@ -145,6 +159,7 @@ class Router(ABC):
                     p_correct=first.p_correct,
                     cost_usd=first.cost_usd,
                     ranked=entries,
+                    held=bool(held[row]),
                 )
             )
         return decisions

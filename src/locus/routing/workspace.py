@@ -26,6 +26,7 @@ from locus.errors import LocusInputError, LocusNotFoundError
 from locus.inference import check_same_encoder, read_for_routing
 from locus.pool import LLMPool
 from locus.routing.base import RouteDecision, Router
+from locus.routing.guard import Guard
 from locus.store import Store
 from locus.text.base import TextEncoder
 
@@ -46,6 +47,8 @@ class WorkspaceRouter(Router):
 
     Attributes:
         costs: mean observed USD cost per query of each LLM that has costs (may be empty).
+        guard: the artifact's routing guard (`locus.routing.guard`), None for an artifact
+            fitted without one.
         loads: how many times the artifact was loaded (1 for the router's lifetime).
         encoded, cache_hits: texts encoded, texts served from the store or the memory cache.
     """
@@ -71,6 +74,8 @@ class WorkspaceRouter(Router):
         self.store = store
         self.artifact = artifact
         self.costs = store.llm_costs()
+        guard = routing.metadata.get("guard")
+        self.guard = None if not guard else Guard.from_dict(guard)
         self.loads = 1
         self.encoded = 0
         self.cache_hits = 0
@@ -145,8 +150,11 @@ class WorkspaceRouter(Router):
         cost_weight: float = 0.0,
         max_cost: float | None = None,
         unavailable: Collection[str] = (),
+        guarded: bool = True,
     ) -> list[RouteDecision]:
-        """Route query texts with the workspace's costs; see `Router.route` for the knobs."""
+        """Route query texts with the workspace's costs and, unless `guarded` is False, the
+        artifact's guard (the default LLM unless another clears the margin chosen at fit
+        time); see `Router.route` for the knobs."""
         return self.route(
             self.vectors_for(texts),
             top=top,
@@ -154,6 +162,7 @@ class WorkspaceRouter(Router):
             cost_weight=cost_weight,
             max_cost=max_cost,
             unavailable=unavailable,
+            guard=self.guard if guarded else None,
         )
 
     def refresh(self) -> None:

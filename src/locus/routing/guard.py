@@ -1,0 +1,172 @@
+"""Guarded routing: stay with a default LLM unless the predicted gain clears a margin.
+
+A router's P(correct) moves queries away from the best single LLM on small differences that are
+mostly noise: on MMLU-Pro the unguarded LOCUS router sent most test queries to one LLM and lost
+to it on the rest. A `Guard` names a default LLM (the best on average on training queries) and a
+margin: a query leaves the default only for an LLM whose predicted P(correct) (or utility, with
+costs) is higher by more than the margin. `fit_guard` chooses the margin on validation queries:
+among the margins whose routing beats always asking the default by at least `z` standard errors
+of the paired per-query difference, the smallest whose gain is within one standard error of the
+best; where none clears, the margin is infinite and the router always answers with the
+default.
+
+    >>> import numpy as np
+    >>> proba = np.array([[0.9, 0.2], [0.5, 0.6], [0.4, 0.9]])
+    >>> guarded_proba(proba, default_column=0, margin=0.2).argmax(axis=1).tolist()
+    [0, 0, 1]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from locus.errors import LocusInputError
+from locus.metrics import routing_choices
+
+__all__ = ["Guard", "fit_guard", "guarded_proba"]
+
+
+@dataclass(frozen=True)
+class Guard:
+    """Where a router stays unless the evidence is strong.
+
+    Attributes:
+        default: the LLM every query goes to unless another clears the margin.
+        margin: P(correct) (utility, with costs) another LLM must beat the default's by;
+            `math.inf`: always the default.
+        validation: what the choice was made on (hit@1 guarded, unguarded and of the default
+            alone, the share of queries moved, the queries, z).
+    """
+
+    default: str
+    margin: float
+    validation: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.margin >= 0:
+            raise LocusInputError(f"a guard's margin must be >= 0, found {self.margin}")
+
+    @property
+    def always_default(self) -> bool:
+        return math.isinf(self.margin)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready; an infinite margin is written as null."""
+        return {
+            "default": self.default,
+            "margin": None if self.always_default else float(self.margin),
+            "validation": dict(self.validation),
+        }
+
+    @classmethod
+    def from_dict(cls, value: dict[str, Any]) -> Guard:
+        margin = value.get("margin")
+        return cls(
+            default=str(value["default"]),
+            margin=math.inf if margin is None else float(margin),
+            validation=dict(value.get("validation") or {}),
+        )
+
+
+def guarded_proba(
+    proba: NDArray[np.floating[Any]], default_column: int, margin: float
+) -> NDArray[np.float64]:
+    """`proba` with `margin` added to the default's column: the ranking the guard routes by
+    (argmax per row). An infinite margin ranks the default first wherever it was evaluated."""
+    ranked = np.array(proba, dtype=np.float64, copy=True)
+    ranked[:, default_column] += margin
+    return ranked
+
+
+def _paired_gain(
+    proba: NDArray[np.float64], truth: NDArray[np.float64], default_column: int, margin: float
+) -> tuple[float, float, float]:
+    """(mean gain of guarded routing over the default, its standard error, share moved) on
+    the queries where the default was evaluated."""
+    choice = routing_choices(guarded_proba(proba, default_column, margin), truth)
+    rows = np.arange(len(truth))
+    diff = truth[rows, choice] - truth[:, default_column]
+    if len(diff) < 2:
+        return 0.0, math.inf, 0.0
+    return (
+        float(diff.mean()),
+        float(diff.std(ddof=1) / math.sqrt(len(diff))),
+        float(np.mean(choice != default_column)),
+    )
+
+
+def fit_guard(
+    proba: NDArray[np.floating[Any]],
+    truth: NDArray[np.floating[Any]],
+    llm_ids: list[str] | tuple[str, ...],
+    default_column: int,
+    *,
+    z: float = 1.0,
+    candidates: int = 40,
+) -> Guard:
+    """The guard's margin, chosen on validation queries.
+
+    Args:
+        proba: (n_queries, n_llms) a router's P(correct) (or utility) on validation queries.
+        truth: (n_queries, n_llms) their true scores (NaN: not evaluated).
+        llm_ids: the columns' LLMs.
+        default_column: the default LLM's column (the best on average on training queries).
+        z: standard errors by which routing must beat the default on validation to be used.
+        candidates: margins tried, at quantiles of the predicted gains over the default.
+
+    Raises:
+        LocusInputError: shapes that disagree, or no validation query the default was scored on.
+    """
+    p = np.asarray(proba, dtype=np.float64)
+    t = np.asarray(truth, dtype=np.float64)
+    if p.shape != t.shape or p.ndim != 2 or p.shape[1] != len(llm_ids):
+        raise LocusInputError(
+            f"fit_guard: proba {p.shape} and truth {t.shape} must both be (n_queries, "
+            f"{len(llm_ids)})"
+        )
+    if not 0 <= default_column < len(llm_ids):
+        raise LocusInputError(f"fit_guard: no column {default_column} among {len(llm_ids)}")
+    scored = ~np.isnan(t[:, default_column])
+    if not scored.any():
+        raise LocusInputError("fit_guard: the default LLM has no validation score")
+    p, t = p[scored], t[scored]
+    default_hit = float(t[:, default_column].mean())
+    gains = p.max(axis=1) - p[:, default_column]
+    positive = gains[gains > 0]
+    margins = [0.0]
+    if len(positive):
+        margins += sorted(set(np.quantile(positive, np.linspace(0, 1, candidates)).tolist()))
+    curve = [(margin, *_paired_gain(p, t, default_column, margin)[:2]) for margin in margins]
+    clears = [(margin, gain, se) for margin, gain, se in curve if gain - z * se > 0]
+    best_margin, best_gain = math.inf, 0.0
+    if clears:
+        # the smallest margin whose gain is within a standard error of the best one: a margin
+        # tuned to the last query of a small validation set would hold back real specialists
+        _, top_gain, top_se = max(clears, key=lambda row: row[1])
+        best_margin, best_gain = next(
+            (margin, gain) for margin, gain, _ in clears if gain >= top_gain - top_se
+        )
+    unguarded, _, moved_unguarded = _paired_gain(p, t, default_column, 0.0)
+    _, _, moved = (
+        _paired_gain(p, t, default_column, best_margin)
+        if math.isfinite(best_margin)
+        else (0.0, 0.0, 0.0)
+    )
+    return Guard(
+        default=str(llm_ids[default_column]),
+        margin=best_margin,
+        validation={
+            "queries": len(t),
+            "z": z,
+            "default_hit@1": default_hit,
+            "hit@1": default_hit + best_gain,
+            "unguarded_hit@1": default_hit + unguarded,
+            "moved": moved,
+            "unguarded_moved": moved_unguarded,
+        },
+    )
