@@ -9,6 +9,8 @@ import pytest
 
 MODULES = [
     "locus.metrics",
+    "locus.calibration",
+    "locus.routing.guard",
     "locus.routing.base",
     "locus.routing.evidence",
     "locus.routing.baselines",

@@ -88,6 +88,12 @@ def test_workspace_router_gives_the_facades_probabilities(workspace: Path) -> No
             router.predict_proba(phi), model.predict_proba(phi), atol=1e-5, rtol=0
         )
         assert list(router.llm_ids) == list(model.llm_ids_)
+        # both apply the fit's calibration, fitted on the validation cells
+        calibration = model.calibration_
+        assert calibration.cells > 0 and (calibration.scale, calibration.shift) != (1.0, 0.0)
+        assert router.predictor.calibration == calibration
+        raw = 1 / (1 + np.exp(-model.predict_logits(phi, calibrated=False)))
+        assert not np.allclose(raw, model.predict_proba(phi), atol=1e-3)
 
 
 def _some_hashes(store: Store) -> list[str]:

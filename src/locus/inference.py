@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from locus.calibration import Calibration, sigmoid
 from locus.errors import LocusArtifactError, LocusInputError
 
 __all__ = [
@@ -133,6 +134,7 @@ class NumpyPredictor:
 
     Args:
         tensors: the predictor's state (`CorrectnessPredictor.state_dict()` keys, numpy).
+        calibration: the artifact's map of logits (`locus.calibration`; default identity).
 
     Example:
         >>> rng = np.random.default_rng(0)
@@ -146,7 +148,10 @@ class NumpyPredictor:
         (5, 2)
     """
 
-    def __init__(self, tensors: Mapping[str, NDArray[Any]]) -> None:
+    def __init__(
+        self, tensors: Mapping[str, NDArray[Any]], calibration: Calibration | None = None
+    ) -> None:
+        self.calibration = calibration or Calibration()
         missing = [key for key in _PREDICTOR_KEYS if key not in tensors]
         if missing:
             raise LocusArtifactError(f"predictor weights lack {missing}; re-run locus fit")
@@ -222,9 +227,8 @@ class NumpyPredictor:
         return out
 
     def predict_proba(self, z: NDArray[np.float32], phi: NDArray[np.float32]) -> NDArray[Any]:
-        """P(correct) (n_queries, n_llms): the sigmoid of `score_matrix`."""
-        logits = self.score_matrix(z, phi)
-        return (1.0 / (1.0 + np.exp(-logits))).astype(np.float32)
+        """P(correct) (n_queries, n_llms): the sigmoid of `score_matrix`, calibrated."""
+        return sigmoid(self.calibration.apply(self.score_matrix(z, phi))).astype(np.float32)
 
 
 @dataclass
@@ -259,8 +263,11 @@ def read_for_routing(path: str | Path) -> RoutingArtifact:
     config = read_artifact_config(folder)
     encoder_name, query_dim, llm_ids, counts = read_pool_header(folder, config)
     tensors = read_weights(folder, load_file)
+    metadata = dict(config.get("metadata") or {})
+    calibration = metadata.get("calibration")
     predictor = NumpyPredictor(
-        {k.removeprefix("predictor."): v for k, v in tensors.items() if k.startswith("predictor.")}
+        {k.removeprefix("predictor."): v for k, v in tensors.items() if k.startswith("predictor.")},
+        Calibration.from_dict(calibration) if calibration else None,
     )
     embeddings = tensors.get("llm_embeddings")
     if (
@@ -279,5 +286,5 @@ def read_for_routing(path: str | Path) -> RoutingArtifact:
         llm_ids=llm_ids,
         llm_embeddings=np.asarray(embeddings, dtype=np.float32),
         evidence_counts=counts,
-        metadata=dict(config.get("metadata") or {}),
+        metadata=metadata,
     )

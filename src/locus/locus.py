@@ -25,6 +25,7 @@ import torch
 from numpy.typing import NDArray
 
 from locus.artifact import Artifact, load_artifact, save_artifact
+from locus.calibration import Calibration, fit_calibration, sigmoid
 from locus.data.table import ScoreTable
 from locus.errors import LocusArtifactError, LocusInputError, LocusNotFittedError
 from locus.inference import check_same_encoder
@@ -52,7 +53,8 @@ class Locus:
     Learned attributes (after `fit` or `load`): `encoder_`, `predictor_`, `pool_` (the LLM
     embeddings: `llm_ids_`, `llm_embeddings_` (n_llms, d), `evidence_counts_` (n_llms,)),
     `anchors_` (llm_id -> anchor text hashes), `history_`, `best_step_`, `query_dim_`,
-    `text_encoder_name_`, `evidence_bound_` (the most evidence pairs the encoder reads at once).
+    `text_encoder_name_`, `evidence_bound_` (the most evidence pairs the encoder reads at once),
+    `calibration_` (scale and shift of the predictor's logits, fitted on validation cells).
     """
 
     def __init__(
@@ -131,6 +133,10 @@ class Locus:
         self.evidence_bound_ = self.config.evidence_bound
         # names this fit: a workspace's pool rows count for this artifact only if written for it
         self.metadata = {**self.metadata, "fit_id": uuid.uuid4().hex}
+        self.metadata.pop("calibration", None)
+        val = np.asarray(val_rows, dtype=np.int64)
+        if (~np.isnan(table.scores[val])).sum() >= 10:
+            self.calibrate(vectors[val], table.scores[val])
         return self
 
     def _check_fitted(self) -> None:
@@ -255,14 +261,45 @@ class Locus:
         Columns follow `llm_ids` (default: every embedded LLM, in `llm_ids_` order). Runs on
         the device the networks are on.
         """
+        return sigmoid(self.predict_logits(queries, llm_ids)).astype(np.float32)
+
+    def predict_logits(
+        self,
+        queries: str | Sequence[str] | NDArray[np.float32],
+        llm_ids: Sequence[str] | None = None,
+        *,
+        calibrated: bool = True,
+    ) -> np.ndarray:
+        """Logits of P(correct) (n_queries, n_llms), calibrated (`calibration_`) unless
+        `calibrated` is False: then the predictor's own."""
         vectors = self.query_vectors(queries)
         device = next(self.predictor_.parameters()).device
         z = torch.from_numpy(np.ascontiguousarray(self.pool_.vectors(llm_ids))).to(device)
         phi = torch.from_numpy(np.ascontiguousarray(vectors)).to(device)
         self.predictor_.eval()
         with torch.inference_mode():
-            logits = self.predictor_.score_matrix(z, phi)  # (n_queries, n_llms)
-        return torch.sigmoid(logits).cpu().numpy().astype(np.float32)
+            logits = self.predictor_.score_matrix(z, phi).cpu().numpy()  # (n_queries, n_llms)
+        return self.calibration_.apply(logits) if calibrated else logits
+
+    @property
+    def calibration_(self) -> Calibration:
+        """The map from the predictor's logits to calibrated ones (identity if none)."""
+        found = self.metadata.get("calibration")
+        return Calibration.from_dict(found) if found else Calibration()
+
+    def calibrate(
+        self,
+        query_vectors: NDArray[np.float32],
+        scores: NDArray[np.float32],
+        llm_ids: Sequence[str] | None = None,
+    ) -> Calibration:
+        """Fit `calibration_` on held-out cells: query vectors (n, dq), their scores (n,
+        n_llms) for `llm_ids` (default: the pool's order; NaN: not scored). Returns it; it is
+        saved with the artifact. `fit` calls this on the validation queries."""
+        logits = self.predict_logits(query_vectors, llm_ids, calibrated=False)
+        calibration = fit_calibration(logits, np.asarray(scores, dtype=np.float64))
+        self.metadata = {**self.metadata, "calibration": calibration.as_dict()}
+        return calibration
 
     # -- persistence -----------------------------------------------------------------------
 

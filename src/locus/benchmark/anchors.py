@@ -33,6 +33,7 @@ from locus.benchmark.methods import (
     fit_in_parallel,
     fit_method,
 )
+from locus.calibration import sigmoid
 from locus.data.anchors import choose_anchors
 from locus.errors import LocusInputError
 from locus.metrics import (
@@ -71,7 +72,7 @@ def _parse_sizes(sizes: Sequence[int | str]) -> list[int | str]:
 
 DRAWS = ("shared", "per-llm")
 SUMMARISED = ("hit@1", "headroom", "guarded_hit@1", "guarded_headroom", "moved", "accuracy",
-              "auroc", "ece", "log_loss")  # fmt: skip
+              "auroc", "ece", "log_loss", "uncalibrated_ece", "uncalibrated_log_loss")  # fmt: skip
 
 
 def evidence_fold(data: WorkspaceTable, size: int | str, seed: int, draw: str = "shared") -> Fold:
@@ -150,7 +151,21 @@ def fitted_proba(
         else:
             proba = router.predict_proba(data.vectors[rows])
         out[split] = np.asarray(proba, dtype=np.float64)
+        if method == "locus":  # the predictor's own P(correct), before calibration
+            logits = router.model.predict_logits(data.vectors[rows], calibrated=False)  # type: ignore[attr-defined]
+            out[f"{split}_uncalibrated"] = sigmoid(logits)
     return out, cached
+
+
+def _uncalibrated(proba: dict[str, np.ndarray], truth: np.ndarray) -> dict[str, float]:
+    """ECE and log-loss of LOCUS's P(correct) before calibration; {} for the others."""
+    raw = proba.get("test_uncalibrated")
+    if raw is None:
+        return {}
+    return {
+        "uncalibrated_ece": correctness_metrics(raw, truth)["ece"],
+        "uncalibrated_log_loss": log_loss(raw, truth),
+    }
 
 
 def _guarded(
@@ -267,6 +282,7 @@ def run_anchors(
                             "auroc": quality["auroc"],
                             "ece": quality["ece"],
                             "log_loss": log_loss(proba, truth),
+                            **_uncalibrated(both, truth),
                             "guarded_hit@1": guarded_hit,
                             "guarded_headroom": (guarded_hit - single) / (oracle - single)
                             if oracle > single
@@ -280,7 +296,11 @@ def run_anchors(
                     )
     summary = {
         method: {
-            size: {metric: mean_sd([run[metric] for run in runs]) for metric in SUMMARISED}
+            size: {
+                metric: mean_sd([run.get(metric) for run in runs])
+                for metric in SUMMARISED
+                if any(metric in run for run in runs)
+            }
             for size, runs in by_size.items()
         }
         for method, by_size in per_seed.items()

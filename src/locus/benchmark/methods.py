@@ -139,9 +139,16 @@ def fit_method(
     folder = None if cache_dir is None else cache_dir / method / fold.key(method, settings)
     if folder is not None and folder.exists():
         try:
-            return _load(folder), True
+            router = _load(folder)
         except Exception:
             shutil.rmtree(folder, ignore_errors=True)
+        else:
+            if method == "locus" and "calibration" not in router.model.metadata:  # type: ignore[attr-defined]
+                # a fit cached before calibration: calibrated as `Locus.fit` does now
+                router.model.calibrate(  # type: ignore[attr-defined]
+                    fold.vectors[fold.val_rows], fold.table.scores[fold.val_rows]
+                )
+            return router, True
     if method == "locus":
         router = _fit_locus(fold, settings)
     else:

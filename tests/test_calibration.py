@@ -1,0 +1,66 @@
+"""Calibration of P(correct): scale and shift of logits, fitted on held-out cells."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from locus.calibration import Calibration, fit_calibration, sigmoid
+from locus.errors import LocusInputError
+from locus.metrics import correctness_metrics
+
+
+def _overconfident(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Logits three times too sure and 0.5 too optimistic."""
+    true_logit = rng.normal(0, 1.2, n)
+    truth = (rng.random(n) < sigmoid(true_logit)).astype(np.float64)
+    return 3 * true_logit + 0.5, truth
+
+
+def test_calibration_undoes_overconfidence_on_new_cells() -> None:
+    logits, truth = _overconfident(np.random.default_rng(0), 20_000)
+    calibration = fit_calibration(logits, truth)
+    assert calibration.scale == pytest.approx(1 / 3, abs=0.03)
+    assert calibration.shift == pytest.approx(-0.5 / 3, abs=0.05)
+    assert calibration.log_loss_after < calibration.log_loss_before
+    fresh, fresh_truth = _overconfident(np.random.default_rng(1), 20_000)
+    before = correctness_metrics(sigmoid(fresh), fresh_truth)
+    after = correctness_metrics(sigmoid(calibration.apply(fresh)), fresh_truth)
+    assert before["ece"] > 0.1 and after["ece"] < 0.02
+    assert after["auroc"] == pytest.approx(before["auroc"], abs=1e-12)  # ranking unchanged
+
+
+def test_graded_scores_and_missing_cells() -> None:
+    rng = np.random.default_rng(2)
+    logits = rng.normal(0, 2, (400, 5))
+    truth = np.clip(sigmoid(logits / 2) + rng.normal(0, 0.05, logits.shape), 0, 1)
+    truth[rng.random(truth.shape) < 0.3] = np.nan
+    calibration = fit_calibration(logits, truth)
+    assert calibration.cells == int((~np.isnan(truth)).sum())
+    assert calibration.scale == pytest.approx(0.5, abs=0.1)
+
+
+def test_a_calibration_never_hurts_the_cells_it_was_fitted_on() -> None:
+    rng = np.random.default_rng(3)
+    logits = rng.normal(0, 1, 500)
+    truth = (rng.random(500) < sigmoid(logits)).astype(float)  # already calibrated
+    calibration = fit_calibration(logits, truth)
+    assert calibration.log_loss_after <= calibration.log_loss_before
+    assert calibration.scale == pytest.approx(1.0, abs=0.25)
+    anti = fit_calibration(logits, 1 - truth)  # a predictor that ranks backwards
+    assert anti.scale == 0.0  # flat rather than inverted: the ranking is never reversed
+
+
+def test_round_trip_and_errors() -> None:
+    calibration = fit_calibration(*_overconfident(np.random.default_rng(4), 1000))
+    again = Calibration.from_dict(json.loads(json.dumps(calibration.as_dict())))
+    assert again == calibration
+    assert Calibration().apply(np.array([1.5], np.float32)).dtype == np.float32
+    with pytest.raises(LocusInputError, match="differ"):
+        fit_calibration(np.zeros(5), np.zeros(6))
+    with pytest.raises(LocusInputError, match="at least 10"):
+        fit_calibration(np.zeros(5), np.ones(5))
+    with pytest.raises(LocusInputError, match="expected scale and shift"):
+        Calibration.from_dict({"scale": "big"})
