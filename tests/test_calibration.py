@@ -64,3 +64,30 @@ def test_round_trip_and_errors() -> None:
         fit_calibration(np.zeros(5), np.ones(5))
     with pytest.raises(LocusInputError, match="expected scale and shift"):
         Calibration.from_dict({"scale": "big"})
+
+
+def _noisy_interactions(rng: np.random.Generator, n: int) -> tuple[np.ndarray, ...]:
+    """LLM quality is real, the predictor's per-query part pure memorised noise."""
+    quality = np.linspace(-1.5, 1.5, 8)
+    truth = (rng.random((n, 8)) < sigmoid(quality)).astype(np.float64)
+    logits = quality + rng.normal(0, 2.0, (n, 8))
+    return logits, truth, quality
+
+
+def test_quality_calibration_shrinks_noise_to_the_llms_quality() -> None:
+    logits, truth, quality = _noisy_interactions(np.random.default_rng(5), 2000)
+    blend = fit_calibration(logits, truth, quality)
+    assert blend.scale < 0.1 and blend.quality_scale == pytest.approx(1.0, abs=0.15)
+    platt = fit_calibration(logits, truth)
+    assert blend.log_loss_after < platt.log_loss_after
+    fresh, fresh_truth, _ = _noisy_interactions(np.random.default_rng(6), 2000)
+    by_blend = correctness_metrics(sigmoid(blend.apply(fresh, quality)), fresh_truth)
+    by_platt = correctness_metrics(sigmoid(platt.apply(fresh)), fresh_truth)
+    by_quality = correctness_metrics(np.tile(sigmoid(quality), (2000, 1)), fresh_truth)
+    assert by_blend["auroc"] > by_platt["auroc"] + 0.05
+    assert by_blend["auroc"] == pytest.approx(by_quality["auroc"], abs=0.01)
+    with pytest.raises(LocusInputError, match="pass quality="):
+        blend.apply(fresh)
+    with pytest.raises(LocusInputError, match="one value per column"):
+        fit_calibration(logits, truth, quality[:3])
+    assert Calibration.from_dict(json.loads(json.dumps(blend.as_dict()))) == blend

@@ -99,6 +99,11 @@ def test_save_load_identical(fitted: tuple[Locus, object], tmp_path: Path) -> No
     vectors = data.vectors[:50]  # type: ignore[attr-defined]
     np.testing.assert_array_equal(loaded.predict_proba(vectors), model.predict_proba(vectors))
     assert loaded.llm_ids_ == model.llm_ids_ and loaded.anchors_ == model.anchors_
+    # the calibration and the reference queries its LLM qualities are taken over travel along
+    assert model.calibration_.quality_scale is not None and model.calibration_.cells > 0
+    assert loaded.calibration_ == model.calibration_
+    np.testing.assert_array_equal(loaded.reference_queries_, model.reference_queries_)
+    np.testing.assert_allclose(loaded.quality(), model.quality(), atol=1e-6)
     # saving again over the same folder replaces it whole
     model.save(tmp_path / "artifact")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["artifact"]

@@ -32,7 +32,9 @@ from locus.inference import (
     ANCHORS_FILE,
     ARTIFACT_FORMAT,
     CONFIG_FILE,
+    REFERENCE_QUERIES,
     WEIGHTS_FILE,
+    check_reference_queries,
     read_artifact_config,
     read_json,
     read_pool_header,
@@ -57,6 +59,8 @@ class Artifact:
             evidence size it was trained on (the anchors per LLM).
         llm_ids, llm_embeddings (n_llms, d), evidence_counts (n_llms,): the fit-time pool.
         anchors: llm_id -> text hashes of its anchor queries.
+        reference_queries: (R, query_dim) training query vectors over which each LLM's quality
+            (its mean logit) is taken for calibration; None in artifacts fitted before.
     """
 
     encoder: LLMEncoder
@@ -72,6 +76,7 @@ class Artifact:
     history: list[dict[str, float]] = field(default_factory=list)
     best_step: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
+    reference_queries: np.ndarray | None = None
 
 
 def save_artifact(artifact: Artifact, path: str | Path) -> Path:
@@ -108,6 +113,10 @@ def save_artifact(artifact: Artifact, path: str | Path) -> Path:
     tensors["llm_embeddings"] = torch.from_numpy(
         np.ascontiguousarray(artifact.llm_embeddings, dtype=np.float32)
     )
+    if artifact.reference_queries is not None:
+        tensors[REFERENCE_QUERIES] = torch.from_numpy(
+            np.ascontiguousarray(artifact.reference_queries, dtype=np.float32)
+        )
     save_file(tensors, str(staging / WEIGHTS_FILE), metadata={"format": ARTIFACT_FORMAT})
     _write_json(staging / ANCHORS_FILE, artifact.anchors)
     _write_json(staging / CONFIG_FILE, config)
@@ -157,6 +166,7 @@ def load_artifact(path: str | Path, *, device: str = "cpu") -> Artifact:
             f"{network.dim}); re-run locus fit"
         )
     anchors = read_json(folder / ANCHORS_FILE)
+    references = tensors.get(REFERENCE_QUERIES)
     return Artifact(
         encoder=encoder.to(device).eval(),
         predictor=predictor.to(device).eval(),
@@ -171,6 +181,9 @@ def load_artifact(path: str | Path, *, device: str = "cpu") -> Artifact:
         history=list(config.get("history", [])),
         best_step=int(config.get("best_step", 0)),
         metadata=dict(config.get("metadata") or {}),
+        reference_queries=None
+        if references is None
+        else check_reference_queries(references.numpy(), query_dim, folder),
     )
 
 

@@ -1,11 +1,20 @@
-"""Calibration of P(correct): one scale and one shift of the predictor's logits (Platt).
+"""Calibration of P(correct): scales and a shift of the predictor's logits, fitted on held-out
+cells.
 
 A predictor fitted on a few hundred training queries carries the confidence it has on them to
-new queries (the anchors suite: ECE 0.10-0.22 at A <= 512 on MMLU-Pro). Cost-aware routing
-multiplies P(correct) by prices, so it must mean what it says. `fit_calibration` chooses
-logit' = scale x logit + shift by the lowest log-loss on validation cells (soft labels for
-graded scores); scale >= 0, so the ranking of cells, hence AUROC and routing without costs, does
-not change.
+new queries (the anchors suite: ECE 0.10-0.22 at A <= 512 on MMLU-Pro), and its per-query
+differences are partly memorised noise (its AUROC fell below the per-LLM mean's there).
+Cost-aware routing multiplies P(correct) by prices, so it must mean what it says.
+
+With each LLM's *quality* q_j (its mean logit over a fixed set of reference queries), the map is
+
+    logit' = scale x (logit - q_j) + quality_scale x q_j + shift
+
+so the per-query part and the per-LLM part are scaled apart: where the per-query part is noise,
+`scale` shrinks it and the LLM's quality is left. Without qualities it is Platt scaling
+(logit' = scale x logit + shift), which keeps the ranking of cells. `fit_calibration` chooses
+the parameters by the lowest log-loss on validation cells (soft labels for graded scores);
+scales are >= 0.
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
@@ -38,29 +47,47 @@ def sigmoid(x: NDArray[Any]) -> NDArray[np.float64]:
 
 @dataclass(frozen=True)
 class Calibration:
-    """logit' = scale x logit + shift; the identity by default.
+    """logit' = scale x (logit - q) + quality_scale x q + shift, or scale x logit + shift
+    without `quality_scale`; the identity by default.
 
     Attributes:
-        scale, shift: the map.
+        scale, shift: the map of the per-query part, and the offset.
+        quality_scale: the map of each LLM's quality q (None: Platt scaling, no qualities).
         cells: validation cells it was fitted on (0: not fitted).
         log_loss_before, log_loss_after: on those cells.
     """
 
     scale: float = 1.0
     shift: float = 0.0
+    quality_scale: float | None = None
     cells: int = 0
     log_loss_before: float = math.nan
     log_loss_after: float = math.nan
 
-    def apply(self, logits: NDArray[Any]) -> NDArray[Any]:
-        """Calibrated logits, same shape and dtype."""
+    def apply(self, logits: NDArray[Any], quality: NDArray[Any] | None = None) -> NDArray[Any]:
+        """Calibrated logits (n_queries, n_llms), same dtype; `quality` (n_llms,) is each
+        column's LLM quality, needed when `quality_scale` is set.
+
+        Raises:
+            LocusInputError: a quality calibration without qualities.
+        """
         out = np.asarray(logits)
-        return (out * self.scale + self.shift).astype(out.dtype, copy=False)
+        if self.quality_scale is None:
+            return (out * self.scale + self.shift).astype(out.dtype, copy=False)
+        if quality is None:
+            raise LocusInputError(
+                "this calibration scales each LLM's quality; pass quality= (the LLMs' mean "
+                "logits over the reference queries)"
+            )
+        q = np.asarray(quality, dtype=out.dtype)
+        mapped = (out - q) * self.scale + q * self.quality_scale + self.shift
+        return mapped.astype(out.dtype, copy=False)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "scale": self.scale,
             "shift": self.shift,
+            "quality_scale": self.quality_scale,
             "cells": self.cells,
             "log_loss_before": None if math.isnan(self.log_loss_before) else self.log_loss_before,
             "log_loss_after": None if math.isnan(self.log_loss_after) else self.log_loss_after,
@@ -69,9 +96,11 @@ class Calibration:
     @classmethod
     def from_dict(cls, value: dict[str, Any]) -> Calibration:
         try:
+            quality_scale = value.get("quality_scale")
             return cls(
                 scale=float(value["scale"]),
                 shift=float(value["shift"]),
+                quality_scale=None if quality_scale is None else float(quality_scale),
                 cells=int(value.get("cells") or 0),
                 log_loss_before=float(value.get("log_loss_before") or math.nan),
                 log_loss_after=float(value.get("log_loss_after") or math.nan),
@@ -85,9 +114,12 @@ def _log_loss(logits: NDArray[np.float64], truth: NDArray[np.float64]) -> float:
     return float(np.mean(truth * np.logaddexp(0, -logits) + (1 - truth) * np.logaddexp(0, logits)))
 
 
-def fit_calibration(logits: NDArray[Any], truth: NDArray[Any]) -> Calibration:
-    """Scale and shift of `logits` with the lowest log-loss against `truth` (same shape; NaN
-    cells are skipped; scores in [0, 1]).
+def fit_calibration(
+    logits: NDArray[Any], truth: NDArray[Any], quality: NDArray[Any] | None = None
+) -> Calibration:
+    """The calibration of `logits` (n_queries, n_llms) with the lowest log-loss against
+    `truth` (same shape; NaN cells are skipped; scores in [0, 1]); with `quality` (n_llms,), the
+    per-query part and each LLM's quality get scales of their own.
 
     Raises:
         LocusInputError: shapes that differ, or fewer than 10 scored cells.
@@ -98,25 +130,41 @@ def fit_calibration(logits: NDArray[Any], truth: NDArray[Any]) -> Calibration:
     y = np.asarray(truth, dtype=np.float64)
     if x.shape != y.shape:
         raise LocusInputError(f"fit_calibration: logits {x.shape} and truth {y.shape} differ")
+    q = np.zeros_like(x)
+    if quality is not None:
+        q_row = np.asarray(quality, dtype=np.float64).reshape(-1)
+        if x.ndim != 2 or q_row.shape != (x.shape[1],):
+            raise LocusInputError(
+                f"fit_calibration: quality {q_row.shape} must have one value per column of "
+                f"logits {x.shape}"
+            )
+        q = np.broadcast_to(q_row, x.shape)
     scored = ~np.isnan(y) & np.isfinite(x)
     if scored.sum() < 10:
         raise LocusInputError(
             f"fit_calibration: {int(scored.sum())} scored cells; expected at least 10"
         )
-    x, y = x[scored], np.clip(y[scored], 0.0, 1.0)
+    x, y, q = x[scored], np.clip(y[scored], 0.0, 1.0), q[scored]
+    features = [x - q, q] if quality is not None else [x]
 
     def loss(params: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
-        z = params[0] * x + params[1]
+        z = sum(w * f for w, f in zip(params[:-1], features, strict=True)) + params[-1]
         residual = sigmoid(z) - y  # d loss / d z
-        return _log_loss(z, y), np.array([np.mean(residual * x), np.mean(residual)])
+        grad = [np.mean(residual * f) for f in features] + [np.mean(residual)]
+        return _log_loss(z, y), np.array(grad)
 
-    found = minimize(
-        loss, np.array([1.0, 0.0]), jac=True, method="L-BFGS-B",
-        bounds=[(0.0, _MAX_SCALE), (None, None)],
-    )  # fmt: skip
-    scale, shift = (float(v) for v in found.x)
+    start = np.array([1.0] * len(features) + [0.0])
+    bounds = [(0.0, _MAX_SCALE)] * len(features) + [(None, None)]
+    found = minimize(loss, start, jac=True, method="L-BFGS-B", bounds=bounds).x
     before = _log_loss(x, y)
-    after = _log_loss(scale * x + shift, y)
+    after = loss(found)[0]
     if not after <= before:  # never worse than the identity on the cells it was fitted on
-        scale, shift, after = 1.0, 0.0, before
-    return Calibration(scale, shift, len(x), before, after)
+        found, after = start, before
+    return Calibration(
+        scale=float(found[0]),
+        shift=float(found[-1]),
+        quality_scale=float(found[1]) if quality is not None else None,
+        cells=len(x),
+        log_loss_before=before,
+        log_loss_after=after,
+    )

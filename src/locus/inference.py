@@ -36,9 +36,11 @@ __all__ = [
     "ARTIFACT_FORMAT",
     "CONFIG_FILE",
     "READABLE_FORMATS",
+    "REFERENCE_QUERIES",
     "WEIGHTS_FILE",
     "NumpyPredictor",
     "RoutingArtifact",
+    "check_reference_queries",
     "check_same_encoder",
     "read_artifact_config",
     "read_for_routing",
@@ -53,6 +55,7 @@ READABLE_FORMATS = ("locus-artifact/1", ARTIFACT_FORMAT)
 CONFIG_FILE = "config.json"
 ANCHORS_FILE = "anchors.json"
 WEIGHTS_FILE = "weights.safetensors"
+REFERENCE_QUERIES = "reference_queries"  # tensor name: the calibration's reference queries
 
 _PREDICTOR_KEYS = (
     "standardize.shift",
@@ -120,6 +123,17 @@ def read_weights(folder: Path, load_file: Callable[[str], dict[str, Any]]) -> di
         ) from error
 
 
+def check_reference_queries(array: NDArray[Any], query_dim: int, folder: Path) -> NDArray[Any]:
+    """The artifact's reference query vectors (R, query_dim) as float32, checked."""
+    vectors = np.asarray(array, dtype=np.float32)
+    if vectors.ndim != 2 or vectors.shape[1] != query_dim or len(vectors) == 0:
+        raise LocusArtifactError(
+            f"{folder / WEIGHTS_FILE}: reference queries are {vectors.shape}, expected (R, "
+            f"{query_dim}); re-run locus fit"
+        )
+    return vectors
+
+
 def check_same_encoder(artifact: str, trained_with: str, workspace_encoder: str | None) -> None:
     """An artifact routes only the vectors it was trained on: same text encoder name."""
     if workspace_encoder is not None and workspace_encoder != trained_with:
@@ -135,6 +149,8 @@ class NumpyPredictor:
     Args:
         tensors: the predictor's state (`CorrectnessPredictor.state_dict()` keys, numpy).
         calibration: the artifact's map of logits (`locus.calibration`; default identity).
+        reference_queries: (R, dq) vectors over which an LLM's quality is its mean logit (needed
+            by a calibration with `quality_scale`).
 
     Example:
         >>> rng = np.random.default_rng(0)
@@ -149,9 +165,14 @@ class NumpyPredictor:
     """
 
     def __init__(
-        self, tensors: Mapping[str, NDArray[Any]], calibration: Calibration | None = None
+        self,
+        tensors: Mapping[str, NDArray[Any]],
+        calibration: Calibration | None = None,
+        reference_queries: NDArray[np.float32] | None = None,
     ) -> None:
         self.calibration = calibration or Calibration()
+        self.reference_queries = reference_queries
+        self._quality: tuple[bytes, NDArray[np.float32]] | None = None
         missing = [key for key in _PREDICTOR_KEYS if key not in tensors]
         if missing:
             raise LocusArtifactError(f"predictor weights lack {missing}; re-run locus fit")
@@ -228,7 +249,28 @@ class NumpyPredictor:
 
     def predict_proba(self, z: NDArray[np.float32], phi: NDArray[np.float32]) -> NDArray[Any]:
         """P(correct) (n_queries, n_llms): the sigmoid of `score_matrix`, calibrated."""
-        return sigmoid(self.calibration.apply(self.score_matrix(z, phi))).astype(np.float32)
+        logits = self.score_matrix(z, phi)
+        if self.calibration.quality_scale is None:
+            return sigmoid(self.calibration.apply(logits)).astype(np.float32)
+        return sigmoid(self.calibration.apply(logits, self.quality(z))).astype(np.float32)
+
+    def quality(self, z: NDArray[np.float32]) -> NDArray[np.float32]:
+        """Each LLM's mean logit over the reference queries (n_llms,), cached for the last
+        pool seen.
+
+        Raises:
+            LocusArtifactError: the artifact has no reference queries.
+        """
+        if self.reference_queries is None:
+            raise LocusArtifactError(
+                "the artifact's calibration needs reference queries it does not hold; re-run "
+                "locus fit"
+            )
+        key = np.ascontiguousarray(z, dtype=np.float32).tobytes()
+        if self._quality is None or self._quality[0] != key:
+            scores = self.score_matrix(z, self.reference_queries)
+            self._quality = (key, scores.mean(axis=0).astype(np.float32))
+        return self._quality[1]
 
 
 @dataclass
@@ -265,9 +307,11 @@ def read_for_routing(path: str | Path) -> RoutingArtifact:
     tensors = read_weights(folder, load_file)
     metadata = dict(config.get("metadata") or {})
     calibration = metadata.get("calibration")
+    references = tensors.get(REFERENCE_QUERIES)
     predictor = NumpyPredictor(
         {k.removeprefix("predictor."): v for k, v in tensors.items() if k.startswith("predictor.")},
         Calibration.from_dict(calibration) if calibration else None,
+        None if references is None else check_reference_queries(references, query_dim, folder),
     )
     embeddings = tensors.get("llm_embeddings")
     if (

@@ -38,7 +38,18 @@ if TYPE_CHECKING:
     from locus.nn.training import ProgressCallback
     from locus.store import Store
 
-__all__ = ["Locus"]
+__all__ = ["REFERENCE_QUERIES", "Locus", "reference_rows"]
+
+
+REFERENCE_QUERIES = 256  # training queries kept to measure each LLM's quality
+
+
+def reference_rows(train_rows: NDArray[np.int64], seed: int) -> NDArray[np.int64]:
+    """The training rows a fit keeps as reference queries: up to `REFERENCE_QUERIES`,
+    drawn by `seed` (independently of training's random draws), in row order."""
+    rng = np.random.default_rng([seed, 1_000_003])
+    count = min(REFERENCE_QUERIES, len(train_rows))
+    return np.sort(rng.choice(train_rows, count, replace=False))
 
 
 class Locus:
@@ -54,7 +65,8 @@ class Locus:
     embeddings: `llm_ids_`, `llm_embeddings_` (n_llms, d), `evidence_counts_` (n_llms,)),
     `anchors_` (llm_id -> anchor text hashes), `history_`, `best_step_`, `query_dim_`,
     `text_encoder_name_`, `evidence_bound_` (the most evidence pairs the encoder reads at once),
-    `calibration_` (scale and shift of the predictor's logits, fitted on validation cells).
+    `calibration_` (the map of the predictor's logits fitted on validation cells,
+    `locus.calibration`), `reference_queries_` (the training queries `quality` averages over).
     """
 
     def __init__(
@@ -134,6 +146,10 @@ class Locus:
         # names this fit: a workspace's pool rows count for this artifact only if written for it
         self.metadata = {**self.metadata, "fit_id": uuid.uuid4().hex}
         self.metadata.pop("calibration", None)
+        trained_on = np.asarray(train_rows, dtype=np.int64)
+        self.reference_queries_ = (
+            vectors[reference_rows(trained_on, self.config.seed)] if len(trained_on) else None
+        )
         val = np.asarray(val_rows, dtype=np.int64)
         if (~np.isnan(table.scores[val])).sum() >= 10:
             self.calibrate(vectors[val], table.scores[val])
@@ -279,7 +295,34 @@ class Locus:
         self.predictor_.eval()
         with torch.inference_mode():
             logits = self.predictor_.score_matrix(z, phi).cpu().numpy()  # (n_queries, n_llms)
-        return self.calibration_.apply(logits) if calibrated else logits
+        if not calibrated:
+            return logits
+        calibration = self.calibration_
+        if calibration.quality_scale is None:
+            return calibration.apply(logits)
+        return calibration.apply(logits, self.quality(llm_ids))
+
+    def quality(self, llm_ids: Sequence[str] | None = None) -> np.ndarray:
+        """Each LLM's quality (n_llms,): its mean raw logit over the reference queries (a set
+        of training queries kept in the artifact), what calibration scales apart from the
+        per-query part.
+
+        Raises:
+            LocusNotFittedError: a Locus without reference queries (an artifact fitted before
+                they were kept: call `set_reference_queries`).
+        """
+        if self.reference_queries_ is None:
+            raise LocusNotFittedError(
+                "this Locus keeps no reference queries; call set_reference_queries(vectors) "
+                "with training query vectors"
+            )
+        logits = self.predict_logits(self.reference_queries_, llm_ids, calibrated=False)
+        return np.asarray(logits.mean(axis=0))
+
+    def set_reference_queries(self, query_vectors: NDArray[np.float32]) -> None:
+        """The queries (R, dq) over which `quality` averages; `fit` keeps up to
+        `REFERENCE_QUERIES` of its training queries. Calibrate again after changing them."""
+        self.reference_queries_ = self.query_vectors(np.asarray(query_vectors, np.float32))
 
     @property
     def calibration_(self) -> Calibration:
@@ -297,7 +340,8 @@ class Locus:
         n_llms) for `llm_ids` (default: the pool's order; NaN: not scored). Returns it; it is
         saved with the artifact. `fit` calls this on the validation queries."""
         logits = self.predict_logits(query_vectors, llm_ids, calibrated=False)
-        calibration = fit_calibration(logits, np.asarray(scores, dtype=np.float64))
+        quality = None if self.reference_queries_ is None else self.quality(llm_ids)
+        calibration = fit_calibration(logits, np.asarray(scores, dtype=np.float64), quality)
         self.metadata = {**self.metadata, "calibration": calibration.as_dict()}
         return calibration
 
@@ -321,6 +365,7 @@ class Locus:
                 history=self.history_,
                 best_step=self.best_step_,
                 metadata=self.metadata,
+                reference_queries=self.reference_queries_,
             ),
             path,
         )
@@ -364,6 +409,7 @@ class Locus:
         model.text_encoder_name_ = artifact.text_encoder_name
         model.evidence_bound_ = artifact.evidence_bound
         model.metadata = artifact.metadata
+        model.reference_queries_ = artifact.reference_queries
         store = model._open_workspace(folder, workspace)
         if store is None:
             model.pool_, model._snapshot = model._snapshot, None
@@ -380,6 +426,7 @@ class Locus:
         return model
 
     _snapshot: LLMPool | None = None
+    reference_queries_: NDArray[np.float32] | None = None
 
     def _open_workspace(
         self, folder: Path, workspace: Store | str | os.PathLike[str] | Literal["auto"] | None

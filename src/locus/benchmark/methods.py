@@ -100,6 +100,17 @@ def _fit_locus(fold: Fold, settings: Mapping[str, Any]) -> Router:
     return LocusRouter(model)
 
 
+def _calibrate_as_fit_does(model: Any, fold: Fold) -> None:
+    """A LOCUS fit cached before `Locus.fit` kept reference queries and calibrated: both
+    done now exactly as the fit does them, so old and new cache entries agree."""
+    from locus.locus import reference_rows
+
+    if model.reference_queries_ is not None and "calibration" in model.metadata:
+        return
+    model.set_reference_queries(fold.vectors[reference_rows(fold.train_rows, fold.seed)])
+    model.calibrate(fold.vectors[fold.val_rows], fold.table.scores[fold.val_rows])
+
+
 def _load(folder: Path) -> Router:
     if (folder / ROUTER_FILE).exists():
         return load_router(folder)
@@ -143,11 +154,8 @@ def fit_method(
         except Exception:
             shutil.rmtree(folder, ignore_errors=True)
         else:
-            if method == "locus" and "calibration" not in router.model.metadata:  # type: ignore[attr-defined]
-                # a fit cached before calibration: calibrated as `Locus.fit` does now
-                router.model.calibrate(  # type: ignore[attr-defined]
-                    fold.vectors[fold.val_rows], fold.table.scores[fold.val_rows]
-                )
+            if method == "locus":
+                _calibrate_as_fit_does(router.model, fold)  # type: ignore[attr-defined]
             return router, True
     if method == "locus":
         router = _fit_locus(fold, settings)
