@@ -213,3 +213,19 @@ def test_artifact_saved_into_a_workspace_by_hand_is_not_mixed_with_older_rows(
     model.save(folder)
     with Locus.load(folder) as loaded:
         np.testing.assert_array_equal(loaded.llm_embeddings_, model.llm_embeddings_)
+
+
+def test_cli_fit_reports_calibration_and_guard(run_cli: Run, tmp_path: Path) -> None:
+    path = build_planted_workspace(tmp_path / "ws")
+    fitted = run_cli("fit", "-w", path, "--max-steps", "60", "--eval-every", "20", "-A", "64")
+    assert fitted.exit_code == 0, fitted.stderr
+    assert "calibration of P(correct) on " in fitted.stdout
+    assert "routing guard: " in fitted.stdout
+    evaluation = run_cli("evaluate", "-w", path, "--json").json()
+    routing = evaluation["routing"]
+    assert routing["guard"]["default"] and "unguarded_hit@1" in routing
+    assert 0.0 <= routing["moved"] <= 1.0
+    table = run_cli("evaluate", "-w", path)
+    assert "LOCUS, guarded" in table.stdout and "unguarded (--no-guard)" in table.stdout
+    free = run_cli("route", "court jury appeal tort verdict", "-w", path, "--no-guard", "--json")
+    assert free.exit_code == 0 and free.json()[0]["held"] is False

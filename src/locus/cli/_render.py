@@ -194,3 +194,15 @@ def guard_line(guard: Any) -> str:
         f"{val.get('unguarded_hit@1', float('nan')):.4f}, {guard.default} alone "
         f"{val.get('default_hit@1', float('nan')):.4f})"
     )
+
+
+def calibration_line(calibration: Any) -> str:
+    """One line on a fit's calibration of P(correct) (`locus.calibration.Calibration`)."""
+    parts = f"per-query part x{calibration.scale:.2f}"
+    if calibration.quality_scale is not None:
+        parts += f", each LLM's quality x{calibration.quality_scale:.2f}"
+    return (
+        f"calibration of P(correct) on {calibration.cells:,} validation cells: {parts}, shift "
+        f"{calibration.shift:+.2f} (log-loss {calibration.log_loss_before:.4f} -> "
+        f"{calibration.log_loss_after:.4f})"
+    )

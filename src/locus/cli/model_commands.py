@@ -7,7 +7,13 @@ from typing import Annotated, Any
 import typer
 
 from locus.cli._app import ArtifactOption, JsonOption, QuietOption, WorkspaceOption, app
-from locus.cli._render import guard_line, print_json, stdout_console, training_bar
+from locus.cli._render import (
+    calibration_line,
+    guard_line,
+    print_json,
+    stdout_console,
+    training_bar,
+)
 from locus.cli.data_commands import open_store
 from locus.errors import LocusInputError
 
@@ -80,6 +86,8 @@ def fit_command(
         f"training queries in {report.seconds:.0f} s; best validation hit@1 "
         f"{report.best_val_routing_accuracy:.4f} at step {report.best_step}"
     )
+    if report.calibration is not None:
+        stdout_console().print(calibration_line(report.calibration), markup=False)
     if report.guard is not None:
         stdout_console().print(guard_line(report.guard), markup=False)
 

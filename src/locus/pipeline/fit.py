@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from locus import metrics
+from locus.calibration import Calibration
 from locus.data.table import ScoreTable
 from locus.errors import LocusNotFoundError
 from locus.locus import Locus
@@ -42,12 +43,14 @@ class FitReport:
     best_val_routing_accuracy: float
     seconds: float
     guard: Guard | None = None
+    calibration: Calibration | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
             **self.__dict__,
             "artifact": str(self.artifact),
             "guard": None if self.guard is None else self.guard.as_dict(),
+            "calibration": None if self.calibration is None else self.calibration.as_dict(),
         }
 
 
@@ -115,6 +118,7 @@ def fit_workspace(
         best_val_routing_accuracy=float(best),
         seconds=time.perf_counter() - started,
         guard=guard,
+        calibration=model.calibration_ if "calibration" in model.metadata else None,
     )
 
 
