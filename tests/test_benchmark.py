@@ -24,7 +24,7 @@ FAST_LOCUS = {
     for k, v in small_config().to_dict().items()
     if k in ("network", "max_steps", "eval_every", "patience", "llms_per_step", "targets_per_llm")
 }
-METHODS = ["locus", "knn", "cluster", "per-task", "best-single", "random"]
+METHODS = ["locus", "locus+knn", "knn", "cluster", "per-task", "best-single", "random"]
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,7 @@ def test_anchors_suite_ranks_methods_as_planted(data: WorkspaceTable, tmp_path: 
     assert result["evidence"] == ["16", "all"] and len(result["per_seed"]["knn"]["16"]) == 2
     for size in ("16", "all"):
         # specialists per task: the query-aware routers beat the best single LLM by far
-        for method in ("knn", "cluster", "per-task", "locus"):
+        for method in ("knn", "cluster", "per-task", "locus", "locus+knn"):
             assert (
                 summary[method][size]["hit@1"]["mean"]
                 > summary["best-single"][size]["hit@1"]["mean"] + 0.2

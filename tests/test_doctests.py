@@ -11,6 +11,7 @@ MODULES = [
     "locus.metrics",
     "locus.calibration",
     "locus.routing.guard",
+    "locus.routing.ensemble",
     "locus.routing.base",
     "locus.routing.evidence",
     "locus.routing.baselines",

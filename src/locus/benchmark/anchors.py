@@ -26,6 +26,7 @@ import numpy as np
 from locus._progress import ProgressFactory, no_progress
 from locus.benchmark._stats import log_loss, mean_sd
 from locus.benchmark.methods import (
+    COMBINED,
     METHODS,
     SLOW_METHODS,
     Fold,
@@ -45,6 +46,7 @@ from locus.metrics import (
 )
 from locus.pipeline import WorkspaceTable
 from locus.routing import PerTaskRouter, Router
+from locus.routing.ensemble import choose_weight, mix
 from locus.routing.guard import fit_guard, guarded_proba
 
 __all__ = ["DEFAULT_EVIDENCE", "evidence_fold", "fitted_proba", "run_anchors"]
@@ -133,7 +135,17 @@ def fitted_proba(
 ) -> tuple[dict[str, np.ndarray], bool]:
     """({split: P(correct) (n_split, n_llms)} for each of `splits`, from the cache?) of
     `method` fitted on `fold`, whose evidence size is `size`. LOCUS at "all" embeds every LLM
-    from all its training scores; the per-task router reads the queries' true tasks."""
+    from all its training scores; the per-task router reads the queries' true tasks; a
+    combined method mixes its parts' predictions with the weight chosen on validation."""
+    if method in COMBINED:
+        first, second = COMBINED[method]
+        wanted = tuple(dict.fromkeys(("val", *splits)))
+        a, a_cached = fitted_proba(first, fold, size, data, splits=wanted,
+                                   locus_settings=locus_settings, cache_dir=cache_dir)  # fmt: skip
+        b, b_cached = fitted_proba(second, fold, size, data, splits=wanted,
+                                   locus_settings=locus_settings, cache_dir=cache_dir)  # fmt: skip
+        weight = choose_weight(a["val"], b["val"], data.table.scores[data.rows("val")])
+        return {split: mix(a[split], b[split], weight) for split in splits}, a_cached and b_cached
     router, cached = fit_method(
         method,
         fold,

@@ -34,7 +34,7 @@ from locus.pipeline import WorkspaceTable
 
 __all__ = ["COST_METHODS", "hull", "hull_accuracy_at", "run_cost"]
 
-COST_METHODS = ("locus", "knn", "cluster", "mf", "irt", "per-task", "best-single")
+COST_METHODS = ("locus", "locus+knn", "knn", "cluster", "mf", "irt", "per-task", "best-single")
 
 
 def hull(points: np.ndarray) -> np.ndarray:

@@ -30,11 +30,20 @@ from locus.errors import LocusInputError
 from locus.routing import Evidence, Router, load_router, make_baseline
 from locus.routing.evidence import ROUTER_FILE
 
-__all__ = ["METHODS", "SLOW_METHODS", "Fold", "cache_key", "fit_in_parallel", "fit_method"]
+__all__ = [
+    "COMBINED",
+    "METHODS",
+    "SLOW_METHODS",
+    "Fold",
+    "cache_key",
+    "fit_in_parallel",
+    "fit_method",
+]
 
 # name -> what it is; "locus" is the LOCUS router, the rest are `locus.routing` baselines
 METHODS = {
     "locus": "LOCUS: attention encoder over each LLM's evidence + correctness predictor",
+    "locus+knn": "the mean of LOCUS's and kNN's P(correct), LOCUS's weight on validation log-loss",
     "knn": "per LLM, mean score of the k nearest training queries (k on validation)",
     "cluster": "k-means on query vectors, best LLM per cluster (k on validation)",
     "mf": "EmbedLLM-style matrix factorisation",
@@ -146,6 +155,10 @@ def fit_method(
     """
     if method not in METHODS:
         raise LocusInputError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
+    if method in COMBINED:
+        raise LocusInputError(
+            f"{method!r} combines fitted methods ({', '.join(COMBINED[method])}); fit those"
+        )
     settings = _merged(method, settings, locus_settings)
     folder = None if cache_dir is None else cache_dir / method / fold.key(method, settings)
     if folder is not None and folder.exists():
@@ -183,6 +196,8 @@ def fit_method(
     return router, False
 
 
+# methods made of other methods' fits, mixed on validation (nothing of their own to fit)
+COMBINED = {"locus+knn": ("locus", "knn")}
 # the fits worth a process of their own; the others take well under a second
 SLOW_METHODS = ("locus", "mf", "irt", "cluster")
 
