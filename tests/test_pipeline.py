@@ -220,7 +220,7 @@ def test_cli_fit_reports_calibration_and_guard(run_cli: Run, tmp_path: Path) -> 
     fitted = run_cli("fit", "-w", path, "--max-steps", "60", "--eval-every", "20", "-A", "64")
     assert fitted.exit_code == 0, fitted.stderr
     assert "calibration of P(correct) on " in fitted.stdout
-    assert "routing guard: " in fitted.stdout
+    assert "routing guard: " in fitted.stdout and "mixed with a kNN router" in fitted.stdout
     evaluation = run_cli("evaluate", "-w", path, "--json").json()
     routing = evaluation["routing"]
     assert routing["guard"]["default"] and "unguarded_hit@1" in routing

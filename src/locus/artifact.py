@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,8 +80,11 @@ class Artifact:
     reference_queries: np.ndarray | None = None
 
 
-def save_artifact(artifact: Artifact, path: str | Path) -> Path:
-    """Write `artifact` to the folder `path`, replacing it whole (never a half-written mix)."""
+def save_artifact(
+    artifact: Artifact, path: str | Path, *, also: Callable[[Path], None] | None = None
+) -> Path:
+    """Write `artifact` to the folder `path`, replacing it whole (never a half-written mix);
+    `also(folder)` writes more into the folder before it takes the old one's place."""
     from safetensors.torch import save_file
 
     folder = Path(path)
@@ -120,6 +124,8 @@ def save_artifact(artifact: Artifact, path: str | Path) -> Path:
     save_file(tensors, str(staging / WEIGHTS_FILE), metadata={"format": ARTIFACT_FORMAT})
     _write_json(staging / ANCHORS_FILE, artifact.anchors)
     _write_json(staging / CONFIG_FILE, config)
+    if also is not None:
+        also(staging)
     # swap whole folders: a crash leaves either the old artifact or the new one, never a mix
     retired = folder.with_name(f".{folder.name}.retired")
     shutil.rmtree(retired, ignore_errors=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -347,8 +347,9 @@ class Locus:
 
     # -- persistence -----------------------------------------------------------------------
 
-    def save(self, path: str | Path) -> Path:
-        """Write the artifact folder (config.json, anchors.json, weights.safetensors)."""
+    def save(self, path: str | Path, *, also: Callable[[Path], None] | None = None) -> Path:
+        """Write the artifact folder (config.json, anchors.json, weights.safetensors);
+        `also(folder)` adds files to it before it replaces the old one."""
         self._check_fitted()
         return save_artifact(
             Artifact(
@@ -368,6 +369,7 @@ class Locus:
                 reference_queries=self.reference_queries_,
             ),
             path,
+            also=also,
         )
 
     @classmethod

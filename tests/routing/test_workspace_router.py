@@ -135,3 +135,47 @@ def test_llm_without_scores_can_join_from_a_new_source(workspace: Path, tmp_path
         column = table.scores[:, table.llm_index("bio-new")]
         shared = ~np.isnan(column) & ~np.isnan(table.scores[:, table.llm_index("biology-0")])
         assert shared.sum() == len(newcomer)  # every query of the new file is a known query
+
+
+def test_locus_is_mixed_with_the_artifacts_knn_router(workspace: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from locus.errors import LocusArtifactError
+    from locus.pipeline import load_workspace_locus
+
+    with Store.open(workspace) as store:
+        router = WorkspaceRouter(store, text_encoder=HashingEncoder(ENCODER_DIM))
+        assert router.metadata["ensemble"]["router"] == "knn"
+        assert 0.0 <= router.ensemble_weight <= 1.0
+        assert "law-3" not in router._knn.llm_ids  # kept out of training, so out of kNN too
+        embed_workspace_llms(store, ["law-3"])
+        router.refresh()
+        model = load_workspace_locus(store)
+        phi = router.vectors_for(["court jury verdict appeal", "integral derivative limit"])
+        proba = router.predict_proba(phi)
+        facade = model.predict_proba(phi, list(router.llm_ids))
+        column = list(router.llm_ids).index("law-3")
+        # an LLM onboarded since the fit has LOCUS's P(correct) alone
+        np.testing.assert_allclose(proba[:, column], facade[:, column], atol=1e-5)
+        assert not np.allclose(proba, facade, atol=1e-3)
+    # an artifact whose kNN part went missing is refused with a clear error
+    copy = tmp_path / "ws"
+    shutil.copytree(workspace, copy)
+    shutil.rmtree(copy / "artifacts" / "default" / "knn")
+    with Store.open(copy) as store, pytest.raises(LocusArtifactError, match="router"):
+        WorkspaceRouter(store)
+
+
+def test_without_the_ensemble_the_router_is_locus_alone(tmp_path: Path) -> None:
+    from locus.pipeline import load_workspace_locus
+
+    path = build_planted_workspace(tmp_path / "ws", planted_rows())
+    with Store.open(path) as store:
+        fit_workspace(store, small_config(max_steps=40), ensemble=False)
+        router = WorkspaceRouter(store)
+        assert router.ensemble_weight is None and "ensemble" not in router.metadata
+        assert not (path / "artifacts" / "default" / "knn").exists()
+        phi = router.vectors_for(["court jury verdict appeal"])
+        np.testing.assert_allclose(
+            router.predict_proba(phi), load_workspace_locus(store).predict_proba(phi), atol=1e-5
+        )

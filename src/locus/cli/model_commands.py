@@ -43,6 +43,14 @@ def fit_command(
     exclude: Annotated[
         list[str] | None, typer.Option("--exclude", help="Keep an LLM out of training.")
     ] = None,
+    ensemble: Annotated[
+        bool,
+        typer.Option(
+            "--ensemble/--no-ensemble",
+            help="Mix LOCUS's P(correct) with a kNN router over the training scores (weight "
+            "chosen on validation), or route with LOCUS alone.",
+        ),
+    ] = True,
     artifact: ArtifactOption = "default",
     workspace: WorkspaceOption = None,
     as_json: JsonOption = False,
@@ -77,6 +85,7 @@ def fit_command(
                 split_seed=split_seed,
                 exclude_llms=exclude or (),
                 progress=progress,
+                ensemble=ensemble,
             )
     if as_json:
         print_json(report.as_dict())
@@ -88,6 +97,12 @@ def fit_command(
     )
     if report.calibration is not None:
         stdout_console().print(calibration_line(report.calibration), markup=False)
+    if report.ensemble is not None:
+        stdout_console().print(
+            f"mixed with a kNN router (k = {report.ensemble['k']}) over the training scores: "
+            f"LOCUS's weight {report.ensemble['weight']:.1f}, chosen on validation log-loss",
+            markup=False,
+        )
     if report.guard is not None:
         stdout_console().print(guard_line(report.guard), markup=False)
 

@@ -14,9 +14,8 @@ import numpy as np
 from locus import metrics
 from locus.errors import LocusInputError
 from locus.pipeline.data import workspace_table
-from locus.pipeline.fit import load_workspace_locus
-from locus.routing.guard import Guard, guarded_proba
-from locus.routing.workspace import DEFAULT_ARTIFACT
+from locus.routing.guard import guarded_proba
+from locus.routing.workspace import DEFAULT_ARTIFACT, WorkspaceRouter
 from locus.store import Store
 
 __all__ = [
@@ -131,25 +130,27 @@ def evaluate_workspace(
 ) -> Evaluation:
     """Routing hit@1/3/5 and correctness metrics on a split, next to baselines, per task.
 
-    Every LLM is represented by its embedding in the workspace's pool (from its anchors, or
-    its onboarding evidence). Baselines (best single LLM, best LLM per task) are chosen on the
-    training split.
+    P(correct) is what `locus route` uses (`WorkspaceRouter`): every LLM by its embedding in
+    the workspace's pool (from its anchors, or its onboarding evidence), mixed with the
+    artifact's kNN router where it has one. Baselines (best single LLM, best LLM per task) are
+    chosen on the training split.
     """
     if split not in ("val", "test"):
         raise LocusInputError(f"split must be 'val' or 'test', found {split!r}")
-    model = load_workspace_locus(store, name)
-    data = workspace_table(store, split_seed=int(model.metadata.get("split_seed", 0)))
-    pooled = set(model.llm_ids_)
+    router = WorkspaceRouter(store, name)  # what `locus route` routes with
+    data = workspace_table(store, split_seed=int(router.metadata.get("split_seed", 0)))
+    pooled = set(router.llm_ids)
     llm_ids = [llm for llm in data.table.llm_ids if llm in pooled]
     table = data.table.select_llms(llm_ids)
     rows, train_rows = data.rows(split), data.rows("train")
     truth = table.scores[rows]
-    proba = model.predict_proba(data.vectors[rows], llm_ids)
+    columns = [list(router.llm_ids).index(llm) for llm in llm_ids]
+    proba = np.asarray(router.predict_proba(data.vectors[rows]), dtype=np.float64)[:, columns]
     tasks = [table.tasks[i] for i in rows]
     train_tasks = [table.tasks[i] for i in train_rows]
     best_index, best_single = metrics.best_single_accuracy(table.scores[train_rows], truth)
     unguarded = metrics.routing_accuracy(proba, truth)
-    guard = Guard.from_dict(model.metadata["guard"]) if model.metadata.get("guard") else None
+    guard = router.guard
     routed, moved = proba, None
     if guard is not None and guard.default in llm_ids:
         default = llm_ids.index(guard.default)

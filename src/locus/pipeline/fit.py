@@ -23,7 +23,10 @@ from locus.locus import Locus
 from locus.nn.config import TrainingConfig
 from locus.nn.training import ProgressCallback
 from locus.pipeline.data import workspace_table
+from locus.routing.ensemble import ENSEMBLE_FOLDER, choose_weight, mix
+from locus.routing.evidence import Evidence
 from locus.routing.guard import Guard, fit_guard
+from locus.routing.neighbours import KNNRouter
 from locus.routing.workspace import DEFAULT_ARTIFACT, artifact_path, trained_artifact
 from locus.store import Store
 
@@ -44,6 +47,7 @@ class FitReport:
     seconds: float
     guard: Guard | None = None
     calibration: Calibration | None = None
+    ensemble: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -68,12 +72,16 @@ def fit_workspace(
     exclude_llms: Sequence[str] = (),
     progress: ProgressCallback | None = None,
     device: str = "cpu",
+    ensemble: bool = True,
 ) -> FitReport:
     """Train on the workspace's training queries, save the artifact, store every embedding.
 
     `exclude_llms` keeps LLMs out of training entirely (to onboard them later, as a test of
     training-free onboarding). Test queries are never seen. The workspace's pool for `name`
-    becomes exactly the trained LLMs, embedded from their anchors.
+    becomes exactly the trained LLMs, embedded from their anchors. With `ensemble` (the
+    default), a kNN router over the training scores is kept in the artifact and mixed with
+    LOCUS's P(correct) at a weight chosen on validation; the routing guard is chosen on the
+    router's validation P(correct) either way.
     """
     started = time.perf_counter()
     path = artifact_path(store, name)
@@ -102,10 +110,16 @@ def fit_workspace(
         text_encoder_name=data.encoder,
         progress=progress,
     )
-    guard = _fit_guard(model, table, data.vectors, data.rows("train"), data.rows("val"))
+    train_rows, val_rows = data.rows("train"), data.rows("val")
+    knn, val_proba = None, None
+    if (~np.isnan(table.scores[val_rows])).any():
+        val_proba = model.predict_proba(data.vectors[val_rows], list(table.llm_ids))
+        if ensemble:
+            knn, val_proba = _fit_ensemble(model, table, data.vectors, train_rows, val_rows)
+    guard = None if val_proba is None else _fit_guard(val_proba, table, train_rows, val_rows)
     if guard is not None:
         model.metadata = {**model.metadata, "guard": guard.as_dict()}
-    model.save(path)
+    model.save(path, also=None if knn is None else lambda folder: _save_knn(knn, folder))
     model.pool_.bind(store, name, fit_id=model.metadata["fit_id"])
     best = max((h.get("val_routing_accuracy", math.nan) for h in model.history_), default=0.0)
     return FitReport(
@@ -119,26 +133,54 @@ def fit_workspace(
         seconds=time.perf_counter() - started,
         guard=guard,
         calibration=model.calibration_ if "calibration" in model.metadata else None,
+        ensemble=model.metadata.get("ensemble"),
     )
 
 
-def _fit_guard(
+def _fit_ensemble(
     model: Locus,
     table: ScoreTable,
     vectors: np.ndarray,
     train_rows: np.ndarray,
     val_rows: np.ndarray,
+) -> tuple[KNNRouter, np.ndarray]:
+    """A kNN router on the training scores (k chosen on validation), mixed with LOCUS at the
+    weight of lowest validation log-loss (`locus.routing.ensemble`), recorded in the model's
+    metadata; returns it and the mixed validation P(correct)."""
+    knn = KNNRouter().fit(
+        Evidence.from_table(table, vectors, train_rows),
+        Evidence.from_table(table, vectors, val_rows),
+    )
+    truth = table.scores[val_rows]
+    ids = list(table.llm_ids)
+    locus_val = model.predict_proba(vectors[val_rows], ids)
+    knn_val = np.asarray(knn.predict_proba(vectors[val_rows]))[
+        :, [knn.llm_ids.index(i) for i in ids]
+    ]
+    weight = choose_weight(locus_val, knn_val, truth)
+    model.metadata = {
+        **model.metadata,
+        "ensemble": {"router": "knn", "folder": ENSEMBLE_FOLDER, "weight": weight, "k": knn.k_},
+    }
+    return knn, mix(locus_val, knn_val, weight)
+
+
+def _save_knn(knn: KNNRouter, folder: Path) -> None:
+    knn.save(folder / ENSEMBLE_FOLDER)
+
+
+def _fit_guard(
+    val_proba: np.ndarray, table: ScoreTable, train_rows: np.ndarray, val_rows: np.ndarray
 ) -> Guard | None:
-    """The routing guard (`locus.routing.guard`): the default is the best LLM on the training
-    queries, the margin chosen on the validation queries; None without validation scores."""
+    """The routing guard (`locus.routing.guard`) on the router's validation P(correct): the
+    default is the best LLM on the training queries; None if it has no validation score."""
     truth = table.scores[val_rows]
     if len(val_rows) < 2:
         return None
     default, _ = metrics.best_single_accuracy(table.scores[train_rows], truth)
     if np.isnan(truth[:, default]).all():
         return None
-    proba = model.predict_proba(vectors[val_rows], list(table.llm_ids))
-    return fit_guard(proba, truth, list(table.llm_ids), default)
+    return fit_guard(val_proba, truth, list(table.llm_ids), default)
 
 
 def load_workspace_locus(store: Store, name: str = DEFAULT_ARTIFACT) -> Locus:

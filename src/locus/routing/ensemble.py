@@ -24,7 +24,10 @@ from numpy.typing import NDArray
 from locus.errors import LocusInputError
 from locus.routing.base import Router
 
-__all__ = ["EnsembleRouter", "choose_weight", "mix"]
+__all__ = ["ENSEMBLE_FOLDER", "EnsembleRouter", "choose_weight", "mix"]
+
+# where an artifact keeps the router LOCUS is mixed with (`locus fit`: a kNN router)
+ENSEMBLE_FOLDER = "knn"
 
 
 def mix(first: NDArray[Any], second: NDArray[Any], weight: float) -> NDArray[np.float64]:

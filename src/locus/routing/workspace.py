@@ -26,6 +26,7 @@ from locus.errors import LocusInputError, LocusNotFoundError
 from locus.inference import check_same_encoder, read_for_routing
 from locus.pool import LLMPool
 from locus.routing.base import RouteDecision, Router
+from locus.routing.ensemble import ENSEMBLE_FOLDER, mix
 from locus.routing.guard import Guard
 from locus.store import Store
 from locus.text.base import TextEncoder
@@ -49,6 +50,8 @@ class WorkspaceRouter(Router):
         costs: mean observed USD cost per query of each LLM that has costs (may be empty).
         guard: the artifact's routing guard (`locus.routing.guard`), None for an artifact
             fitted without one.
+        ensemble_weight: LOCUS's share when mixed with the artifact's kNN router (None: LOCUS
+            alone); `metadata`: the artifact's.
         loads: how many times the artifact was loaded (1 for the router's lifetime).
         encoded, cache_hits: texts encoded, texts served from the store or the memory cache.
     """
@@ -76,6 +79,16 @@ class WorkspaceRouter(Router):
         self.costs = store.llm_costs()
         guard = routing.metadata.get("guard")
         self.guard = None if not guard else Guard.from_dict(guard)
+        self.metadata = routing.metadata
+        self.ensemble_weight: float | None = None
+        self._knn: Router | None = None
+        ensemble = routing.metadata.get("ensemble")
+        if ensemble:
+            from locus.routing.registry import load_router
+
+            self._knn = load_router(folder / str(ensemble.get("folder", ENSEMBLE_FOLDER)))
+            self.ensemble_weight = float(ensemble["weight"])
+            self._knn_column = {llm: i for i, llm in enumerate(self._knn.llm_ids)}
         self.loads = 1
         self.encoded = 0
         self.cache_hits = 0
@@ -102,10 +115,23 @@ class WorkspaceRouter(Router):
         return self.pool.llm_ids
 
     def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
-        """P(correct) (n_queries, n_llms) for query vectors (n_queries, dq), without torch."""
-        return self.predictor.predict_proba(
-            self.pool.embeddings, np.asarray(query_vectors, dtype=np.float32)
-        )
+        """P(correct) (n_queries, n_llms) for query vectors (n_queries, dq), without torch:
+        LOCUS's, mixed with the artifact's kNN router's where it has one (for the LLMs it was
+        fitted on; an LLM onboarded since has LOCUS's alone until the next fit)."""
+        vectors = np.asarray(query_vectors, dtype=np.float32)
+        proba = self.predictor.predict_proba(self.pool.embeddings, vectors)
+        if self._knn is None or self.ensemble_weight is None:
+            return proba
+        pairs = [
+            (j, self._knn_column[llm])
+            for j, llm in enumerate(self.pool.llm_ids)
+            if llm in self._knn_column
+        ]
+        if pairs:
+            mine, theirs = (list(side) for side in zip(*pairs, strict=True))
+            knn = np.asarray(self._knn.predict_proba(vectors))
+            proba[:, mine] = mix(proba[:, mine], knn[:, theirs], self.ensemble_weight)
+        return proba
 
     def vectors_for(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Query vectors (n, dq) of texts: cached in the store or memory, else encoded."""
