@@ -28,7 +28,7 @@ from locus.store.ingest import import_path
 from locus.text import get_text_encoder
 from locus.text.cache import encode_missing
 
-DATASETS = ("mmlu-pro", "zeroeval", "split2-model7")
+DATASETS = ("mmlu-pro", "zeroeval", "split2-model7", "bfcl", "routerbench")
 DEFAULTS = TrainingConfig()
 
 
@@ -42,6 +42,11 @@ def prepare(dataset: str, workspace: Path, encoder: str | None = None) -> Store:
         import_path(store, "table", folder / "scores.csv.gz", queries=folder / "queries.jsonl.gz")
     elif dataset == "split2-model7":
         import_path(store, "scores-json", data / "routerdc" / "split2_model7")
+    elif dataset == "bfcl":
+        folder = data / "bfcl"
+        import_path(store, "table", folder / "scores.csv.gz", queries=folder / "queries.jsonl.gz")
+    elif dataset == "routerbench":
+        import_path(store, "routerbench", data / "routerdc" / "routerbench_zs")
     else:
         sys.exit(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}")
     report = encode_missing(store, get_text_encoder(encoder))
@@ -105,11 +110,16 @@ def main() -> None:
     parser.add_argument(
         "--evaluate-only", action="store_true", help="Reuse the artifacts of an earlier run."
     )
+    parser.add_argument(
+        "--no-ensemble", action="store_true", help="LOCUS alone, not mixed with kNN (fit option)."
+    )
     parser.add_argument("--workspace", type=Path, default=REPO_ROOT / ".bench" / "accuracy")
     args = parser.parse_args()
     store = prepare(args.dataset, args.workspace / args.dataset, args.encoder)
     encoder = store.text_encoder or ""
     tag = encoder.replace("/", "-").replace("sentence-transformers-", "")
+    if args.no_ensemble:
+        tag += "-locus-alone"
     knn = knn_hit_at_1(store)
     print(f"encoder {encoder}: kNN vote hit@1 {knn['hit@1']:.4f} (k={knn['k']})", flush=True)
     runs = []
@@ -124,14 +134,18 @@ def main() -> None:
             model = load_workspace_locus(store, name)
             best_step, fit_seconds = model.best_step_, float("nan")
         else:
-            fit = fit_workspace(store, config, name=name)
+            fit = fit_workspace(store, config, name=name, ensemble=not args.no_ensemble)
             best_step, fit_seconds = fit.best_step, time.perf_counter() - started
         result = evaluate_workspace(store, name=name).as_dict()
         result["fit_seconds"] = fit_seconds
         result["best_step"] = best_step
         runs.append(result)
+        routing = result["routing"]
+        moved = "-" if routing["moved"] is None else f"{routing['moved']:.3f}"
         print(
-            f"seed {seed}: hit@1 {result['routing']['hit@1']:.4f} (best single "
+            f"seed {seed}: hit@1 {routing['hit@1']:.4f} (unguarded {routing['unguarded_hit@1']:.4f}"
+            f", moved {moved}"
+            f"; best single "
             f"{result['baselines']['best_single_llm']:.4f}, per task "
             f"{result['baselines']['best_llm_per_task']:.4f}, oracle "
             f"{result['baselines']['oracle']:.4f}) AUROC {result['correctness']['auroc']:.4f} "
@@ -146,7 +160,12 @@ def main() -> None:
         "anchors": args.anchors,
         "llms": runs[0]["llms"],
         "test_queries": runs[0]["queries"],
-        "routing": {k: summarise([r["routing"][k] for r in runs]) for k in runs[0]["routing"]},
+        "routing": {
+            k: summarise([r["routing"][k] for r in runs])
+            for k in ("hit@1", "hit@3", "hit@5", "unguarded_hit@1", "moved")
+            if all(isinstance(r["routing"][k], float) for r in runs)
+        },
+        "guards": [r["routing"]["guard"] for r in runs],
         "correctness": {
             k: summarise([r["correctness"][k] for r in runs])
             for k in ("accuracy", "auroc", "brier", "ece")
