@@ -238,8 +238,9 @@ def fit_in_parallel(
     reads every fit from the cache.
 
     Small networks on two cores train faster as two one-thread fits side by side than one
-    after the other on two threads. Jobs run in the order given (put the longest first). A
-    fit that fails in a worker raises here.
+    after the other on two threads (a ZeroEval-500 suite: 75 s against 113 s; each fit 1.2x
+    slower, two at once). Jobs run in the order given (put the longest first). A fit that
+    fails in a worker raises here.
     """
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed

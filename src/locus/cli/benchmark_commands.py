@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -75,14 +76,14 @@ def benchmark_command(
         ),
     ] = None,
     workers: Annotated[
-        int,
+        int | None,
         typer.Option(
             "--workers",
             min=1,
-            help="anchors/efficiency: processes for the slow fits (one thread each); the "
-            "figures do not change.",
+            help="anchors/efficiency: processes for the slow fits, one thread each (default: "
+            "the cores, at most 4); the figures do not change.",
         ),
-    ] = 1,
+    ] = None,
     workspace: WorkspaceOption = None,
     quiet: QuietOption = False,
     as_json: JsonOption = False,
@@ -133,7 +134,7 @@ def benchmark_command(
         cache_dir=cache,
         draw=draw,
         queries=queries,
-        workers=workers,
+        workers=workers or min(4, os.cpu_count() or 1),
         progress=progress_bars(quiet or as_json),
     )
     if draw != "shared":
