@@ -136,7 +136,7 @@ def test_unfitted_unknown_and_bad_folders_are_clear_errors(tmp_path: Path) -> No
         KNNRouter().predict_proba(np.zeros((1, 2), dtype=np.float32))
     with pytest.raises(LocusInputError, match="unknown router 'svm'"):
         make_baseline("svm")
-    with pytest.raises(LocusArtifactError, match="neither a saved baseline"):
+    with pytest.raises(LocusArtifactError, match="not a saved router"):
         load_router(tmp_path)
     folder = tmp_path / "r"
     KNNRouter(k=1).fit(

@@ -50,3 +50,17 @@ def test_the_weight_goes_to_the_better_calibrated_router() -> None:
         choose_weight(p, p[:, :2], truth)
     with pytest.raises(LocusInputError, match="no scored cell"):
         choose_weight(p, p, np.full(p.shape, np.nan))
+
+
+def test_a_damaged_ensemble_folder_is_a_clear_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from locus.errors import LocusArtifactError
+    from locus.routing import load_router
+
+    folder = tmp_path / "ens"
+    folder.mkdir()
+    (folder / "ensemble.json").write_text('{"format": "locus-ensemble/1"}')
+    with pytest.raises(LocusArtifactError, match="not a saved ensemble"):
+        load_router(folder)
+    (folder / "ensemble.json").write_text('{"format": "other", "weight": 0.5}')
+    with pytest.raises(LocusArtifactError, match="expected 'locus-ensemble/1'"):
+        load_router(folder)

@@ -29,6 +29,7 @@ from locus.routing import (
     load_router,
     make_baseline,
 )
+from locus.routing.ensemble import EnsembleRouter, choose_weight
 from locus.store import Store
 from tests.nn.conftest import small_config
 from tests.planted_workspace import build_planted_workspace
@@ -74,6 +75,14 @@ def _fit_oracle(planted: Planted) -> Router:
     return OracleRouter().fit(Evidence.from_table(planted.data.table, planted.data.vectors))
 
 
+def _fit_locus_knn(planted: Planted) -> Router:
+    locus, knn = _fit_locus(planted), _fit_baseline("knn")(planted)
+    vectors = planted.data.vectors[planted.data.rows("val")]
+    truth = planted.data.table.scores[planted.data.rows("val")]
+    weight = choose_weight(locus.predict_proba(vectors), knn.predict_proba(vectors), truth)
+    return EnsembleRouter(locus, knn, weight)
+
+
 _SMALL = LearnedBaselineConfig(dim=16, hidden=32, min_steps=300, seed=0)
 
 
@@ -87,6 +96,7 @@ class RouterCase:
 
 CASES = [
     RouterCase("locus", _fit_locus, _load_locus),
+    RouterCase("locus+knn", _fit_locus_knn),
     RouterCase("random", _fit_baseline("random", seed=3), query_aware=False),
     RouterCase("best-single", _fit_baseline("best-single"), query_aware=False),
     RouterCase("per-task", _fit_baseline("per-task")),

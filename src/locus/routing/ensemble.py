@@ -15,19 +15,24 @@ validation cells, a signal far steadier than validation routing accuracy.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from locus.errors import LocusInputError
+from locus.errors import LocusArtifactError, LocusInputError
 from locus.routing.base import Router
 
-__all__ = ["ENSEMBLE_FOLDER", "EnsembleRouter", "choose_weight", "mix"]
+__all__ = ["ENSEMBLE_FILE", "ENSEMBLE_FOLDER", "EnsembleRouter", "choose_weight", "mix"]
 
 # where an artifact keeps the router LOCUS is mixed with (`locus fit`: a kNN router)
 ENSEMBLE_FOLDER = "knn"
+# a saved EnsembleRouter: this file and its two routers' folders, `first/` and `second/`
+ENSEMBLE_FILE = "ensemble.json"
+_FORMAT = "locus-ensemble/1"
 
 
 def mix(first: NDArray[Any], second: NDArray[Any], weight: float) -> NDArray[np.float64]:
@@ -91,3 +96,37 @@ class EnsembleRouter(Router):
         a = self.first.predict_proba(query_vectors)
         b = np.asarray(self.second.predict_proba(query_vectors))[:, self._order]
         return mix(a, b, self.weight).astype(np.float32)
+
+    def save(self, path: str | Path) -> Path:
+        """The folder `path`: `ensemble.json` (the weight) and each router's own folder."""
+        folder = Path(path)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.first.save(folder / "first")
+        self.second.save(folder / "second")
+        description = {"format": _FORMAT, "weight": self.weight}
+        (folder / ENSEMBLE_FILE).write_text(json.dumps(description, indent=2) + "\n")
+        return folder
+
+    @classmethod
+    def load(cls, path: str | Path) -> EnsembleRouter:
+        """Rebuild from a folder written by `save` (each part by `load_router`).
+
+        Raises:
+            LocusArtifactError: not an ensemble folder, or a damaged one.
+        """
+        from locus.routing.registry import load_router
+
+        folder = Path(path)
+        try:
+            description = json.loads((folder / ENSEMBLE_FILE).read_text())
+            weight = float(description["weight"])
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise LocusArtifactError(
+                f"{folder / ENSEMBLE_FILE}: not a saved ensemble ({error})"
+            ) from error
+        if description.get("format") != _FORMAT:
+            raise LocusArtifactError(
+                f"{folder / ENSEMBLE_FILE}: format {description.get('format')!r}, expected "
+                f"{_FORMAT!r}"
+            )
+        return cls(load_router(folder / "first"), load_router(folder / "second"), weight)

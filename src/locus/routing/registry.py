@@ -52,8 +52,13 @@ def make_baseline(kind: str, **settings: Any) -> BaselineRouter:
 
 
 def load_router(path: str | Path) -> Router:
-    """A saved router folder: a baseline (`router.json`) or a LOCUS artifact (`config.json`)."""
+    """A saved router folder: a baseline (`router.json`), an ensemble (`ensemble.json`) or a
+    LOCUS artifact (`config.json`)."""
     folder = Path(path)
+    from locus.routing.ensemble import ENSEMBLE_FILE, EnsembleRouter
+
+    if (folder / ENSEMBLE_FILE).exists():
+        return EnsembleRouter.load(folder)
     if (folder / ROUTER_FILE).exists():
         try:
             kind = json.loads((folder / ROUTER_FILE).read_text()).get("kind")
@@ -69,6 +74,6 @@ def load_router(path: str | Path) -> Router:
 
         return LocusRouter.load(folder)
     raise LocusArtifactError(
-        f"{folder}: neither a saved baseline router ({ROUTER_FILE}) nor a LOCUS artifact "
-        f"({CONFIG_FILE})"
+        f"{folder}: not a saved router: no {ROUTER_FILE} (a baseline), {ENSEMBLE_FILE} (an "
+        f"ensemble) or {CONFIG_FILE} (a LOCUS artifact)"
     )
