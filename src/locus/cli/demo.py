@@ -48,9 +48,12 @@ def demo_command(
     with open_store(workspace, create=False) as store:
         try:  # the artifact's config alone (no torch): same data and same text encoder?
             config = read_artifact_config(trained_artifact(store, DEFAULT_ARTIFACT))
-            fresh = (config.get("metadata") or {}).get(
-                "data_checksums"
-            ) == store.checksums() and config["text_encoder"]["name"] == store.text_encoder
+            metadata = config.get("metadata") or {}
+            fresh = (
+                metadata.get("data_checksums") == store.checksums()
+                and config["text_encoder"]["name"] == store.text_encoder
+                and "guard" in metadata  # fitted before the guard and calibration: refit
+            )
         except (LocusError, KeyError, TypeError):
             fresh = False
     if fresh:
