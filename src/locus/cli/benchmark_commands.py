@@ -81,7 +81,7 @@ def benchmark_command(
             "--workers",
             min=1,
             help="anchors/efficiency: processes for the slow fits, one thread each (default: "
-            "the cores, at most 4); the figures do not change.",
+            "the cores, at most 4); figures move only by floating-point order.",
         ),
     ] = None,
     workspace: WorkspaceOption = None,
