@@ -82,26 +82,35 @@ class KNNRouter(BaselineRouter):
     def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
         self._check_fitted()
         queries = unit_rows(_check_vectors(query_vectors, self.vectors_.shape[1], "kNN router"))
-        observed = ~np.isnan(self.scores_)
-        # LLMs scored on the same queries share one neighbour search
-        groups: dict[bytes, list[int]] = {}
-        for column in range(observed.shape[1]):
-            groups.setdefault(np.packbits(observed[:, column]).tobytes(), []).append(column)
         out = np.full((len(queries), len(self.llm_ids)), self.prior_, dtype=np.float32)
-        for columns in groups.values():
-            rows = np.flatnonzero(observed[:, columns[0]])
-            if len(rows) == 0:
-                continue
-            k = min(self.k_, len(rows))
-            known = self.vectors_[rows]
-            values = self.scores_[
-                np.ix_(rows, np.asarray(columns, dtype=np.int64))
-            ]  # (n_rows, n_columns)
-            for start in range(0, len(queries), _BLOCK):
-                similarity = queries[start : start + _BLOCK] @ known.T  # (b, n_rows)
-                nearest = np.argpartition(-similarity, k - 1, axis=1)[:, :k]  # (b, k)
-                out[start : start + _BLOCK, columns] = values[nearest].mean(axis=1)
+        groups = self._groups()
+        for start in range(0, len(queries), _BLOCK):
+            similarity = queries[start : start + _BLOCK] @ self.vectors_.T  # (b, n_train)
+            for rows, columns, values in groups:
+                k = min(self.k_, len(rows))
+                near = np.argpartition(-similarity[:, rows], k - 1, axis=1)[:, :k]  # (b, k)
+                out[start : start + _BLOCK, columns] = values[near].mean(axis=1)
         return out
+
+    def _groups(self) -> list[tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float32]]]:
+        """(rows, columns, scores of those rows and columns) per set of LLMs scored on the same
+        training queries: they share one neighbour search. Kept until the scores change (fit,
+        add_llm, load), so routing one query costs one product with the training vectors."""
+        cached = getattr(self, "_grouped", None)
+        if cached is not None and cached[0] is self.scores_:
+            return cached[1]
+        observed = ~np.isnan(self.scores_)
+        by_pattern: dict[bytes, list[int]] = {}
+        for column in range(observed.shape[1]):
+            by_pattern.setdefault(np.packbits(observed[:, column]).tobytes(), []).append(column)
+        groups = []
+        for columns in by_pattern.values():
+            rows = np.flatnonzero(observed[:, columns[0]])
+            if len(rows):
+                picked = np.asarray(columns, dtype=np.int64)
+                groups.append((rows, picked, self.scores_[np.ix_(rows, picked)]))
+        self._grouped = (self.scores_, groups)
+        return groups
 
     def _settings(self) -> dict[str, Any]:
         return {
