@@ -115,7 +115,9 @@ def fit_workspace(
     if (~np.isnan(table.scores[val_rows])).any():
         val_proba = model.predict_proba(data.vectors[val_rows], list(table.llm_ids))
         if ensemble:
-            knn, val_proba = _fit_ensemble(model, table, data.vectors, train_rows, val_rows)
+            knn, val_proba = _fit_ensemble(
+                model, table, data.vectors, train_rows, val_rows, val_proba
+            )
     guard = None if val_proba is None else _fit_guard(val_proba, table, train_rows, val_rows)
     if guard is not None:
         model.metadata = {**model.metadata, "guard": guard.as_dict()}
@@ -143,17 +145,18 @@ def _fit_ensemble(
     vectors: np.ndarray,
     train_rows: np.ndarray,
     val_rows: np.ndarray,
+    locus_val: np.ndarray,
 ) -> tuple[KNNRouter, np.ndarray]:
-    """A kNN router on the training scores (k chosen on validation), mixed with LOCUS at the
-    weight of lowest validation log-loss (`locus.routing.ensemble`), recorded in the model's
-    metadata; returns it and the mixed validation P(correct)."""
+    """A kNN router on the training scores (k chosen on validation), mixed with LOCUS's
+    validation P(correct) `locus_val` at the weight of lowest validation log-loss
+    (`locus.routing.ensemble`), recorded in the model's metadata; returns it and the mixed
+    validation P(correct)."""
     knn = KNNRouter().fit(
         Evidence.from_table(table, vectors, train_rows),
         Evidence.from_table(table, vectors, val_rows),
     )
     truth = table.scores[val_rows]
     ids = list(table.llm_ids)
-    locus_val = model.predict_proba(vectors[val_rows], ids)
     knn_val = np.asarray(knn.predict_proba(vectors[val_rows]))[
         :, [knn.llm_ids.index(i) for i in ids]
     ]
