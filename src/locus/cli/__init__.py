@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 
 from locus.cli import (  # noqa: F401
+    atlas_commands,
     benchmark_commands,
     data_commands,
     demo,

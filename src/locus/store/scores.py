@@ -107,6 +107,22 @@ class StoreScores(StoreCore):
                 conn.execute(select(schema.llms.c.llm_id).order_by(schema.llms.c.llm_id)).scalars()
             )
 
+    def llm_metadata(self) -> dict[str, dict[str, Any]]:
+        """Each LLM's metadata (display name, family, parameters in billions, prices,
+        endpoint), with only the fields that are set: {llm_id: {field: value}}."""
+        m = schema.llms.c
+        stmt = select(m.llm_id, *[m[c] for c in LLM_METADATA]).order_by(m.llm_id)
+        with self._read() as conn:
+            rows = conn.execute(stmt).all()
+        return {
+            row[0]: {
+                name: value
+                for name, value in zip(LLM_METADATA, row[1:], strict=True)
+                if value is not None
+            }
+            for row in rows
+        }
+
     def llm_summary(self) -> pd.DataFrame:
         """One row per LLM: llm_id, queries scored, mean score, tasks, best task and its mean.
 

@@ -1,0 +1,70 @@
+"""An unknown endpoint's scored answers, read from a file, as evidence to embed.
+
+The file is any table `locus import table` reads (CSV, JSONL, Parquet, ...) with a `query_text`
+and a `score` in [0, 1] per row, and optionally an `llm_id` column naming several endpoints
+(each is identified on its own). Texts the workspace holds use their stored vectors; others are
+encoded with the workspace's text encoder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from locus.data.readers import file_stem, read_table
+from locus.errors import LocusInputError
+
+__all__ = ["read_probe_evidence"]
+
+VectorsFor = Callable[[Sequence[str]], NDArray[np.float32]]
+
+
+def read_probe_evidence(
+    path: Path, vectors_for: VectorsFor
+) -> dict[str, tuple[NDArray[np.float32], NDArray[np.float32]]]:
+    """{endpoint name: (query vectors (K, dq), scores (K,))} from a scores file.
+
+    Raises:
+        LocusInputError: unreadable or empty file, a missing column, an empty text, a score
+            that is not a number in [0, 1].
+    """
+    table = read_table(Path(path))
+    frame = table.frame
+    missing = [c for c in ("query_text", "score") if c not in frame.columns]
+    if missing:
+        raise LocusInputError(
+            f"{path}: no {' or '.join(repr(c) for c in missing)} column; expected one row per "
+            "scored query with query_text and score (found columns: "
+            f"{', '.join(map(str, frame.columns))})"
+        )
+    if frame.empty:
+        raise LocusInputError(f"{path}: no rows; expected scored queries (query_text, score)")
+    scores = pd.to_numeric(frame["score"], errors="coerce").to_numpy(dtype=np.float64)
+    bad = np.flatnonzero(~((scores >= 0) & (scores <= 1)))
+    if len(bad):
+        row = int(bad[0])
+        raise LocusInputError(
+            f"{path}, {table.describe_row(row)}: score {frame['score'].iloc[row]!r}; expected a "
+            "number in [0, 1]"
+        )
+    texts = frame["query_text"].tolist()
+    empty = [i for i, t in enumerate(texts) if not isinstance(t, str) or not t.strip()]
+    if empty:
+        raise LocusInputError(
+            f"{path}, {table.describe_row(empty[0])}: empty query_text; expected the query's text"
+        )
+    names = (
+        frame["llm_id"].astype(str).tolist()
+        if "llm_id" in frame.columns
+        else [file_stem(path)] * len(frame)
+    )
+    vectors = np.asarray(vectors_for(texts), dtype=np.float32)
+    out: dict[str, tuple[NDArray[np.float32], NDArray[np.float32]]] = {}
+    for name in dict.fromkeys(names):
+        rows = [i for i, n in enumerate(names) if n == name]
+        out[name] = (vectors[rows], scores[rows].astype(np.float32))
+    return out

@@ -1,0 +1,168 @@
+"""The atlas commands on a trained planted workspace: three task groups of four LLMs each."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from locus.atlas.workspace import WorkspaceAtlas
+from locus.errors import LocusInputError, LocusNotFoundError
+from locus.pipeline import fit_workspace, load_workspace_locus
+from locus.store import Store
+from tests.conftest import CliResult
+from tests.nn.conftest import small_config
+from tests.planted_workspace import build_planted_workspace, planted_rows
+
+Run = Callable[..., CliResult]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = build_planted_workspace(tmp_path_factory.mktemp("atlas") / "ws")
+    with Store.open(path) as store:
+        fit_workspace(store, small_config())
+    return path
+
+
+def group(llm_id: str) -> str:
+    return llm_id.split("-")[0]
+
+
+def test_the_pool_as_arrays_and_its_geometry(trained: Path) -> None:
+    with Store.open(trained) as store:
+        atlas = WorkspaceAtlas(store)
+        assert len(atlas.llm_ids) == 12
+        assert atlas.test_scores.shape == atlas.test_proba.shape
+        assert atlas.test_scores.shape[1] == 12
+        for llm in atlas.llm_ids:
+            assert all(group(n["llm_id"]) == group(llm) for n in atlas.similar(llm, 3))
+        report = atlas.geometry()
+        assert report.pearson > 0.6 and report.neighbour_agreement[0] > report.mean_agreement
+        clusters = atlas.clusters(k=3)
+        assert atlas.family_agreement(clusters) == pytest.approx(1.0)  # families from names
+        assert atlas.clusters().k == 3  # chosen by silhouette
+        picked = atlas.portfolio(3, "k-center")
+        assert {group(atlas.llm_ids[i]) for i in picked} == {"math", "law", "biology"}
+        one_group = [i for i, llm in enumerate(atlas.llm_ids) if group(llm) == "math"][:3]
+        assert atlas.portfolio_accuracy(picked) > atlas.portfolio_accuracy(one_group) + 0.2
+        retention = atlas.retention()
+        assert retention.nearest_retention > 0.9
+        with pytest.raises(LocusNotFoundError, match="did you mean math-0"):
+            atlas.similar("math-")
+        with pytest.raises(LocusInputError, match="no LLM of the pool has params_b"):
+            atlas.budget_portfolio(max_params=1e9)
+
+
+def test_identify_and_search_with_the_real_encoder(trained: Path) -> None:
+    with Store.open(trained) as store:
+        model = load_workspace_locus(store)
+        atlas = WorkspaceAtlas(store, embed=model.embed_many)
+        draw = atlas.fingerprint_draw(64, seed=0)
+        distances = draw.distances()
+        # an LLM's two halves lie nearer each other than most strangers do
+        same, different = draw.same_and_different()
+        assert np.median(same) < np.median(different)
+        rows = atlas.scores()
+        column = atlas.llm_ids.index("law-1")
+        scored = np.random.default_rng(0).permutation(np.flatnonzero(~np.isnan(rows[:, column])))
+        scored = scored[:150]  # of every task: on one task alone, law and math LLMs look alike
+        [result] = atlas.identify({"probe": (atlas.data.vectors[scored], rows[scored, column])})
+        assert group(result["matches"][0]["llm_id"]) == "law"
+        assert result["scores"] == 150 and result["threshold"] > 0
+        assert distances.shape == (12, 12)
+        found = atlas.search({"law": 0.9, "math": 0.2, "biology": 0.2}, top=4, n=2048)
+        assert group(found[0]["llm_id"]) == "law"
+        assert found[0]["measured"]["law"] > 0.8
+        recall = atlas.recall(n=1024, ks=(4,))
+        assert recall["recall"]["4"] >= 0.75  # the group of 4 is found
+
+
+def test_atlas_commands(trained: Path, run_cli: Run, tmp_path: Path) -> None:
+    similar = run_cli("similar", "math-0", "--k", "3", "-w", trained, "--json")
+    assert similar.exit_code == 0, similar.stderr
+    payload = similar.json()
+    assert isinstance(payload, dict)
+    assert [group(n["llm_id"]) for n in payload["neighbours"]] == ["math"] * 3
+    text = run_cli("similar", "math-0", "-w", trained)
+    assert text.exit_code == 0 and "agreement" in text.stdout
+    geometry = run_cli("geometry", "-w", trained, "--json").json()
+    assert isinstance(geometry, dict) and geometry["pairs"] == 66
+    png = tmp_path / "tree.png"
+    cluster = run_cli("cluster", "--k", "3", "-w", trained, "--dendrogram", png, "--json").json()
+    assert isinstance(cluster, dict) and cluster["family_ari"] == pytest.approx(1.0)
+    assert png.stat().st_size > 10_000
+    portfolio = run_cli("portfolio", "--k", "3", "-w", trained, "--json", "--draws", "10").json()
+    assert isinstance(portfolio, dict)
+    assert {group(llm) for llm in portfolio["members"]} == {"math", "law", "biology"}
+    assert portfolio["hit@1"] > portfolio["random_hit@1"]["mean"]
+    proxy = run_cli("proxy", "law-2", "-w", trained)
+    assert proxy.exit_code == 0 and "Fallback order" in proxy.stdout
+    html = tmp_path / "atlas.html"
+    made = run_cli("atlas", "--out", html, "-w", trained, "--png", tmp_path / "map.png", "--json")
+    assert made.exit_code == 0, made.stderr
+    page = html.read_text(encoding="utf-8")
+    assert all(f'"{llm}"' in page for llm in planted_rows()["llm_id"].unique())
+    assert (tmp_path / "map.png").stat().st_size > 10_000
+
+
+def test_identify_and_search_commands(trained: Path, run_cli: Run, tmp_path: Path) -> None:
+    rows = planted_rows()
+    probe = rows[rows["llm_id"] == "biology-2"].sample(140, random_state=0)
+    path = tmp_path / "endpoint.csv"
+    probe[["query_text", "score"]].to_csv(path, index=False)
+    found = run_cli("identify", path, "-w", trained, "--json")
+    assert found.exit_code == 0, found.stderr
+    [result] = found.json()  # type: ignore[misc]
+    assert result["endpoint"] == "endpoint"
+    assert group(result["matches"][0]["llm_id"]) == "biology"
+    shown = run_cli("identify", path, "-w", trained)
+    assert shown.exit_code == 0 and "threshold" in shown.stdout
+    search = run_cli(
+        "search", "--profile", "math=0.9,law=0.2", "--queries", "512", "-w", trained, "--json"
+    ).json()
+    assert isinstance(search, dict) and group(search["matches"][0]["llm_id"]) == "math"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("similar", "gpt-5"), "unknown LLM 'gpt-5'"),
+        (("cluster", "--k", "2", "--threshold", "1"), "not both"),
+        (("cluster", "--k", "40"), "expected 1 to 12"),
+        (("portfolio",), "exactly one of --k"),
+        (("portfolio", "--max-usd", "1"), "no LLM of the pool has cost_per_query"),
+        (("portfolio", "--k", "3", "--method", "best"), "expected k-center or k-medoids"),
+        (("search", "--profile", "chemistry=0.5"), "the pool's tasks are: biology, law, math"),
+        (("search", "--profile", "math=2"), "rate in [0, 1]"),
+        (("geometry", "--metric", "manhattan"), "expected one of euclidean, cosine"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    trained: Path, run_cli: Run, args: tuple[str, ...], message: str
+) -> None:
+    result = run_cli(*args, "-w", trained)
+    assert result.exit_code == 2, result.stdout
+    assert message in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_identify_rejects_bad_files(trained: Path, run_cli: Run, tmp_path: Path) -> None:
+    cases = {
+        "empty.csv": ("", "empty"),
+        "no-score.csv": ("query_text\nhello\n", "no 'score' column"),
+        "bad-score.csv": ("query_text,score\nhello,1.5\n", "line 2: score"),
+        "no-text.jsonl": ('{"query_text": " ", "score": 1}\n', "empty query_text"),
+    }
+    for name, (content, message) in cases.items():
+        path = tmp_path / name
+        path.write_text(content, encoding="utf-8")
+        result = run_cli("identify", path, "-w", trained)
+        assert result.exit_code == 2, (name, result.stdout)
+        assert message in result.stderr, (name, result.stderr)
+    missing = run_cli("identify", tmp_path / "nowhere.csv", "-w", trained)
+    assert missing.exit_code == 2
+    frame = pd.DataFrame({"query_text": ["a"], "score": [1.0]})
+    assert not frame.empty
