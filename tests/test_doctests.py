@@ -18,7 +18,14 @@ MODULES = [
     "locus.routing.neighbours",
     "locus.routing.registry",
     "locus.benchmark.efficiency",
-    "locus.benchmark.onboarding",
+    "locus.data.families",
+    "locus.atlas.geometry",
+    "locus.atlas.clusters",
+    "locus.atlas.projection",
+    "locus.atlas.portfolio",
+    "locus.atlas.proxy",
+    "locus.atlas.fingerprint",
+    "locus.atlas.search",
 ]
 
 

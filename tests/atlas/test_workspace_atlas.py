@@ -166,3 +166,30 @@ def test_identify_rejects_bad_files(trained: Path, run_cli: Run, tmp_path: Path)
     assert missing.exit_code == 2
     frame = pd.DataFrame({"query_text": ["a"], "score": [1.0]})
     assert not frame.empty
+
+
+def test_the_atlas_runs_without_torch(trained: Path) -> None:
+    """Everything but embedding new evidence works on numpy: torch is never imported."""
+    import json
+    import subprocess
+    import sys
+
+    script = (
+        "import json, sys\n"
+        "from locus.store import Store\n"
+        "from locus.atlas.workspace import WorkspaceAtlas\n"
+        "from locus.atlas.page import atlas_payload\n"
+        "from locus.atlas.html import atlas_html\n"
+        f"store = Store.open({str(trained)!r}, create=False)\n"
+        "atlas = WorkspaceAtlas(store)\n"
+        "page = atlas_html(atlas_payload(atlas))\n"
+        "near = atlas.similar('law-0', 1)[0]['llm_id']\n"
+        "atlas.geometry(); atlas.clusters(); atlas.retention(); atlas.portfolio(3, 'k-medoids')\n"
+        "print(json.dumps({'near': near, 'torch': 'torch' in sys.modules, 'page': len(page)}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["near"].startswith("law-") and result["page"] > 1_000_000
+    assert result["torch"] is False

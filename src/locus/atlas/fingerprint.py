@@ -4,11 +4,14 @@ An LLM embedded twice from disjoint evidence lands in two nearby places; how nea
 own spread. The verdict threshold comes from data: per LLM, the distance between a probe
 embedded from k scores of one half of its queries and a reference embedded from the other half
 ("same"), against the probe's distance to every other LLM's reference ("different"); the
-threshold is the one that separates the two best (balanced accuracy).
+threshold calls as many "same" pairs same as it can while keeping false matches (a stranger
+called the same LLM) at 1% (`choose_threshold`).
 
     >>> import numpy as np
     >>> choose_threshold(np.array([0.1, 0.2]), np.array([0.5, 0.9, 1.2]))
     0.35
+    >>> round(choose_threshold(np.array([0.1, 0.3]), np.array([0.2, 0.9]), max_false_match=None), 3)
+    0.15
 """
 
 from __future__ import annotations
@@ -98,10 +101,17 @@ def draw_fingerprints(
     return FingerprintDraw(kept, embedded[: len(kept)], embedded[len(kept) :], k, metric)
 
 
-def choose_threshold(same: NDArray[Any], different: NDArray[Any]) -> float:
-    """The distance below which two embeddings are called the same LLM: the midpoint between
-    observed distances that maximises balanced accuracy (mean of the share of `same` at or
-    below it and the share of `different` above it); ties go to the smaller threshold."""
+def choose_threshold(
+    same: NDArray[Any], different: NDArray[Any], *, max_false_match: float | None = 0.01
+) -> float:
+    """The distance at or below which two embeddings are called the same LLM.
+
+    With `max_false_match` (default 1%): the midpoint between observed distances that calls
+    the most `same` distances same while calling at most that share of `different` ones same
+    (a "same LLM" verdict should be trustworthy: a pool of n LLMs offers n - 1 strangers per
+    probe). With None: the midpoint that maximises balanced accuracy (mean of the two rates).
+    Ties go to the smaller threshold.
+    """
     same = np.sort(np.asarray(same, dtype=np.float64))
     different = np.sort(np.asarray(different, dtype=np.float64))
     if not len(same) or not len(different):
@@ -109,9 +119,12 @@ def choose_threshold(same: NDArray[Any], different: NDArray[Any]) -> float:
     values = np.unique(np.concatenate([same, different]))
     candidates = np.concatenate([[values[0] - 1e-9], (values[1:] + values[:-1]) / 2])
     true_match = np.searchsorted(same, candidates, side="right") / len(same)
-    true_reject = 1.0 - np.searchsorted(different, candidates, side="right") / len(different)
-    balanced = (true_match + true_reject) / 2
-    return float(candidates[int(np.argmax(balanced))])
+    false_match = np.searchsorted(different, candidates, side="right") / len(different)
+    if max_false_match is None:
+        objective = (true_match + 1.0 - false_match) / 2
+    else:
+        objective = np.where(false_match <= max_false_match + 1e-12, true_match, -1.0)
+    return float(candidates[int(np.argmax(objective))])
 
 
 def fingerprint_report(draw: FingerprintDraw, threshold: float) -> dict[str, Any]:

@@ -45,7 +45,7 @@ from locus.atlas.portfolio import (
 )
 from locus.atlas.proxy import ProxyRetention, predicted_agreement, proxy_retention
 from locus.atlas.search import capability_recall, synthesise_evidence, task_profiles
-from locus.benchmark.onboarding import family_of
+from locus.data.families import family_of
 from locus.errors import LocusInputError, LocusNotFoundError
 from locus.metrics import routing_choices
 from locus.pipeline.data import WorkspaceTable, workspace_table

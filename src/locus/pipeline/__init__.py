@@ -15,11 +15,15 @@ score table and cached query vectors, assign the hash split, save the artifact u
     ...     evaluate_workspace(store).routing.hit_at_1
 """
 
+from typing import TYPE_CHECKING, Any
+
 from locus.pipeline.data import WorkspaceTable, workspace_table
-from locus.pipeline.embed import EmbedReport, embed_workspace_llms
-from locus.pipeline.evaluate import Evaluation, evaluate_workspace
-from locus.pipeline.fit import FitReport, fit_workspace, load_workspace_locus, steps_for_epochs
 from locus.routing.workspace import DEFAULT_ARTIFACT
+
+if TYPE_CHECKING:
+    from locus.pipeline.embed import EmbedReport, embed_workspace_llms
+    from locus.pipeline.evaluate import Evaluation, evaluate_workspace
+    from locus.pipeline.fit import FitReport, fit_workspace, load_workspace_locus, steps_for_epochs
 
 __all__ = [
     "DEFAULT_ARTIFACT",
@@ -34,3 +38,25 @@ __all__ = [
     "steps_for_epochs",
     "workspace_table",
 ]
+
+
+# fit and embed import torch (the facade): load them only when asked for, so that reading a
+# workspace's table (`workspace_table`, which the atlas uses) stays torch-free
+_LAZY = {
+    "EmbedReport": "embed",
+    "embed_workspace_llms": "embed",
+    "Evaluation": "evaluate",
+    "evaluate_workspace": "evaluate",
+    "FitReport": "fit",
+    "fit_workspace": "fit",
+    "load_workspace_locus": "fit",
+    "steps_for_epochs": "fit",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"locus.pipeline.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'locus.pipeline' has no attribute {name!r}")
