@@ -266,6 +266,12 @@ def test_capability_search_retrieves_the_planted_specialist() -> None:
         {"math": 0.1, "law": 0.9, "code": 0.5}, names, 600, seed=0
     )
     assert len(rows) == 600 and synthetic[names[rows] == "law"].mean() == pytest.approx(0.9)
+    uneven = np.array(["math"] * 30 + ["law"] * 10)
+    pool_rows, _ = synthesise_evidence({"math": 0.5, "law": 0.5}, uneven, 100, seed=0)
+    equal_rows, _ = synthesise_evidence(
+        {"math": 0.5, "law": 0.5}, uneven, 100, seed=0, shares_by="equal"
+    )
+    assert (uneven[pool_rows] == "law").sum() == 25 and (uneven[equal_rows] == "law").sum() == 50
     probe = embed([(vectors[rows], synthetic)])[0]  # type: ignore[operator]
     assert identify(probe, references, list("abcde"), 0.1)[0].llm_id == "b"
     profiles = [
