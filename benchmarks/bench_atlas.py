@@ -27,7 +27,7 @@ from benchmarks._common import REPO_ROOT, RESULTS, write_results
 from locus.atlas.clusters import family_agreement, hierarchical, kmeans
 from locus.atlas.fingerprint import choose_threshold, fingerprint_report
 from locus.atlas.plots import portfolio_png
-from locus.atlas.portfolio import random_portfolios
+from locus.atlas.portfolio import k_medoids, random_budget_portfolios, random_portfolios
 from locus.atlas.projection import neighbours_kept, project
 from locus.atlas.workspace import WorkspaceAtlas
 from locus.pipeline import load_workspace_locus
@@ -140,6 +140,9 @@ def one_seed(atlas: WorkspaceAtlas, seed: int, dataset: str) -> dict[str, Any]:
         ]
         for method in ("k-center", "k-medoids")
     }
+    curves["k-medoids (pure PAM)"] = [
+        (k, atlas.portfolio_accuracy(k_medoids(atlas.distances(), k))) for k in range(1, top + 1)
+    ]
     random_curve = [
         (k, *random_portfolios(atlas.test_proba, atlas.test_scores, k, draws=100, seed=seed))
         for k in range(1, top + 1)
@@ -226,15 +229,15 @@ def one_seed(atlas: WorkspaceAtlas, seed: int, dataset: str) -> dict[str, Any]:
         rows = []
         for budget in sorted(budgets):
             chosen = atlas.budget_portfolio(max_usd=budget)
-            mean, sd = random_portfolios(
-                atlas.test_proba, atlas.test_scores, len(chosen.members), draws=100, seed=seed
+            mean, sd, size = random_budget_portfolios(
+                atlas.test_proba, atlas.test_scores, usd, budget, draws=100, seed=seed
             )
             rows.append(
                 {
                     "max_usd": budget, "spent": chosen.spent,
                     "members": [atlas.llm_ids[i] for i in chosen.members],
                     "hit@1": atlas.portfolio_accuracy(chosen.members),
-                    "random_same_size": {"mean": mean, "sd": sd},
+                    "random_same_budget": {"mean": mean, "sd": sd, "size": size},
                 }
             )  # fmt: skip
         out["budget_usd"] = rows

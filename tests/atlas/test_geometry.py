@@ -29,7 +29,7 @@ from locus.atlas import (
 )
 from locus.atlas.clusters import best_k
 from locus.atlas.fingerprint import fingerprint_report
-from locus.atlas.portfolio import random_portfolios
+from locus.atlas.portfolio import random_budget_portfolios, random_portfolios
 from locus.atlas.search import capability_recall, parse_profile, synthesise_evidence
 from locus.errors import LocusInputError
 
@@ -139,6 +139,8 @@ def test_k_center_covers_every_group_before_repeating_one() -> None:
         assert len(set(picked)) == len(picked)
     medoids = k_medoids(d, GROUPS)
     assert sorted(groups[i] for i in medoids) == list(range(GROUPS))
+    anchored = k_medoids(d, GROUPS, fixed=[7])
+    assert 7 in anchored and sorted(groups[i] for i in anchored) == list(range(GROUPS))
     # each medoid is its group's most central member
     for m in medoids:
         members = [i for i, g in enumerate(groups) if g == groups[m]]
@@ -156,6 +158,11 @@ def test_budget_cover_respects_the_budget_and_says_when_nothing_fits() -> None:
     tight = budget_cover(d, costs, 25.0)
     assert tight.spent <= 25.0 and len(tight.members) == 2
     assert tight.coverage > chosen.coverage
+    around = budget_cover(d, costs, 110.0, first=3)  # an expensive first pick, then cheap ones
+    assert around.members[0] == 3 and around.spent <= 110.0 and len(around.members) == 2
+    scores, proba, _ = planted_scores()
+    mean, sd, size = random_budget_portfolios(proba, scores, costs, 40.0, draws=20)
+    assert 1 <= size <= 4 and 0 < mean < 1 and sd >= 0
     with pytest.raises(LocusInputError, match="no LLM fits a budget of 5"):
         budget_cover(d, costs, 5.0)
     with pytest.raises(LocusInputError, match="no LLM has a cost"):

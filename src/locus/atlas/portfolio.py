@@ -32,6 +32,7 @@ __all__ = [
     "k_center",
     "k_medoids",
     "portfolio_accuracy",
+    "random_budget_portfolios",
     "random_portfolios",
 ]
 
@@ -69,24 +70,30 @@ def k_center(distances: NDArray[Any], k: int, *, first: int | None = None) -> li
     return chosen
 
 
-def k_medoids(distances: NDArray[Any], k: int, *, max_swaps: int = 200) -> list[int]:
+def k_medoids(
+    distances: NDArray[Any], k: int, *, fixed: Sequence[int] = (), max_swaps: int = 200
+) -> list[int]:
     """k medoids (row indices, sorted) minimising the total distance of every LLM to its
-    nearest medoid: PAM's greedy build, then the best improving swap until none improves."""
+    nearest medoid: PAM's greedy build, then the best improving swap until none improves.
+    LLMs in `fixed` are medoids from the start and never swapped out."""
     d = _check_k(distances, k)
     n = len(d)
     if k == n:
         return list(range(n))
-    chosen = [_medoid(d)]
+    chosen = [int(i) for i in dict.fromkeys(fixed)][:k] or [_medoid(d)]
     while len(chosen) < k:
         nearest = d[:, chosen].min(axis=1)
         totals = np.minimum(nearest[:, None], d).sum(axis=0)  # (n,) total if each were added
         totals[chosen] = np.inf
         chosen.append(int(np.argmin(totals)))
+    kept = set(int(i) for i in fixed)
     cost = d[:, chosen].min(axis=1).sum()
     for _ in range(max_swaps):
         best = (cost, -1, -1)
         others = [j for j in range(n) if j not in chosen]
         for slot in range(k):
+            if chosen[slot] in kept:
+                continue
             rest = [c for i, c in enumerate(chosen) if i != slot]
             base = d[:, rest].min(axis=1) if rest else np.full(n, np.inf)
             totals = np.minimum(base[:, None], d[:, others]).sum(axis=0)
@@ -116,13 +123,16 @@ def budget_cover(
     costs: NDArray[Any],
     budget: float,
     *,
+    first: int | None = None,
     max_members: int | None = None,
 ) -> BudgetPortfolio:
     """Greedy coverage under a budget: repeatedly add the affordable LLM that most reduces the
     pool's total distance to its nearest member per unit of cost; the result is compared with
     the best single affordable LLM, whose coverage can beat a greedy run of cheap ones.
 
-    LLMs with NaN cost are never chosen.
+    `first` (when it fits the budget) is chosen before anything else: the most accurate LLM,
+    so that the cover is built around the LLM routing leans on. LLMs with NaN cost are never
+    chosen.
 
     Raises:
         LocusInputError: a negative budget, or no LLM whose cost fits it.
@@ -144,6 +154,8 @@ def budget_cover(
     gap = np.full(len(d), far)  # distance of each LLM to its nearest member so far
     members: list[int] = []
     spent = 0.0
+    if first is not None and np.isfinite(price[first]) and price[first] <= budget:
+        members, spent, gap = [int(first)], float(price[first]), np.minimum(gap, d[first])
     while len(members) < limit:
         affordable = known & (price + spent <= budget + 1e-9)
         affordable[members] = False
@@ -161,7 +173,7 @@ def budget_cover(
     single = np.flatnonzero(known & (price <= budget))
     single_cover = d[single].sum(axis=1)  # total distance with that LLM alone
     best_single = int(single[int(np.argmin(single_cover))])
-    if float(single_cover.min()) < gap.sum() - 1e-12:
+    if first is None and float(single_cover.min()) < gap.sum() - 1e-12:
         members, spent, gap = [best_single], float(price[best_single]), d[best_single]
     return BudgetPortfolio(
         members=members, spent=spent, budget=float(budget), coverage=float(gap.mean())
@@ -191,3 +203,33 @@ def random_portfolios(
         for _ in range(draws)
     ]
     return float(np.mean(hits)), float(np.std(hits, ddof=1)) if draws > 1 else 0.0
+
+
+def random_budget_portfolios(
+    proba: NDArray[Any],
+    scores: NDArray[Any],
+    costs: NDArray[Any],
+    budget: float,
+    *,
+    draws: int = 100,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """Mean and standard deviation of routing hit@1, and the mean size, of `draws` random
+    portfolios under the same budget: LLMs in a random order, each added while it fits."""
+    price = np.asarray(costs, dtype=np.float64)
+    rng = np.random.default_rng([seed, int(budget * 1e9) % (2**31)])
+    hits, sizes = [], []
+    for _ in range(draws):
+        members: list[int] = []
+        spent = 0.0
+        for j in rng.permutation(len(price)):
+            if np.isfinite(price[j]) and spent + price[j] <= budget + 1e-12:
+                members.append(int(j))
+                spent += float(price[j])
+        if members:
+            hits.append(portfolio_accuracy(proba, scores, members))
+            sizes.append(len(members))
+    if not hits:
+        raise LocusInputError(f"no LLM fits a budget of {budget:g}")
+    sd = float(np.std(hits, ddof=1)) if len(hits) > 1 else 0.0
+    return float(np.mean(hits)), sd, float(np.mean(sizes))

@@ -212,13 +212,16 @@ class WorkspaceAtlas:
         return family_agreement(clustering.labels, self.families)
 
     def portfolio(self, k: int, method: str = "k-center") -> list[int]:
-        """k LLMs (row indices) chosen from the embeddings alone. k-center starts from the
-        LLM with the best mean score on its evidence (known without any new evaluation)."""
+        """k LLMs (row indices) chosen from the embeddings alone, around the LLM with the best
+        mean score on its evidence (known without any new evaluation): k-center starts from
+        it, k-medoids keeps it as a medoid (pure PAM left routing on MMLU-Pro at 0.49 with 2
+        LLMs, against 0.71 with it kept)."""
         distances = self.distances()
+        best = int(np.nanargmax(self.accuracy))
         if method == "k-center":
-            return k_center(distances, k, first=int(np.nanargmax(self.accuracy)))
+            return k_center(distances, k, first=best)
         if method == "k-medoids":
-            return k_medoids(distances, k)
+            return k_medoids(distances, k, fixed=[best])
         raise LocusInputError(f"portfolio method {method!r}: expected k-center or k-medoids")
 
     def budget_portfolio(
@@ -235,7 +238,9 @@ class WorkspaceAtlas:
             )
         budget = max_params if max_params is not None else max_usd
         assert budget is not None
-        return budget_cover(self.distances(), costs, budget)
+        affordable = np.where(np.isfinite(costs) & (costs <= budget), self.accuracy, -np.inf)
+        first = int(np.argmax(affordable)) if np.isfinite(affordable).any() else None
+        return budget_cover(self.distances(), costs, budget, first=first)
 
     def params(self) -> NDArray[np.float64]:
         """(n_llms,) parameter counts (not billions), NaN where unknown."""
