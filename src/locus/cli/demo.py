@@ -64,3 +64,9 @@ def demo_command(
     evaluate_command(workspace=workspace)
     console.rule("6. route three new queries")
     route_and_render(list(DEMO_QUERIES), workspace=workspace)
+    console.rule("next")
+    console.print(
+        "the map of the pool: [bold]locus atlas --out atlas.html[/] (one page, opens from disk); "
+        "[bold]locus similar gemini-1.5-pro-002[/], [bold]locus portfolio --k 5[/], "
+        "[bold]locus proxy LLM[/], [bold]locus search --profile math=0.8,law=0.3[/]"
+    )
