@@ -23,6 +23,7 @@ from locus.cli import (  # noqa: F401
     demo,
     model_commands,
     route_commands,
+    serve_commands,
 )
 from locus.cli._app import app
 from locus.errors import LocusError

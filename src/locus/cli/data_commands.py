@@ -12,13 +12,29 @@ from locus.cli._app import JsonOption, QuietOption, WorkspaceOption, app
 from locus.cli._render import fmt, print_json, progress_bars, stderr_console, stdout_console
 from locus.errors import LocusInputError
 
-FORMATS = ("table", "mmlu-pro", "embedllm", "routerbench", "scores-json")
+FORMATS = ("table", "mmlu-pro", "embedllm", "routerbench", "scores-json", "llms")
 
 
 def open_store(workspace: Path | None, *, create: bool = True) -> Any:
     from locus.store import Store
 
     return Store.open(workspace, create=create)
+
+
+def _import_catalog(path: Path, *, workspace: Path | None, as_json: bool) -> None:
+    from locus.data.llm_catalog import read_llm_catalog
+
+    records = read_llm_catalog(path)
+    with open_store(workspace) as store:
+        counts = store.upsert_llm_metadata([(r.llm_id, r.metadata()) for r in records])
+    served = sum(r.endpoint is not None for r in records)
+    if as_json:
+        print_json({"llms": len(records), "with_endpoint": served, **counts})
+        return
+    stdout_console().print(
+        f"{path}: {len(records)} LLMs ({counts['new']} new, {counts['updated']} updated), "
+        f"{served} with an endpoint"
+    )
 
 
 def _parse_columns(pairs: list[str]) -> dict[str, str]:
@@ -65,7 +81,17 @@ def import_command(
     as_json: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
-    """Import evaluation results into the workspace (one transaction: all or nothing)."""
+    """Import evaluation results into the workspace (one transaction: all or nothing).
+
+    `locus import llms FILE` imports the LLM catalog instead: names, families, parameters,
+    prices and endpoints (see locus.data.llm_catalog)."""
+    if format_name == "llms":
+        if path is None or queries is not None or column or namespace is not None:
+            raise LocusInputError(
+                "import llms: expected one catalog FILE and no --queries, --column or --namespace"
+            )
+        _import_catalog(path, workspace=workspace, as_json=as_json)
+        return
     from locus.data.importers import get_importer
 
     importer = get_importer(format_name)  # unknown format: fail before reading anything
@@ -151,14 +177,38 @@ def _mmlu_pro_path(workspace: Path | None, progress: ProgressFactory) -> Path:
 
 @app.command("llms")
 def llms_command(workspace: WorkspaceOption = None, as_json: JsonOption = False) -> None:
-    """List the LLMs of the workspace: queries scored, accuracy, best task."""
+    """List the LLMs of the workspace: queries scored, accuracy, best task, and the catalog
+    (family, parameters, prices, endpoint) where `locus import llms` gave one."""
+    from locus.data.llm_catalog import Endpoint
+
     with open_store(workspace, create=False) as store:
         summary = store.llm_summary()
+        catalog = store.llm_metadata()
+    for fields in catalog.values():
+        endpoint = Endpoint.from_json(fields.pop("endpoint", None))
+        if endpoint is not None:
+            fields["endpoint"] = {
+                "base_url": endpoint.base_url,
+                "model": endpoint.model,
+                "api_key_env": endpoint.api_key_env,
+            }
     if as_json:
-        print_json(summary.to_dict("records"))
+        print_json(
+            [{**row, **catalog.get(row["llm_id"], {})} for row in summary.to_dict("records")]
+        )
         return
     from rich.table import Table
 
+    extra = [
+        (field, title)
+        for field, title in (
+            ("family", "family"),
+            ("params_b", "params (B)"),
+            ("cost_per_query", "USD/query"),
+            ("endpoint", "endpoint"),
+        )
+        if any(field in fields for fields in catalog.values())
+    ]
     table = Table(title=f"{len(summary)} LLMs")
     for name, justify in (
         ("LLM", "left"),
@@ -167,9 +217,17 @@ def llms_command(workspace: WorkspaceOption = None, as_json: JsonOption = False)
         ("tasks", "right"),
         ("best task", "left"),
         ("its accuracy", "right"),
+        *[(title, "left") for _, title in extra],
     ):
         table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for row in summary.sort_values("accuracy", ascending=False).to_dict("records"):
+        fields = catalog.get(row["llm_id"], {})
+        shown = []
+        for field, _ in extra:
+            value = fields.get(field)
+            if field == "endpoint" and value is not None:
+                value = f"{value['model']} at {value['base_url']}"
+            shown.append(fmt(value))
         table.add_row(
             row["llm_id"],
             fmt(row["queries_scored"]),
@@ -177,6 +235,7 @@ def llms_command(workspace: WorkspaceOption = None, as_json: JsonOption = False)
             fmt(row["tasks"]),
             fmt(row["best_task"]),
             fmt(row["best_task_accuracy"]),
+            *shown,
         )
     stdout_console().print(table)
 

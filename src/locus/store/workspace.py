@@ -11,6 +11,7 @@ committed state while a write runs (SQLite WAL). `Store` is assembled from one p
 - `vectors`: query vectors (`texts_without_vectors`, `put_vectors`, `find_vectors`,
   `get_vectors`, `vector_dim`, `vector_count`);
 - `embeddings`: LLM embeddings (`replace_embeddings`, `embeddings`);
+- `catalog`: LLM metadata and endpoints (`upsert_llm_metadata`; read with `llm_metadata`);
 - `migrate`: schema migrations, run by `open` (this module).
 
     >>> from locus.store import Store
@@ -36,6 +37,7 @@ from locus.store._core import (
     now,
     resolve_workspace,
 )
+from locus.store.catalog import StoreCatalog
 from locus.store.embeddings import StoreEmbeddings
 from locus.store.imports import ImportReport, StoreImports
 from locus.store.migrate import migrate_v1_to_v2
@@ -48,7 +50,7 @@ __all__ = ["DEFAULT_WORKSPACE", "ImportReport", "Store", "resolve_workspace"]
 logger = logging.getLogger("locus.store")
 
 
-class Store(StoreImports, StoreScores, StoreVectors, StoreEmbeddings):
+class Store(StoreImports, StoreScores, StoreVectors, StoreEmbeddings, StoreCatalog):
     """The workspace store. Open with `Store.open(path)`; use as a context manager.
 
     Args (of `open`):

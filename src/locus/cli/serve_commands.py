@@ -1,0 +1,66 @@
+"""`locus serve`: the routing service and OpenAI-compatible gateway (see locus.server)."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from typing import Annotated
+
+import typer
+
+from locus.cli._app import ArtifactOption, WorkspaceOption, app
+from locus.cli._render import stderr_console
+from locus.cli.data_commands import open_store
+from locus.errors import LocusInputError
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@app.command("serve")
+def serve_command(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port.")] = 8080,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Worker processes.")] = 1,
+    no_auth: Annotated[
+        bool,
+        typer.Option("--no-auth", help="Serve without API keys (loopback addresses only)."),
+    ] = False,
+    artifact: ArtifactOption = "default",
+    workspace: WorkspaceOption = None,
+) -> None:
+    """Serve routing (/v1/route) and an OpenAI-compatible gateway (/v1/chat/completions)."""
+    import uvicorn
+
+    if not no_auth:
+        raise LocusInputError(
+            "serve: API keys are not available yet; start with --no-auth (loopback only)"
+        )
+    if not _loopback(host):
+        raise LocusInputError(
+            f"serve: --no-auth on {host!r} would let anyone on the network in; expected a "
+            "loopback address such as 127.0.0.1"
+        )
+    with open_store(workspace, create=False) as store:
+        path = str(store.workspace)
+        from locus.server.serve import build_app
+
+        application = build_app(store, artifact)  # fails here, before listening, if broken
+        stderr_console().print(
+            f"locus serve: workspace {path}, artifact {artifact!r}, http://{host}:{port} "
+            f"({workers} worker{'s' if workers > 1 else ''}; no API keys: loopback only)"
+        )
+        if workers == 1:
+            uvicorn.run(application, host=host, port=port, log_level="warning")
+            return
+    os.environ["LOCUS_WORKSPACE"], os.environ["LOCUS_ARTIFACT"] = path, artifact
+    uvicorn.run(
+        "locus.server.serve:app_from_env", factory=True, host=host, port=port,
+        workers=workers, log_level="warning",
+    )  # fmt: skip

@@ -1,0 +1,255 @@
+"""`create_app`: the HTTP API of `locus serve`.
+
+    POST /v1/route              {"text": "..."} or {"texts": [...]}, cost_weight, max_cost,
+                                unavailable -> ranked LLMs, P(correct), cost, fallback order
+    POST /v1/chat/completions   OpenAI-compatible (non-streaming); model "locus",
+                                "locus:cost=W" or an llm_id; x-locus-* headers
+    GET  /v1/models             the pool and the routing names
+    GET  /health                liveness (no upstream calls)
+    GET  /ready                 the router is loaded and at least one LLM can be reached
+    GET  /metrics               Prometheus
+
+Bad input is a 4xx with a one-line JSON error ({"error": {"message", "type"}}), never a 5xx.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+
+from locus.errors import LocusError, LocusInputError
+from locus.server.gateway import ROUTING_MODEL, Gateway, GatewayError
+from locus.server.settings import ServerSettings
+
+__all__ = ["ServiceRouter", "create_app"]
+
+
+class ServiceRouter:
+    """The workspace router behind the service: `rank` (fallback orders) and `decide` (the
+    /v1/route answer). Wraps any object with `route_texts` and `llm_ids` (a
+    `locus.routing.WorkspaceRouter`)."""
+
+    def __init__(self, router: Any) -> None:
+        self.router = router
+
+    @property
+    def llm_ids(self) -> list[str]:
+        return list(self.router.llm_ids)
+
+    def decide(
+        self,
+        texts: Sequence[str],
+        *,
+        top: int,
+        cost_weight: float = 0.0,
+        max_cost: float | None = None,
+        unavailable: Sequence[str] = (),
+    ) -> list[Any]:
+        return list(
+            self.router.route_texts(
+                list(texts), top=top, cost_weight=cost_weight, max_cost=max_cost,
+                unavailable=unavailable,
+            )
+        )  # fmt: skip
+
+    def rank(
+        self, texts: Sequence[str], *, cost_weight: float = 0.0, unavailable: Sequence[str] = ()
+    ) -> list[list[str]]:
+        decisions = self.decide(
+            texts, top=len(self.llm_ids), cost_weight=cost_weight, unavailable=unavailable
+        )
+        return [[c.llm_id for c in d.ranked] for d in decisions]
+
+
+def _error(status: int, message: str, kind: str) -> Any:
+    return JSONResponse(
+        {"error": {"message": " ".join(message.split()), "type": kind}}, status_code=status
+    )
+
+
+def _text_of(messages: Any) -> str:
+    """The text to route a chat on: the last user message's text."""
+    if not isinstance(messages, list) or not messages:
+        raise LocusInputError("messages: expected a non-empty list of {role, content} objects")
+    for message in messages:
+        if not isinstance(message, dict) or "role" not in message:
+            raise LocusInputError("messages: every message needs a role and a content")
+    users = [m for m in messages if m.get("role") == "user"] or messages
+    content = users[-1].get("content")
+    if isinstance(content, list):  # [{"type": "text", "text": ...}, ...]
+        content = " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    if not isinstance(content, str) or not content.strip():
+        raise LocusInputError("messages: the last user message has no text content")
+    return content
+
+
+def create_app(
+    router: ServiceRouter,
+    gateway: Gateway,
+    *,
+    settings: ServerSettings | None = None,
+) -> Any:
+    """The FastAPI app over a loaded router and gateway (nothing is loaded per request)."""
+    settings = settings or gateway.settings
+    metrics = gateway.metrics
+    app = FastAPI(title="locus", docs_url=None, redoc_url=None, openapi_url=None)
+    known = set(router.llm_ids)
+
+    @app.middleware("http")
+    async def bounded(request: Request, call_next: Any) -> Any:
+        length = request.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > settings.max_body_bytes:
+            response = _error(413, f"body over {settings.max_body_bytes:,} bytes", "too_large")
+        else:
+            try:
+                response = await call_next(request)
+            except Exception:  # the last line: a bug answers 500 in JSON, never a trace
+                response = _error(500, "internal error", "internal")
+        metrics.requests.labels(request.url.path, str(response.status_code)).inc()
+        return response
+
+    async def body_of(request: Request) -> dict[str, Any]:
+        raw = await request.body()
+        if len(raw) > settings.max_body_bytes:
+            raise _Bad(413, f"body over {settings.max_body_bytes:,} bytes", "too_large")
+        import json
+
+        try:
+            data = json.loads(raw or b"null")
+        except ValueError:
+            raise _Bad(400, "malformed JSON body", "invalid_request") from None
+        if not isinstance(data, dict):
+            raise _Bad(400, "expected a JSON object body", "invalid_request")
+        return data
+
+    def check_unavailable(value: Any) -> list[str]:
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise _Bad(400, "unavailable: expected a list of llm_ids", "invalid_request")
+        unknown = [v for v in value if v not in known]
+        if unknown:
+            raise _Bad(400, f"unavailable: unknown LLM {unknown[0]!r}", "invalid_request")
+        return value
+
+    def number(data: dict[str, Any], name: str, default: float | None) -> float | None:
+        value = data.get(name, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise _Bad(400, f"{name}: expected a number >= 0", "invalid_request")
+        return float(value)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, error: Exception) -> Any:
+        return _error(500, "internal error", "internal")
+
+    class _Bad(Exception):
+        def __init__(self, status: int, message: str, kind: str) -> None:
+            super().__init__(message)
+            self.status, self.kind = status, kind
+
+    @app.exception_handler(_Bad)
+    async def bad(request: Request, error: _Bad) -> Any:
+        return _error(error.status, str(error), error.kind)
+
+    @app.exception_handler(LocusError)
+    async def locus_error(request: Request, error: LocusError) -> Any:
+        return _error(400, str(error), "invalid_request")
+
+    @app.exception_handler(GatewayError)
+    async def gateway_error(request: Request, error: GatewayError) -> Any:
+        if error.kind == "refused" and isinstance(error.body, dict):
+            return JSONResponse(error.body, status_code=error.status)
+        return _error(error.status, str(error), error.kind)
+
+    @app.get("/health")
+    async def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/ready")
+    async def ready() -> Any:
+        reachable = [
+            llm for llm in gateway.upstreams.endpoints if gateway.breaker.state(llm) != "open"
+        ]
+        body = {
+            "status": "ready" if reachable else "degraded",
+            "llms": len(router.llm_ids),
+            "with_endpoint": len(gateway.upstreams.endpoints),
+            "reachable": len(reachable),
+        }
+        return JSONResponse(body, status_code=200 if reachable else 503)
+
+    @app.get("/metrics")
+    async def prometheus() -> Any:
+        content, kind = metrics.render()
+        return Response(content, media_type=kind)
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        now = int(time.time())
+        names = [ROUTING_MODEL, f"{ROUTING_MODEL}:cost=0.5", *router.llm_ids]
+        return {
+            "object": "list",
+            "data": [
+                {"id": n, "object": "model", "created": now, "owned_by": "locus"} for n in names
+            ],
+        }
+
+    @app.post("/v1/route")
+    async def route(request: Request) -> Any:
+        data = await body_of(request)
+        if ("text" in data) == ("texts" in data):
+            raise _Bad(
+                400, "expected 'text' (one query) or 'texts' (a list), not both", "invalid_request"
+            )
+        texts = [data["text"]] if "text" in data else data["texts"]
+        if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
+            raise _Bad(400, "texts: expected a non-empty list of strings", "invalid_request")
+        if len(texts) > settings.max_batch:
+            raise _Bad(
+                413, f"batch of {len(texts):,} texts; at most {settings.max_batch:,}", "too_large"
+            )
+        if any(not t.strip() for t in texts):
+            raise _Bad(400, "a text is empty; expected query text to route", "invalid_request")
+        decisions = router.decide(
+            texts,
+            top=int(number(data, "top", settings.top) or settings.top),
+            cost_weight=number(data, "cost_weight", 0.0) or 0.0,
+            max_cost=number(data, "max_cost", None),
+            unavailable=check_unavailable(data.get("unavailable")),
+        )
+        fallback = router.rank(
+            texts, cost_weight=number(data, "cost_weight", 0.0) or 0.0,
+            unavailable=check_unavailable(data.get("unavailable")),
+        )  # fmt: skip
+        answers = [
+            {**d.as_dict(), "fallback_order": order}
+            for d, order in zip(decisions, fallback, strict=True)
+        ]
+        return {"decisions": answers} if "texts" in data else answers[0]
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request) -> Any:
+        data = await body_of(request)
+        if "messages" not in data:
+            raise _Bad(400, "messages: required", "invalid_request")
+        text = _text_of(data["messages"])
+        if data.get("stream"):
+            raise _Bad(
+                400, "stream: streaming is not supported yet; send stream false", "invalid_request"
+            )
+        unavailable = check_unavailable(data.pop("unavailable", None))
+        answer = await gateway.chat(data, text, unavailable=unavailable)
+        headers = {
+            "x-locus-llm": answer.llm_id,
+            "x-locus-attempts": str(answer.attempts),
+            "x-locus-cost-usd": "" if answer.cost_usd is None else f"{answer.cost_usd:.8f}",
+        }
+        return JSONResponse(answer.payload, headers=headers)
+
+    return app

@@ -1,0 +1,93 @@
+"""A circuit breaker per LLM: after `failures` failures in a row the LLM is skipped for
+`cooldown_s`; then one trial request decides (success closes it, failure opens it again).
+
+    >>> clock = [0.0]
+    >>> breaker = CircuitBreaker(failures=2, cooldown_s=10, clock=lambda: clock[0])
+    >>> breaker.failure("a"); breaker.failure("a"); breaker.allow("a")
+    False
+    >>> clock[0] = 11; breaker.allow("a"), breaker.state("a")
+    (True, 'half-open')
+    >>> breaker.success("a"); breaker.state("a")
+    'closed'
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["CircuitBreaker"]
+
+
+@dataclass
+class _Circuit:
+    failures: int = 0
+    opened_at: float | None = None
+    trial: bool = False
+
+
+class CircuitBreaker:
+    """Per-LLM breaker; `clock` is injected (seconds, monotonic) so tests control time."""
+
+    def __init__(
+        self,
+        failures: int = 3,
+        cooldown_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.failures = failures
+        self.cooldown_s = cooldown_s
+        self._clock = clock
+        self._circuits: dict[str, _Circuit] = {}
+        self._lock = threading.Lock()
+
+    def _get(self, llm_id: str) -> _Circuit:
+        return self._circuits.setdefault(llm_id, _Circuit())
+
+    def state(self, llm_id: str) -> str:
+        """ "closed" (in use), "open" (skipped) or "half-open" (one trial allowed or running)."""
+        with self._lock:
+            circuit = self._get(llm_id)
+            if circuit.opened_at is None:
+                return "closed"
+            if circuit.trial or self._clock() - circuit.opened_at >= self.cooldown_s:
+                return "half-open"
+            return "open"
+
+    def allow(self, llm_id: str) -> bool:
+        """May a request go to this LLM now? A half-open circuit lets one trial through."""
+        with self._lock:
+            circuit = self._get(llm_id)
+            if circuit.opened_at is None:
+                return True
+            if circuit.trial:
+                return False
+            if self._clock() - circuit.opened_at >= self.cooldown_s:
+                circuit.trial = True
+                return True
+            return False
+
+    def success(self, llm_id: str) -> None:
+        with self._lock:
+            self._circuits[llm_id] = _Circuit()
+
+    def failure(self, llm_id: str) -> None:
+        with self._lock:
+            circuit = self._get(llm_id)
+            circuit.failures += 1
+            if circuit.trial or circuit.failures >= self.failures:
+                circuit.opened_at = self._clock()
+                circuit.trial = False
+
+    def hold(self, llm_id: str, seconds: float) -> None:
+        """Skip this LLM for `seconds` (a 429's Retry-After), whatever its failure count."""
+        with self._lock:
+            circuit = self._get(llm_id)
+            circuit.opened_at = self._clock() - self.cooldown_s + seconds
+            circuit.trial = False
+
+    def open_llms(self) -> list[str]:
+        """LLMs currently skipped."""
+        return [llm for llm in list(self._circuits) if self.state(llm) == "open"]

@@ -1,0 +1,193 @@
+"""`Gateway`: route a chat request, walk the fallback order, account the answer.
+
+The model name selects routing: `locus` (P(correct) alone, guarded as `locus route` is),
+`locus:cost=W` (P(correct) - W x USD per query), or a real llm_id (that LLM first, then the
+predictor's next best for the query). The fallback order is the routing ranking (issue 11
+measured the next best by the predictor to keep more of hit@1 than the nearest LLM by
+embedding), restricted to LLMs with an endpoint, skipping LLMs whose circuit is open; bounded
+by `max_attempts` and `total_timeout_s`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from locus.errors import LocusInputError
+from locus.server.breaker import CircuitBreaker
+from locus.server.metrics import Metrics
+from locus.server.settings import ServerSettings
+from locus.server.upstream import UpstreamError, Upstreams
+
+__all__ = ["ROUTING_MODEL", "ChatAnswer", "Gateway", "GatewayError", "parse_model"]
+
+ROUTING_MODEL = "locus"
+
+
+class GatewayError(Exception):
+    """No LLM answered (`status` 502/503/504), or an upstream refused the request (its 4xx)."""
+
+    def __init__(self, status: int, message: str, *, kind: str, body: Any = None) -> None:
+        super().__init__(message)
+        self.status, self.kind, self.body = status, kind, body
+
+
+@dataclass(frozen=True)
+class ChatAnswer:
+    """The answering LLM's completion and how it came about."""
+
+    payload: dict[str, Any]
+    llm_id: str
+    attempts: int
+    cost_usd: float | None
+    failed: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def fell_back(self) -> bool:
+        return self.attempts > 1
+
+
+def parse_model(name: object, llm_ids: Collection[str]) -> tuple[str | None, float]:
+    """The model name -> (a fixed llm_id or None to route, the cost weight).
+
+    Raises:
+        LocusInputError: not a string, an unknown model, a malformed `locus:cost=W`.
+    """
+    if not isinstance(name, str) or not name:
+        raise LocusInputError(f"model must be {ROUTING_MODEL!r}, 'locus:cost=W' or an llm_id")
+    if name in llm_ids:
+        return name, 0.0
+    if name == ROUTING_MODEL:
+        return None, 0.0
+    head, sep, tail = name.partition(":")
+    if head == ROUTING_MODEL and sep:
+        key, eq, value = tail.partition("=")
+        try:
+            weight = float(value) if key == "cost" and eq else -1.0
+        except ValueError:
+            weight = -1.0
+        if weight >= 0:
+            return None, weight
+        raise LocusInputError(f"model {name!r}: expected locus:cost=W with a number W >= 0")
+    shown = ", ".join(sorted(llm_ids)[:5])
+    raise LocusInputError(
+        f"unknown model {name!r}; expected {ROUTING_MODEL!r}, 'locus:cost=0.3' or an llm_id "
+        f"({shown}, ...; GET /v1/models lists them)"
+    )
+
+
+class Gateway:
+    """Chat requests through the router to the LLMs' endpoints.
+
+    Args:
+        route: texts + knobs -> ranked llm_ids per text (the workspace router's ranking).
+        upstreams: the endpoints.
+        prices: llm_id -> metadata with price_in_per_mtok / price_out_per_mtok /
+            cost_per_query, for the cost of an answer.
+        clock: monotonic seconds (tests).
+    """
+
+    def __init__(
+        self,
+        route: Callable[..., list[list[str]]],
+        upstreams: Upstreams,
+        *,
+        prices: Mapping[str, Mapping[str, Any]] | None = None,
+        settings: ServerSettings | None = None,
+        metrics: Metrics | None = None,
+        breaker: CircuitBreaker | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings or ServerSettings()
+        self.route = route
+        self.upstreams = upstreams
+        self.prices = dict(prices or {})
+        self.metrics = metrics or Metrics()
+        self.breaker = breaker or CircuitBreaker(
+            self.settings.breaker_failures, self.settings.breaker_cooldown_s, clock=clock
+        )
+        self.clock = clock
+
+    def fallback_order(
+        self, text: str, fixed: str | None, cost_weight: float, unavailable: Sequence[str] = ()
+    ) -> list[str]:
+        """LLMs to try for one text, first choice first: those with an endpoint."""
+        [ranked] = self.route([text], cost_weight=cost_weight, unavailable=unavailable)
+        order = [fixed, *[llm for llm in ranked if llm != fixed]] if fixed else list(ranked)
+        return [llm for llm in order if llm in self.upstreams.endpoints]
+
+    async def chat(
+        self, body: Mapping[str, Any], text: str, *, unavailable: Sequence[str] = ()
+    ) -> ChatAnswer:
+        """Answer a non-streaming chat request.
+
+        Raises:
+            LocusInputError: a bad model name.
+            GatewayError: every attempt failed, or an upstream refused the request.
+        """
+        fixed, weight = parse_model(body.get("model"), self.upstreams.endpoints)
+        order = self.fallback_order(text, fixed, weight, unavailable)
+        if not order:
+            raise GatewayError(503, "no LLM with an endpoint is available", kind="unavailable")
+        started = self.clock()
+        failed: list[dict[str, Any]] = []
+        attempts = 0
+        for llm in order:
+            remaining = self.settings.total_timeout_s - (self.clock() - started)
+            if attempts >= self.settings.max_attempts or remaining <= 0:
+                break
+            if not self.breaker.allow(llm):
+                failed.append({"llm_id": llm, "kind": "circuit_open"})
+                continue
+            attempts += 1
+            began = time.perf_counter()
+            try:
+                payload = await self.upstreams.complete(
+                    llm, body, timeout=min(self.settings.attempt_timeout_s, remaining)
+                )
+            except UpstreamError as error:
+                self._failed(llm, error, failed)
+                if not error.retryable:
+                    raise GatewayError(
+                        error.status or 502, str(error), kind=error.kind, body=error.body
+                    ) from None
+                continue
+            finally:
+                self.metrics.upstream_latency.labels(llm).observe(time.perf_counter() - began)
+            self.breaker.success(llm)
+            self.metrics.choices.labels(llm).inc()
+            if attempts > 1:
+                self.metrics.fallbacks.inc()
+            payload = {**payload, "model": llm}
+            return ChatAnswer(payload, llm, attempts, self.cost(llm, payload), failed)
+        summary = "; ".join(f"{f['llm_id']}: {f['kind']}" for f in failed) or "no attempt"
+        timed_out = any(f["kind"] == "timeout" for f in failed)
+        raise GatewayError(
+            504 if timed_out and len(failed) == attempts else 503,
+            f"no LLM answered after {attempts} attempts ({summary})",
+            kind="all_failed",
+        )
+
+    def _failed(self, llm: str, error: UpstreamError, failed: list[dict[str, Any]]) -> None:
+        failed.append({"llm_id": llm, "kind": error.kind, "status": error.status})
+        self.metrics.upstream_errors.labels(llm, error.kind).inc()
+        if error.counts_against_llm:
+            self.breaker.failure(llm)
+        if error.kind == "rate_limited" and error.retry_after:
+            self.breaker.hold(llm, min(error.retry_after, self.settings.breaker_cooldown_s))
+
+    def cost(self, llm: str, payload: Mapping[str, Any]) -> float | None:
+        """USD of one answer: tokens x prices per million, else the LLM's cost per query."""
+        price = self.prices.get(llm, {})
+        usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else None
+        if usage and ("price_in_per_mtok" in price or "price_out_per_mtok" in price):
+            tokens_in = float(usage.get("prompt_tokens") or 0)
+            tokens_out = float(usage.get("completion_tokens") or 0)
+            return (
+                tokens_in * float(price.get("price_in_per_mtok") or 0)
+                + tokens_out * float(price.get("price_out_per_mtok") or 0)
+            ) / 1e6
+        value = price.get("cost_per_query")
+        return None if value is None else float(value)

@@ -1,0 +1,45 @@
+"""Prometheus metrics of one app, on its own registry (no module-level state)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["Metrics"]
+
+
+class Metrics:
+    """requests, choices per LLM, fallbacks, upstream latency and errors."""
+
+    def __init__(self) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Histogram
+
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "locus_requests", "HTTP requests by endpoint and status", ["endpoint", "status"],
+            registry=self.registry,
+        )  # fmt: skip
+        self.choices = Counter(
+            "locus_choices", "Requests answered per LLM", ["llm_id"], registry=self.registry
+        )
+        self.fallbacks = Counter(
+            "locus_fallbacks", "Requests answered by a fallback LLM", registry=self.registry
+        )
+        self.upstream_errors = Counter(
+            "locus_upstream_errors", "Failed upstream attempts by LLM and kind",
+            ["llm_id", "kind"], registry=self.registry,
+        )  # fmt: skip
+        self.upstream_latency = Histogram(
+            "locus_upstream_latency_seconds", "Upstream call time by LLM", ["llm_id"],
+            registry=self.registry,
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+        )  # fmt: skip
+
+    def render(self) -> tuple[bytes, str]:
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+    def value(self, name: str, **labels: Any) -> float:
+        """A sample's current value (tests, /ready): e.g. value("locus_fallbacks_total")."""
+        found = self.registry.get_sample_value(name, labels or None)
+        return 0.0 if found is None else float(found)

@@ -1,0 +1,65 @@
+"""Build the service from a workspace: router, catalog endpoints, prices, gateway, app.
+
+    >>> app = build_app(Store.open(".locus"))                            # doctest: +SKIP
+
+`app_from_env` is the factory uvicorn calls in each worker process (`--workers N`): it reads
+the workspace and artifact from LOCUS_WORKSPACE / LOCUS_ARTIFACT.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from locus.data.llm_catalog import Endpoint
+from locus.errors import LocusInputError
+from locus.server.app import ServiceRouter, create_app
+from locus.server.gateway import Gateway
+from locus.server.settings import ServerSettings
+from locus.server.upstream import Upstreams
+from locus.store import Store
+
+__all__ = ["app_from_env", "build_app", "catalog_endpoints"]
+
+
+def catalog_endpoints(store: Store, llm_ids: list[str]) -> dict[str, Endpoint]:
+    """Endpoints of the pool's LLMs from the workspace's catalog (`locus import llms`)."""
+    catalog = store.llm_metadata()
+    out = {}
+    for llm in llm_ids:
+        endpoint = Endpoint.from_json(catalog.get(llm, {}).get("endpoint"))
+        if endpoint is not None:
+            out[llm] = endpoint
+    return out
+
+
+def build_app(
+    store: Store,
+    artifact: str = "default",
+    *,
+    settings: ServerSettings | None = None,
+    transport: Any = None,
+) -> Any:
+    """The app over the workspace's router; LLMs without an endpoint are routed to by
+    /v1/route but never called by /v1/chat/completions."""
+    from locus.routing.workspace import WorkspaceRouter
+
+    router = ServiceRouter(WorkspaceRouter(store, artifact))
+    settings = settings or ServerSettings()
+    endpoints = catalog_endpoints(store, router.llm_ids)
+    catalog = store.llm_metadata()
+    gateway = Gateway(
+        router.rank,
+        Upstreams(endpoints, transport=transport),
+        prices={llm: catalog.get(llm, {}) for llm in router.llm_ids},
+        settings=settings,
+    )
+    return create_app(router, gateway, settings=settings)
+
+
+def app_from_env() -> Any:
+    workspace = os.environ.get("LOCUS_WORKSPACE")
+    if not workspace:
+        raise LocusInputError("LOCUS_WORKSPACE is not set; start the service with locus serve")
+    store = Store.open(workspace, create=False)
+    return build_app(store, os.environ.get("LOCUS_ARTIFACT", "default"))

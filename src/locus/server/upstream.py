@@ -1,0 +1,161 @@
+"""One OpenAI-compatible call to an LLM's endpoint, with its failures classified.
+
+A failure is *retryable* (the gateway falls back to the next LLM) when the LLM or the network
+failed: connection refused or reset, timeout, 429, 5xx, a malformed body, a context-length
+error (another LLM may have a larger context). It is not when the request itself is refused:
+another 4xx, such as a content filter, goes back to the client as it came.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from locus.data.llm_catalog import Endpoint
+
+__all__ = ["UpstreamError", "Upstreams"]
+
+
+class UpstreamError(Exception):
+    """A failed upstream attempt.
+
+    Attributes:
+        llm_id, kind: "connect", "timeout", "rate_limited", "server_error", "bad_response",
+            "context_length", "refused" (another 4xx).
+        status: the upstream's HTTP status (None when no response came).
+        retry_after: seconds from a 429's Retry-After header, if any.
+        body: the upstream's JSON error body for a refused request.
+    """
+
+    RETRYABLE = frozenset(
+        {"connect", "timeout", "rate_limited", "server_error", "bad_response", "context_length"}
+    )
+
+    def __init__(
+        self,
+        llm_id: str,
+        kind: str,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        body: Any = None,
+    ) -> None:
+        super().__init__(f"{llm_id}: {message}")
+        self.llm_id, self.kind, self.status = llm_id, kind, status
+        self.retry_after, self.body = retry_after, body
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind in self.RETRYABLE
+
+    @property
+    def counts_against_llm(self) -> bool:
+        """Whether the failure says the LLM is unwell (feeds its circuit breaker)."""
+        return self.kind in {"connect", "timeout", "rate_limited", "server_error", "bad_response"}
+
+
+class Upstreams:
+    """The endpoints of the catalog, reached with one shared httpx client.
+
+    Args:
+        endpoints: llm_id -> Endpoint.
+        transport: an httpx transport (tests); default: real connections.
+        env: where API keys are looked up by their variable name (default: os.environ).
+    """
+
+    def __init__(
+        self,
+        endpoints: Mapping[str, Endpoint],
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.endpoints = dict(endpoints)
+        self._transport = transport
+        self._env = os.environ if env is None else env
+        self._client: httpx.AsyncClient | None = None
+
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                transport=self._transport, limits=httpx.Limits(max_connections=256)
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def _request(
+        self, llm_id: str, body: Mapping[str, Any]
+    ) -> tuple[str, dict[str, Any], dict[str, str]]:
+        endpoint = self.endpoints[llm_id]
+        headers = {"content-type": "application/json"}
+        if endpoint.api_key_env:
+            key = self._env.get(endpoint.api_key_env)
+            if key:
+                headers["authorization"] = f"Bearer {key}"
+        payload = {**body, "model": endpoint.model}
+        return f"{endpoint.base_url}/chat/completions", payload, headers
+
+    async def complete(
+        self, llm_id: str, body: Mapping[str, Any], *, timeout: float
+    ) -> dict[str, Any]:
+        """The upstream's JSON completion for a non-streaming request.
+
+        Raises:
+            UpstreamError: any failure, classified.
+        """
+        url, payload, headers = self._request(llm_id, body)
+        try:
+            response = await self.client().post(
+                url, json={**payload, "stream": False}, headers=headers, timeout=timeout
+            )
+        except httpx.TimeoutException:
+            raise UpstreamError(llm_id, "timeout", f"no answer within {timeout:g} s") from None
+        except httpx.TransportError as error:
+            raise UpstreamError(llm_id, "connect", f"connection failed ({error!r})") from None
+        check_status(llm_id, response.status_code, response.headers, _json_or_none(response))
+        data = _json_or_none(response)
+        if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
+            raise UpstreamError(llm_id, "bad_response", "the answer is not a chat completion")
+        return data
+
+
+def _json_or_none(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+def check_status(llm_id: str, status: int, headers: Mapping[str, str], body: Any) -> None:
+    """Raise the `UpstreamError` an HTTP status means (nothing for 2xx)."""
+    if status < 300:
+        return
+    if status == 429:
+        retry = headers.get("retry-after")
+        try:
+            seconds = float(retry) if retry is not None else None
+        except ValueError:
+            seconds = None
+        raise UpstreamError(
+            llm_id, "rate_limited", "429 rate limited", status=429, retry_after=seconds
+        )
+    if status >= 500:
+        raise UpstreamError(llm_id, "server_error", f"upstream error {status}", status=status)
+    error = body.get("error") if isinstance(body, dict) else None
+    code = str((error or {}).get("code") or "") if isinstance(error, dict) else ""
+    message = str((error or {}).get("message") or "") if isinstance(error, dict) else ""
+    if code == "context_length_exceeded" or "context length" in message.lower():
+        raise UpstreamError(
+            llm_id, "context_length", "the request exceeds its context", status=status
+        )
+    raise UpstreamError(
+        llm_id, "refused", f"upstream refused the request ({status})", status=status, body=body
+    )

@@ -1,0 +1,127 @@
+"""Fake OpenAI-compatible upstreams: a real HTTP server on 127.0.0.1, scripted per LLM.
+
+Each LLM's endpoint is `http://127.0.0.1:<port>/<name>/v1`; its script is a list of
+behaviours used one per request (the last repeats): "ok", "429", "500", "503", "reset",
+"hang" (answers after `hang_s`), "context" (400 context length), "filter" (400 content filter),
+"garbage" (200, not JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from locus.data.llm_catalog import Endpoint
+
+
+class FakeUpstreams:
+    def __init__(self, scripts: dict[str, list[str]], *, hang_s: float = 2.0) -> None:
+        self.scripts = {name: list(script) for name, script in scripts.items()}
+        self.hang_s = hang_s
+        self.requests: dict[str, int] = defaultdict(int)
+        self.bodies: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self._lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+
+    def endpoints(self) -> dict[str, Endpoint]:
+        return {
+            name: Endpoint(f"http://127.0.0.1:{self.port}/{name}/v1", f"upstream-{name}", None)
+            for name in self.scripts
+        }
+
+    def next_behaviour(self, name: str) -> str:
+        with self._lock:
+            script = self.scripts[name]
+            count = self.requests[name]
+            self.requests[name] += 1
+            return script[min(count, len(script) - 1)]
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:
+                name = self.path.strip("/").split("/")[0]
+                length = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                fake.bodies[name].append(body)
+                behaviour = fake.next_behaviour(name)
+                if behaviour == "reset":
+                    self.connection.setsockopt(
+                        socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
+                    )
+                    self.connection.close()
+                    return
+                if behaviour == "hang":
+                    time.sleep(fake.hang_s)
+                    behaviour = "ok"
+                status, payload, headers = fake.answer(name, behaviour, body)
+                raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                self.send_response(status)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+        return Handler
+
+    def answer(
+        self, name: str, behaviour: str, body: dict[str, Any]
+    ) -> tuple[int, Any, dict[str, str]]:
+        if behaviour == "ok":
+            return 200, {
+                "id": f"chatcmpl-{name}",
+                "object": "chat.completion",
+                "model": body.get("model"),
+                "choices": [
+                    {"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": f"answer from {name}"}}
+                ],
+                "usage": {"prompt_tokens": 1000, "completion_tokens": 500, "total_tokens": 1500},
+            }, {}  # fmt: skip
+        if behaviour == "429":
+            return (
+                429,
+                {"error": {"message": "slow down", "type": "rate_limit"}},
+                {"retry-after": "1"},
+            )
+        if behaviour in ("500", "503"):
+            return int(behaviour), {"error": {"message": "oops", "type": "server"}}, {}
+        if behaviour == "context":
+            error = {"code": "context_length_exceeded", "message": "maximum context length is 8k"}
+            return 400, {"error": error}, {}
+        if behaviour == "filter":
+            error = {"code": "content_filter", "message": "blocked by the content filter"}
+            return 400, {"error": error}, {}
+        if behaviour == "garbage":
+            return 200, b"<html>not json</html>", {}
+        raise ValueError(behaviour)
+
+
+@contextmanager
+def fake_upstreams(
+    scripts: dict[str, list[str]], *, hang_s: float = 2.0
+) -> Iterator[FakeUpstreams]:
+    fake = FakeUpstreams(scripts, hang_s=hang_s)
+    thread = threading.Thread(target=fake.server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield fake
+    finally:
+        fake.server.shutdown()
+        fake.server.server_close()
+        thread.join(timeout=5)

@@ -1,0 +1,250 @@
+"""The gateway against fake upstreams on loopback: every fault scenario is one test.
+
+Requests go through the real FastAPI app (httpx's ASGI transport) and from the gateway over
+real HTTP to scripted upstream servers on 127.0.0.1; every wait is bounded (attempt timeout
+0.4 s, total 3 s).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Collection, Sequence
+from typing import Any
+
+import httpx
+import pytest
+
+from locus.routing.base import RankedLLM, RouteDecision
+from locus.server.app import ServiceRouter, create_app
+from locus.server.breaker import CircuitBreaker
+from locus.server.gateway import Gateway
+from locus.server.settings import ServerSettings
+from locus.server.upstream import Upstreams
+from tests.server.fakes import FakeUpstreams, fake_upstreams
+
+SETTINGS = ServerSettings(
+    attempt_timeout_s=0.4, total_timeout_s=3.0, max_attempts=3, breaker_failures=2,
+    breaker_cooldown_s=10.0, max_body_bytes=20_000, max_batch=4,
+)  # fmt: skip
+PRICES = {
+    "a": {"price_in_per_mtok": 2.0, "price_out_per_mtok": 10.0},
+    "b": {"cost_per_query": 0.01},
+}
+
+
+class RankedRouter:
+    """A real `route_texts` over a fixed ranking (a, b, c, d), honouring `unavailable`."""
+
+    llm_ids = ("a", "b", "c", "d")
+
+    def route_texts(
+        self, texts: Sequence[str], *, top: int = 3, cost_weight: float = 0.0,
+        max_cost: float | None = None, unavailable: Collection[str] = (),
+    ) -> list[RouteDecision]:  # fmt: skip
+        ranked = [llm for llm in self.llm_ids if llm not in unavailable]
+        candidates = tuple(
+            RankedLLM(llm, 0.9 - 0.1 * i, None, 0.9 - 0.1 * i) for i, llm in enumerate(ranked)
+        )
+        return [RouteDecision(ranked[0], 0.9, None, candidates[:top]) for _ in texts]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def build(fake: FakeUpstreams, clock: Clock | None = None) -> tuple[Any, Gateway]:
+    router = ServiceRouter(RankedRouter())
+    clock = clock or Clock()
+    gateway = Gateway(
+        router.rank, Upstreams(fake.endpoints()), prices=PRICES, settings=SETTINGS,
+        breaker=CircuitBreaker(SETTINGS.breaker_failures, SETTINGS.breaker_cooldown_s, clock=clock),
+    )  # fmt: skip
+    return create_app(router, gateway, settings=SETTINGS), gateway
+
+
+CHAT = {"model": "locus", "messages": [{"role": "user", "content": "What is 2+2?"}]}
+
+
+def post(app: Any, path: str, body: Any = None, **kwargs: Any) -> httpx.Response:
+    async def go() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://locus") as client:
+            if body is None and "content" not in kwargs:
+                return await client.get(path)
+            return (
+                await client.post(path, json=body, **kwargs)
+                if body is not None
+                else await client.post(path, **kwargs)
+            )
+
+    return asyncio.run(asyncio.wait_for(go(), timeout=20))
+
+
+def chat(
+    scripts: dict[str, list[str]], body: dict[str, Any] | None = None, **fake_options: Any
+) -> tuple[httpx.Response, FakeUpstreams, Gateway]:
+    with fake_upstreams(scripts, **fake_options) as fake:
+        app, gateway = build(fake)
+        response = post(app, "/v1/chat/completions", body or CHAT)
+    return response, fake, gateway
+
+
+def test_the_routed_llm_answers_and_the_answer_is_accounted() -> None:
+    response, fake, gateway = chat({"a": ["ok"], "b": ["ok"], "c": ["ok"]})
+    assert response.status_code == 200
+    body = response.json()
+    assert body["model"] == "a" and body["choices"][0]["message"]["content"] == "answer from a"
+    assert response.headers["x-locus-llm"] == "a" and response.headers["x-locus-attempts"] == "1"
+    assert float(response.headers["x-locus-cost-usd"]) == pytest.approx((1000 * 2 + 500 * 10) / 1e6)
+    assert fake.bodies["a"][0]["model"] == "upstream-a"  # the upstream's own name for it
+    assert fake.requests == {"a": 1}
+    assert gateway.metrics.value("locus_choices_total", llm_id="a") == 1
+
+
+@pytest.mark.parametrize("fault", ["429", "500", "503", "reset", "hang", "garbage", "context"])
+def test_a_failing_primary_falls_back_to_the_next_llm(fault: str) -> None:
+    response, fake, gateway = chat({"a": [fault], "b": ["ok"], "c": ["ok"]}, hang_s=2.0)
+    assert response.status_code == 200, response.text
+    assert response.json()["model"] == "b"  # body model and usage are the fallback's
+    assert response.headers["x-locus-llm"] == "b" and response.headers["x-locus-attempts"] == "2"
+    assert float(response.headers["x-locus-cost-usd"]) == pytest.approx(0.01)
+    assert fake.requests["a"] == 1 and fake.requests["b"] == 1
+    assert gateway.metrics.value("locus_fallbacks_total") == 1
+
+
+def test_persistent_429_and_503_exhaust_the_attempts_with_a_json_error() -> None:
+    response, fake, _ = chat({"a": ["429"], "b": ["503"], "c": ["429"], "d": ["ok"]})
+    assert response.status_code == 503
+    error = response.json()["error"]
+    assert "after 3 attempts" in error["message"] and "a: rate_limited" in error["message"]
+    assert fake.requests.get("d", 0) == 0  # bounded: max_attempts = 3
+
+
+def test_the_fallback_target_failing_too_moves_on_again() -> None:
+    response, _, _ = chat({"a": ["500"], "b": ["reset"], "c": ["ok"]})
+    assert response.status_code == 200 and response.json()["model"] == "c"
+    assert response.headers["x-locus-attempts"] == "3"
+
+
+def test_every_upstream_hanging_is_a_504_within_the_time_bound() -> None:
+    import time
+
+    started = time.perf_counter()
+    response, _, _ = chat({"a": ["hang"], "b": ["hang"], "c": ["hang"]}, hang_s=1.5)
+    assert response.status_code == 504
+    assert time.perf_counter() - started < 8  # 3 attempts x 0.4 s, plus server shutdown
+
+
+def test_a_content_filter_refusal_is_returned_not_retried() -> None:
+    response, fake, _ = chat({"a": ["filter"], "b": ["ok"]})
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "content_filter"
+    assert fake.requests.get("b", 0) == 0
+
+
+def test_a_real_llm_id_bypasses_routing_and_falls_back_by_the_ranking() -> None:
+    response, fake, _ = chat({"a": ["ok"], "c": ["503"], "b": ["ok"]}, {**CHAT, "model": "c"})
+    assert response.status_code == 200 and response.json()["model"] == "a"
+    assert fake.requests["c"] == 1
+
+
+def test_unavailable_llms_are_never_called() -> None:
+    body = {**CHAT, "unavailable": ["a", "b"]}
+    response, fake, _ = chat({"a": ["ok"], "b": ["ok"], "c": ["ok"]}, body)
+    assert response.status_code == 200 and response.json()["model"] == "c"
+    assert set(fake.requests) == {"c"}
+
+
+def test_a_flapping_primary_opens_its_circuit_and_comes_back() -> None:
+    clock = Clock()
+    with fake_upstreams({"a": ["500", "500", "ok"], "b": ["ok"]}) as fake:
+        app, gateway = build(fake, clock)
+        for _ in range(2):  # two failures in a row open the circuit
+            assert post(app, "/v1/chat/completions", CHAT).json()["model"] == "b"
+        assert gateway.breaker.state("a") == "open"
+        assert post(app, "/v1/chat/completions", CHAT).json()["model"] == "b"
+        assert fake.requests["a"] == 2  # skipped while open
+        clock.now += SETTINGS.breaker_cooldown_s + 1
+        answer = post(app, "/v1/chat/completions", CHAT)
+        assert answer.json()["model"] == "a"  # the trial request succeeds: closed again
+        assert gateway.breaker.state("a") == "closed"
+
+
+def test_a_429_with_retry_after_holds_the_llm() -> None:
+    clock = Clock()
+    with fake_upstreams({"a": ["429", "ok"], "b": ["ok"]}) as fake:
+        app, _ = build(fake, clock)
+        assert post(app, "/v1/chat/completions", CHAT).json()["model"] == "b"
+        assert post(app, "/v1/chat/completions", CHAT).json()["model"] == "b"  # held 1 s
+        assert fake.requests["a"] == 1
+        clock.now += 1.5
+        assert post(app, "/v1/chat/completions", CHAT).json()["model"] == "a"
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status", "message"),
+    [
+        ("/v1/chat/completions", {"model": "locus"}, 400, "messages: required"),
+        ("/v1/chat/completions", {**CHAT, "messages": []}, 400, "non-empty list"),
+        (
+            "/v1/chat/completions",
+            {**CHAT, "messages": [{"role": "user", "content": " "}]},
+            400,
+            "no text",
+        ),
+        ("/v1/chat/completions", {**CHAT, "model": "gpt-9"}, 400, "unknown model 'gpt-9'"),
+        ("/v1/chat/completions", {**CHAT, "model": "locus:cost=x"}, 400, "locus:cost=W"),
+        ("/v1/chat/completions", {**CHAT, "unavailable": ["zeta"]}, 400, "unknown LLM 'zeta'"),
+        ("/v1/chat/completions", {**CHAT, "stream": True}, 400, "streaming is not supported yet"),
+        ("/v1/chat/completions", {**CHAT, "pad": "x" * 30_000}, 413, "body over"),
+        ("/v1/route", {"text": "a", "texts": ["b"]}, 400, "not both"),
+        ("/v1/route", {"texts": ["q"] * 5}, 413, "at most 4"),
+        ("/v1/route", {"texts": [""]}, 400, "empty"),
+        ("/v1/route", {"text": "q", "cost_weight": -1}, 400, "cost_weight: expected a number"),
+        ("/v1/route", [1, 2], 400, "JSON object"),
+    ],
+)
+def test_bad_input_is_a_4xx_with_a_one_line_json_error(
+    path: str, body: Any, status: int, message: str
+) -> None:
+    with fake_upstreams({"a": ["ok"], "b": ["ok"]}) as fake:
+        app, _ = build(fake)
+        response = post(app, path, body)
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert message in error["message"] and "\n" not in error["message"]
+
+
+def test_malformed_json_is_a_400() -> None:
+    with fake_upstreams({"a": ["ok"]}) as fake:
+        app, _ = build(fake)
+        response = post(
+            app,
+            "/v1/chat/completions",
+            content=b"{not json",
+            headers={"content-type": "application/json"},
+        )
+    assert response.status_code == 400 and "malformed JSON" in response.json()["error"]["message"]
+
+
+def test_route_models_health_ready_and_metrics() -> None:
+    with fake_upstreams({"a": ["ok"], "b": ["ok"]}) as fake:
+        app, _ = build(fake)
+        one = post(app, "/v1/route", {"text": "What is 2+2?", "unavailable": ["a"]}).json()
+        assert one["llm_id"] == "b" and one["fallback_order"] == ["b", "c", "d"]
+        batch = post(app, "/v1/route", {"texts": ["x", "y"], "top": 2}).json()["decisions"]
+        assert [len(d["ranked"]) for d in batch] == [2, 2]
+        names = [m["id"] for m in post(app, "/v1/models").json()["data"]]
+        assert names[:2] == ["locus", "locus:cost=0.5"] and set(names[2:]) == {"a", "b", "c", "d"}
+        assert post(app, "/health").json() == {"status": "ok"}
+        assert fake.requests == {}  # none of these called an upstream
+        ready = post(app, "/ready")
+        assert ready.status_code == 200 and ready.json()["with_endpoint"] == 2
+        post(app, "/v1/chat/completions", CHAT)
+        metrics = post(app, "/metrics").text
+        assert 'locus_choices_total{llm_id="a"} 1.0' in metrics
+        assert 'locus_requests_total{endpoint="/v1/route",status="200"} 2.0' in metrics

@@ -1,0 +1,105 @@
+"""The service over a trained planted workspace: catalog endpoints, the real router, a real
+uvicorn server on 127.0.0.1, and `locus serve`'s refusals."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from locus.pipeline import fit_workspace
+from locus.server.serve import build_app
+from locus.store import Store
+from tests.conftest import CliResult
+from tests.nn.conftest import small_config
+from tests.planted_workspace import build_planted_workspace
+from tests.server.fakes import fake_upstreams
+
+Run = Callable[..., CliResult]
+SERVED = ("math-0", "law-0", "biology-0")
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = build_planted_workspace(tmp_path_factory.mktemp("service") / "ws")
+    with Store.open(path) as store:
+        fit_workspace(store, small_config())
+    return path
+
+
+def _catalog(tmp_path: Path, port: int) -> Path:
+    rows = ["llm_id,base_url,upstream_model,cost_per_query"] + [
+        f"{llm},http://127.0.0.1:{port}/{llm}/v1,model-{llm},0.001" for llm in SERVED
+    ]
+    path = tmp_path / "llms.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def uvicorn_server() -> Iterator[Callable[[object], str]]:
+    """Serve an app with a real uvicorn on 127.0.0.1 (a free port) in a thread."""
+    import uvicorn
+
+    servers: list[tuple[uvicorn.Server, threading.Thread]] = []
+
+    def start(app: object) -> str:
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error"))
+        thread = threading.Thread(target=server.run)
+        thread.start()
+        deadline = time.monotonic() + 10
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert server.started, "uvicorn did not start within 10 s"
+        port = server.servers[0].sockets[0].getsockname()[1]
+        servers.append((server, thread))
+        return f"http://127.0.0.1:{port}"
+
+    yield start
+    for server, thread in servers:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def test_the_service_routes_and_answers_over_real_http(
+    trained: Path, tmp_path: Path, run_cli: Run, uvicorn_server: Callable[[object], str]
+) -> None:
+    with fake_upstreams({llm: ["ok"] for llm in SERVED}) as fake:
+        imported = run_cli("import", "llms", _catalog(tmp_path, fake.port), "-w", trained)
+        assert imported.exit_code == 0, imported.stderr
+        with Store.open(trained, create=False) as store:
+            base = uvicorn_server(build_app(store))
+            with httpx.Client(base_url=base, timeout=10) as client:
+                assert client.get("/health").json() == {"status": "ok"}
+                routed = client.post(
+                    "/v1/route", json={"text": "integral derivative matrix limit vector"}
+                ).json()
+                assert routed["llm_id"].startswith("math-")
+                assert len(routed["fallback_order"]) == 12
+                answer = client.post(
+                    "/v1/chat/completions",
+                    json={
+                        "model": "locus",
+                        "messages": [{"role": "user", "content": "court tort jury verdict appeal"}],
+                    },
+                )
+                assert answer.status_code == 200, answer.text
+                llm = answer.headers["x-locus-llm"]
+                assert llm in SERVED and answer.json()["model"] == llm
+                assert fake.bodies[llm][0]["model"] == f"model-{llm}"
+                assert answer.headers["x-locus-cost-usd"] == "0.00100000"
+                models = {m["id"] for m in client.get("/v1/models").json()["data"]}
+                assert {"locus", "math-3", "law-0"} <= models
+
+
+def test_serve_refuses_without_keys_or_off_loopback(trained: Path, run_cli: Run) -> None:
+    no_keys = run_cli("serve", "-w", trained)
+    assert no_keys.exit_code == 2 and "--no-auth" in no_keys.stderr
+    exposed = run_cli("serve", "--no-auth", "--host", "0.0.0.0", "-w", trained)
+    assert exposed.exit_code == 2 and "loopback" in exposed.stderr
+    missing = run_cli("serve", "--no-auth", "-w", trained, "--artifact", "nope")
+    assert missing.exit_code == 2 and "no trained artifact 'nope'" in missing.stderr
