@@ -98,7 +98,10 @@ def test_bad_yaml_is_an_input_error(tmp_path: Path) -> None:
         read_llm_catalog(path)
 
 
-def test_import_llms_command_and_llms_listing(tmp_path: Path, run_cli: Run) -> None:
+def test_import_llms_command_and_llms_listing(
+    tmp_path: Path, run_cli: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "220")  # the table's cells unfolded
     path = tmp_path / "llms.csv"
     path.write_text(CSV, encoding="utf-8")
     ws = tmp_path / "ws"
@@ -110,6 +113,6 @@ def test_import_llms_command_and_llms_listing(tmp_path: Path, run_cli: Run) -> N
     by_id = {row["llm_id"]: row for row in listed}
     assert by_id["gpt-4o"]["endpoint"]["api_key_env"] == "OPENAI_API_KEY"
     shown = run_cli("llms", "-w", ws)
-    assert shown.exit_code == 0 and "endpoint" in shown.stdout and "family" in shown.stdout
+    assert shown.exit_code == 0 and "gpt-4o-2024-08-06 at https://api.openai.com/v1" in shown.stdout
     bad = run_cli("import", "llms", "-w", ws)
     assert bad.exit_code == 2 and "expected one catalog FILE" in bad.stderr
