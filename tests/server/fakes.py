@@ -3,11 +3,16 @@
 Each LLM's endpoint is `http://127.0.0.1:<port>/<name>/v1`; its script is a list of
 behaviours used one per request (the last repeats): "ok", "429", "500", "503", "reset",
 "hang" (answers after `hang_s`), "context" (400 context length), "filter" (400 content filter),
-"garbage" (200, not JSON).
+"garbage" (200, not JSON). Streaming requests ("stream": true) answer "ok" as SSE, and also:
+"slow" (no first chunk for `hang_s`), "cut" (the connection reset after the first words),
+"stall" (nothing for `hang_s` after the first words), "malformed" (a broken chunk after the
+first words), "malformed-first" (a broken first chunk), "no-done" (a clean close without
+[DONE]).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -19,6 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from locus.data.llm_catalog import Endpoint
+
+STREAMED = {"ok", "slow", "cut", "stall", "malformed", "malformed-first", "no-done"}
 
 
 class FakeUpstreams:
@@ -53,6 +60,11 @@ class FakeUpstreams:
                 pass
 
             def do_POST(self) -> None:
+                # the gateway hanging up first is what a timeout test asks for
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.serve()
+
+            def serve(self) -> None:
                 name = self.path.strip("/").split("/")[0]
                 length = int(self.headers.get("content-length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
@@ -67,6 +79,9 @@ class FakeUpstreams:
                 if behaviour == "hang":
                     time.sleep(fake.hang_s)
                     behaviour = "ok"
+                if body.get("stream") and behaviour in STREAMED:
+                    fake.stream(self, name, behaviour, body)
+                    return
                 status, payload, headers = fake.answer(name, behaviour, body)
                 raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 self.send_response(status)
@@ -78,6 +93,45 @@ class FakeUpstreams:
                 self.wfile.write(raw)
 
         return Handler
+
+    def stream(
+        self, handler: BaseHTTPRequestHandler, name: str, behaviour: str, body: dict[str, Any]
+    ) -> None:
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+            data = {"id": f"chatcmpl-{name}", "object": "chat.completion.chunk",
+                    "model": body.get("model"),
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}  # fmt: skip
+            return b"data: " + json.dumps(data).encode() + b"\n\n"
+
+        def send(raw: bytes) -> None:
+            handler.wfile.write(raw)
+            handler.wfile.flush()
+
+        handler.send_response(200)
+        handler.send_header("content-type", "text/event-stream")
+        handler.end_headers()
+        if behaviour == "malformed-first":
+            send(b"data: {not json\n\n")
+            return
+        send(chunk({"role": "assistant", "content": ""}))
+        if behaviour == "slow":
+            time.sleep(self.hang_s)
+        send(chunk({"content": "answer "}))
+        if behaviour == "cut":
+            handler.connection.setsockopt(
+                socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
+            )
+            handler.connection.close()
+            return
+        if behaviour == "stall":
+            time.sleep(self.hang_s)
+        if behaviour == "malformed":
+            send(b"data: {broken\n\n")
+            return
+        send(chunk({"content": f"from {name}"}))
+        send(chunk({}, "stop"))
+        if behaviour != "no-done":
+            send(b"data: [DONE]\n\n")
 
     def answer(
         self, name: str, behaviour: str, body: dict[str, Any]

@@ -23,8 +23,8 @@ from locus.server.upstream import Upstreams
 from tests.server.fakes import FakeUpstreams, fake_upstreams
 
 SETTINGS = ServerSettings(
-    attempt_timeout_s=0.4, total_timeout_s=3.0, max_attempts=3, breaker_failures=2,
-    breaker_cooldown_s=10.0, max_body_bytes=20_000, max_batch=4,
+    attempt_timeout_s=0.4, total_timeout_s=3.0, stall_timeout_s=0.4, max_attempts=3,
+    breaker_failures=2, breaker_cooldown_s=10.0, max_body_bytes=20_000, max_batch=4,
 )  # fmt: skip
 PRICES = {
     "a": {"price_in_per_mtok": 2.0, "price_out_per_mtok": 10.0},
@@ -199,7 +199,6 @@ def test_a_429_with_retry_after_holds_the_llm() -> None:
         ("/v1/chat/completions", {**CHAT, "model": "gpt-9"}, 400, "unknown model 'gpt-9'"),
         ("/v1/chat/completions", {**CHAT, "model": "locus:cost=x"}, 400, "locus:cost=W"),
         ("/v1/chat/completions", {**CHAT, "unavailable": ["zeta"]}, 400, "unknown LLM 'zeta'"),
-        ("/v1/chat/completions", {**CHAT, "stream": True}, 400, "streaming is not supported yet"),
         ("/v1/chat/completions", {**CHAT, "pad": "x" * 30_000}, 413, "body over"),
         ("/v1/route", {"text": "a", "texts": ["b"]}, 400, "not both"),
         ("/v1/route", {"texts": ["q"] * 5}, 413, "at most 4"),
@@ -248,3 +247,78 @@ def test_route_models_health_ready_and_metrics() -> None:
         metrics = post(app, "/metrics").text
         assert 'locus_choices_total{llm_id="a"} 1.0' in metrics
         assert 'locus_requests_total{endpoint="/v1/route",status="200"} 2.0' in metrics
+
+
+def stream(
+    scripts: dict[str, list[str]], *, hang_s: float = 1.5
+) -> tuple[httpx.Response, list[Any], FakeUpstreams]:
+    """POST a streaming chat; returns the response and its SSE data items (parsed)."""
+    import json
+
+    with fake_upstreams(scripts, hang_s=hang_s) as fake:
+        app, _ = build(fake)
+
+        async def go() -> tuple[httpx.Response, list[Any]]:
+            transport = httpx.ASGITransport(app=app)
+            async with (
+                httpx.AsyncClient(transport=transport, base_url="http://locus") as client,
+                client.stream(
+                    "POST", "/v1/chat/completions", json={**CHAT, "stream": True}
+                ) as response,
+            ):
+                items = []
+                async for line in response.aiter_lines():
+                    if line.startswith("data: "):
+                        data = line[6:]
+                        items.append(data if data == "[DONE]" else json.loads(data))
+                return response, items
+
+        response, items = asyncio.run(asyncio.wait_for(go(), timeout=20))
+    return response, items, fake
+
+
+def text_of(items: list[Any]) -> str:
+    return "".join(
+        (c["choices"][0]["delta"].get("content") or "")
+        for c in items
+        if isinstance(c, dict) and "choices" in c
+    )
+
+
+def test_a_stream_passes_through_with_the_answering_llm_as_model() -> None:
+    response, items, _ = stream({"a": ["ok"], "b": ["ok"]})
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/event-stream")
+    assert response.headers["x-locus-llm"] == "a"
+    assert text_of(items) == "answer from a" and items[-1] == "[DONE]"
+    assert all(c["model"] == "a" for c in items if isinstance(c, dict))
+
+
+@pytest.mark.parametrize("fault", ["429", "503", "reset", "hang", "slow", "malformed-first"])
+def test_a_stream_failing_before_its_first_token_falls_back(fault: str) -> None:
+    response, items, fake = stream({"a": [fault], "b": ["ok"]})
+    assert response.status_code == 200 and response.headers["x-locus-llm"] == "b"
+    assert response.headers["x-locus-attempts"] == "2"
+    assert text_of(items) == "answer from b" and items[-1] == "[DONE]"
+    assert fake.requests["a"] == 1
+
+
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [
+        ("cut", "the stream was cut"),
+        ("stall", "the stream stalled"),
+        ("malformed", "malformed stream chunk"),
+        ("no-done", "ended without [DONE]"),
+    ],
+)
+def test_a_stream_dying_after_its_first_token_ends_with_an_error_event(
+    fault: str, message: str
+) -> None:
+    response, items, fake = stream({"a": [fault], "b": ["ok"]}, hang_s=1.0)
+    assert response.status_code == 200 and response.headers["x-locus-llm"] == "a"
+    assert text_of(items).startswith("answer")
+    assert "[DONE]" not in items  # never a truncated answer presented as complete
+    error = items[-1]["error"]
+    assert message in error["message"] and error["type"] == "upstream_stream_error"
+    assert fake.requests.get("b", 0) == 0  # no fallback after the first token

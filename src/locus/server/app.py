@@ -2,8 +2,9 @@
 
     POST /v1/route              {"text": "..."} or {"texts": [...]}, cost_weight, max_cost,
                                 unavailable -> ranked LLMs, P(correct), cost, fallback order
-    POST /v1/chat/completions   OpenAI-compatible (non-streaming); model "locus",
-                                "locus:cost=W" or an llm_id; x-locus-* headers
+    POST /v1/chat/completions   OpenAI-compatible, non-streaming and SSE streaming; model
+                                "locus", "locus:cost=W" or an llm_id; x-locus-* headers
+                                (a stream's cost is in its usage chunk, not a header)
     GET  /v1/models             the pool and the routing names
     GET  /health                liveness (no upstream calls)
     GET  /ready                 the router is loaded and at least one LLM can be reached
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from locus.errors import LocusError, LocusInputError
 from locus.server.gateway import ROUTING_MODEL, Gateway, GatewayError
@@ -239,11 +240,18 @@ def create_app(
         if "messages" not in data:
             raise _Bad(400, "messages: required", "invalid_request")
         text = _text_of(data["messages"])
-        if data.get("stream"):
-            raise _Bad(
-                400, "stream: streaming is not supported yet; send stream false", "invalid_request"
-            )
         unavailable = check_unavailable(data.pop("unavailable", None))
+        if data.get("stream"):
+            streamed = await gateway.stream(data, text, unavailable=unavailable)
+            return StreamingResponse(
+                streamed.events,
+                media_type="text/event-stream",
+                headers={
+                    "x-locus-llm": streamed.llm_id,
+                    "x-locus-attempts": str(streamed.attempts),
+                    "cache-control": "no-cache",
+                },
+            )
         answer = await gateway.chat(data, text, unavailable=unavailable)
         headers = {
             "x-locus-llm": answer.llm_id,

@@ -10,8 +10,9 @@ by `max_attempts` and `total_timeout_s`.
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,9 +20,9 @@ from locus.errors import LocusInputError
 from locus.server.breaker import CircuitBreaker
 from locus.server.metrics import Metrics
 from locus.server.settings import ServerSettings
-from locus.server.upstream import UpstreamError, Upstreams
+from locus.server.upstream import DONE, UpstreamError, Upstreams, UpstreamStream, open_stream
 
-__all__ = ["ROUTING_MODEL", "ChatAnswer", "Gateway", "GatewayError", "parse_model"]
+__all__ = ["ROUTING_MODEL", "ChatAnswer", "Gateway", "GatewayError", "StreamAnswer", "parse_model"]
 
 ROUTING_MODEL = "locus"
 
@@ -47,6 +48,20 @@ class ChatAnswer:
     @property
     def fell_back(self) -> bool:
         return self.attempts > 1
+
+
+@dataclass(frozen=True)
+class StreamAnswer:
+    """A stream past its first token: the answering LLM, attempts, and the SSE lines."""
+
+    llm_id: str
+    attempts: int
+    events: AsyncIterator[bytes]
+    failed: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _sse(data: Any) -> bytes:
+    return b"data: " + json.dumps(data, separators=(",", ":")).encode() + b"\n\n"
 
 
 def parse_model(name: object, llm_ids: Collection[str]) -> tuple[str | None, float]:
@@ -127,6 +142,64 @@ class Gateway:
             LocusInputError: a bad model name.
             GatewayError: every attempt failed, or an upstream refused the request.
         """
+
+        async def call(llm: str, timeout: float) -> dict[str, Any]:
+            return await self.upstreams.complete(llm, body, timeout=timeout)
+
+        llm, payload, attempts, failed = await self._first_success(body, text, unavailable, call)
+        payload = {**payload, "model": llm}
+        return ChatAnswer(payload, llm, attempts, self.cost(llm, payload), failed)
+
+    async def stream(
+        self, body: Mapping[str, Any], text: str, *, unavailable: Sequence[str] = ()
+    ) -> StreamAnswer:
+        """Start a streaming chat request: every failure before the first token falls back;
+        the answer's `events` are the SSE lines, each chunk's model the answering LLM's. A
+        stream that fails after its first token ends with an error event and no [DONE], so a
+        client never takes a truncated answer for a complete one."""
+
+        async def call(llm: str, timeout: float) -> UpstreamStream:
+            return await open_stream(
+                self.upstreams, llm, body, first_token_s=timeout,
+                stall_s=self.settings.stall_timeout_s,
+            )  # fmt: skip
+
+        llm, upstream, attempts, failed = await self._first_success(body, text, unavailable, call)
+        return StreamAnswer(llm, attempts, self._events(llm, upstream), failed)
+
+    async def _events(self, llm: str, upstream: UpstreamStream) -> AsyncIterator[bytes]:
+        try:
+            for chunk in upstream.head:
+                yield _sse({**chunk, "model": llm})
+            while True:
+                try:
+                    chunk = await upstream.next_chunk()
+                except UpstreamError as error:
+                    self._failed(llm, error, [])
+                    yield _sse({"error": {"message": f"{error}; the answer is incomplete",
+                                          "type": "upstream_stream_error"}})  # fmt: skip
+                    return
+                if chunk is None:
+                    self.metrics.upstream_errors.labels(llm, "no_done").inc()
+                    yield _sse({"error": {"message": f"{llm}: the stream ended without [DONE]; "
+                                          "the answer may be incomplete",
+                                          "type": "upstream_stream_error"}})  # fmt: skip
+                    return
+                if chunk == DONE:
+                    yield b"data: [DONE]\n\n"
+                    return
+                yield _sse({**chunk, "model": llm} if isinstance(chunk, dict) else chunk)
+        finally:
+            await upstream.aclose()
+
+    async def _first_success(
+        self,
+        body: Mapping[str, Any],
+        text: str,
+        unavailable: Sequence[str],
+        call: Callable[[str, float], Awaitable[Any]],
+    ) -> tuple[str, Any, int, list[dict[str, Any]]]:
+        """Walk the fallback order until `call(llm, timeout)` succeeds."""
         fixed, weight = parse_model(body.get("model"), self.upstreams.endpoints)
         order = self.fallback_order(text, fixed, weight, unavailable)
         if not order:
@@ -144,9 +217,7 @@ class Gateway:
             attempts += 1
             began = time.perf_counter()
             try:
-                payload = await self.upstreams.complete(
-                    llm, body, timeout=min(self.settings.attempt_timeout_s, remaining)
-                )
+                result = await call(llm, min(self.settings.attempt_timeout_s, remaining))
             except UpstreamError as error:
                 self._failed(llm, error, failed)
                 if not error.retryable:
@@ -160,8 +231,7 @@ class Gateway:
             self.metrics.choices.labels(llm).inc()
             if attempts > 1:
                 self.metrics.fallbacks.inc()
-            payload = {**payload, "model": llm}
-            return ChatAnswer(payload, llm, attempts, self.cost(llm, payload), failed)
+            return llm, result, attempts, failed
         summary = "; ".join(f"{f['llm_id']}: {f['kind']}" for f in failed) or "no attempt"
         timed_out = any(f["kind"] == "timeout" for f in failed)
         raise GatewayError(

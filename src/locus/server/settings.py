@@ -18,6 +18,8 @@ class ServerSettings:
         attempt_timeout_s: one upstream call, connect to last byte (non-streaming) or to the
             first token (streaming).
         total_timeout_s: every attempt of one request together.
+        stall_timeout_s: a stream that sends nothing for this long after its first token is
+            ended with an error event.
         breaker_failures, breaker_cooldown_s: an LLM failing this many times in a row is
             skipped for the cool-down, then given one trial request.
         top: ranked LLMs in a /v1/route answer (the fallback order is the whole ranking).
@@ -28,6 +30,7 @@ class ServerSettings:
     max_attempts: int = 3
     attempt_timeout_s: float = 30.0
     total_timeout_s: float = 60.0
+    stall_timeout_s: float = 30.0
     breaker_failures: int = 3
     breaker_cooldown_s: float = 30.0
     top: int = 3

@@ -8,15 +8,19 @@ another 4xx, such as a content filter, goes back to the client as it came.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import httpx
 
 from locus.data.llm_catalog import Endpoint
 
-__all__ = ["UpstreamError", "Upstreams"]
+__all__ = ["DONE", "UpstreamError", "UpstreamStream", "Upstreams"]
+
+DONE = "[DONE]"
 
 
 class UpstreamError(Exception):
@@ -127,11 +131,117 @@ class Upstreams:
         return data
 
 
+class UpstreamStream:
+    """An upstream SSE stream past its first token: `head` (the chunks read so far, the first
+    one with content last) and `chunks()` for the rest; `aclose()` releases the connection."""
+
+    def __init__(
+        self, llm_id: str, response: httpx.Response, lines: AsyncIterator[str], head: list[Any]
+    ) -> None:
+        self.llm_id, self._response, self._lines, self.head = llm_id, response, lines, head
+
+    async def next_chunk(self) -> Any:
+        """The next data chunk (a dict), DONE, or None when the stream ended without [DONE].
+
+        Raises:
+            UpstreamError: a stall (no data within the read timeout), a cut connection or a
+                malformed chunk.
+        """
+        return await _next_data(self.llm_id, self._lines)
+
+    async def aclose(self) -> None:
+        await self._response.aclose()
+
+
+async def _next_data(llm_id: str, lines: AsyncIterator[str]) -> Any:
+    try:
+        async for line in lines:
+            if not line.startswith("data:"):
+                continue  # blank separators, comments (":"), event: and id: lines
+            data = line[5:].strip()
+            if data == DONE:
+                return DONE
+            try:
+                return json.loads(data)
+            except ValueError:
+                raise UpstreamError(llm_id, "bad_response", "malformed stream chunk") from None
+    except httpx.TimeoutException:
+        raise UpstreamError(llm_id, "timeout", "the stream stalled") from None
+    except httpx.TransportError as error:
+        raise UpstreamError(llm_id, "connect", f"the stream was cut ({error!r})") from None
+    return None
+
+
+def has_content(chunk: Any) -> bool:
+    """Whether an SSE chunk carries part of the answer (text, a tool call, or the end)."""
+    if not isinstance(chunk, dict):
+        return False
+    for choice in chunk.get("choices") or []:
+        delta = choice.get("delta") or {}
+        if delta.get("content") or delta.get("tool_calls") or choice.get("finish_reason"):
+            return True
+    return False
+
+
 def _json_or_none(response: httpx.Response) -> Any:
     try:
         return response.json()
     except ValueError:
         return None
+
+
+async def open_stream(
+    upstreams: Upstreams, llm_id: str, body: Mapping[str, Any], *, first_token_s: float,
+    stall_s: float,
+) -> UpstreamStream:  # fmt: skip
+    """Start a streaming completion and read up to its first token (within `first_token_s`).
+
+    Raises:
+        UpstreamError: anything failing before the first token (the gateway falls back).
+    """
+    url, payload, headers = upstreams._request(llm_id, body)
+    client = upstreams.client()
+    request = client.build_request(
+        "POST", url, json={**payload, "stream": True}, headers=headers,
+        timeout=httpx.Timeout(first_token_s, read=stall_s),
+    )  # fmt: skip
+    response: httpx.Response | None = None
+    try:
+        response = await asyncio.wait_for(client.send(request, stream=True), first_token_s)
+        if response.status_code >= 300:
+            raw = await response.aread()
+            try:
+                error_body = json.loads(raw)
+            except ValueError:
+                error_body = None
+            check_status(llm_id, response.status_code, response.headers, error_body)
+        lines = response.aiter_lines()
+        head: list[Any] = []
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + first_token_s
+        while True:
+            chunk = await asyncio.wait_for(_next_data(llm_id, lines), deadline - loop.time())
+            if chunk is None or chunk == DONE:
+                raise UpstreamError(llm_id, "bad_response", "the stream ended before any answer")
+            head.append(chunk)
+            if has_content(chunk):
+                return UpstreamStream(llm_id, response, lines, head)
+    except (asyncio.TimeoutError, httpx.TimeoutException):
+        await _close(response)
+        raise UpstreamError(
+            llm_id, "timeout", f"no first token within {first_token_s:g} s"
+        ) from None
+    except httpx.TransportError as error:
+        await _close(response)
+        raise UpstreamError(llm_id, "connect", f"connection failed ({error!r})") from None
+    except UpstreamError:
+        await _close(response)
+        raise
+
+
+async def _close(response: httpx.Response | None) -> None:
+    if response is not None:
+        await response.aclose()
 
 
 def check_status(llm_id: str, status: int, headers: Mapping[str, str], body: Any) -> None:
