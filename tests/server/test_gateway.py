@@ -218,6 +218,13 @@ def test_bad_input_is_a_4xx_with_a_one_line_json_error(
     assert message in error["message"] and "\n" not in error["message"]
 
 
+def test_without_keys_writes_are_refused() -> None:
+    with fake_upstreams({"a": ["ok"]}) as fake:
+        app, _ = build(fake)
+        response = post(app, "/v1/llms/a/scores", {"scores": []})
+    assert response.status_code == 403 and "need an API key" in response.json()["error"]["message"]
+
+
 def test_malformed_json_is_a_400() -> None:
     with fake_upstreams({"a": ["ok"]}) as fake:
         app, _ = build(fake)

@@ -72,7 +72,7 @@ def test_the_service_routes_and_answers_over_real_http(
         imported = run_cli("import", "llms", _catalog(tmp_path, fake.port), "-w", trained)
         assert imported.exit_code == 0, imported.stderr
         with Store.open(trained, create=False) as store:
-            base = uvicorn_server(build_app(store))
+            base = uvicorn_server(build_app(store, auth=False))
             with httpx.Client(base_url=base, timeout=10) as client:
                 assert client.get("/health").json() == {"status": "ok"}
                 routed = client.post(
@@ -96,10 +96,34 @@ def test_the_service_routes_and_answers_over_real_http(
                 assert {"locus", "math-3", "law-0"} <= models
 
 
-def test_serve_refuses_without_keys_or_off_loopback(trained: Path, run_cli: Run) -> None:
-    no_keys = run_cli("serve", "-w", trained)
-    assert no_keys.exit_code == 2 and "--no-auth" in no_keys.stderr
+def test_serve_refuses_no_auth_off_loopback(trained: Path, run_cli: Run) -> None:
     exposed = run_cli("serve", "--no-auth", "--host", "0.0.0.0", "-w", trained)
     assert exposed.exit_code == 2 and "loopback" in exposed.stderr
     missing = run_cli("serve", "--no-auth", "-w", trained, "--artifact", "nope")
     assert missing.exit_code == 2 and "no trained artifact 'nope'" in missing.stderr
+
+
+def test_api_keys_guard_every_v1_request(
+    trained: Path, run_cli: Run, uvicorn_server: Callable[[object], str]
+) -> None:
+    made = run_cli("keys", "create", "ci-bot", "-w", trained, "--json").json()
+    assert isinstance(made, dict) and made["key"].startswith("lk-")
+    with Store.open(trained, create=False) as store:
+        assert made["key"] not in str(store.list_keys())  # only its hash is kept
+        base = uvicorn_server(build_app(store))
+        route = {"text": "court tort jury"}
+        with httpx.Client(base_url=base, timeout=10) as client:
+            assert client.get("/health").status_code == 200  # liveness needs no key
+            missing = client.post("/v1/route", json=route)
+            assert missing.status_code == 401 and "missing API key" in missing.text
+            wrong = client.post("/v1/route", json=route, headers={"authorization": "Bearer lk-x"})
+            assert wrong.status_code == 401
+            good = {"authorization": f"Bearer {made['key']}"}
+            assert client.post("/v1/route", json=route, headers=good).status_code == 200
+            assert run_cli("keys", "revoke", made["id"], "-w", trained).exit_code == 0
+            revoked = client.post("/v1/route", json=route, headers=good)
+            assert revoked.status_code == 401 and "revoked" in revoked.text
+    listed = run_cli("keys", "list", "-w", trained, "--json").json()
+    assert isinstance(listed, list) and listed[0]["revoked_at"] is not None
+    unknown = run_cli("keys", "revoke", "nope", "-w", trained)
+    assert unknown.exit_code != 0 and "no API key 'nope'" in unknown.stderr

@@ -6,6 +6,9 @@
     model_commands.py   fit, embed, evaluate
     route_commands.py   route
     benchmark_commands.py  benchmark SUITE
+    atlas_commands.py   similar, geometry, cluster, atlas, portfolio, proxy, identify, search
+    serve_commands.py   serve (the routing service and gateway, locus.server)
+    keys_commands.py    keys create | list | revoke
     demo.py             demo: the main job end to end
 
 Errors from the library arrive as `LocusError`; they are printed on one line to stderr and the
@@ -21,6 +24,7 @@ from locus.cli import (  # noqa: F401
     benchmark_commands,
     data_commands,
     demo,
+    keys_commands,
     model_commands,
     route_commands,
     serve_commands,

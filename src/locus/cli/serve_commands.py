@@ -38,11 +38,7 @@ def serve_command(
     """Serve routing (/v1/route) and an OpenAI-compatible gateway (/v1/chat/completions)."""
     import uvicorn
 
-    if not no_auth:
-        raise LocusInputError(
-            "serve: API keys are not available yet; start with --no-auth (loopback only)"
-        )
-    if not _loopback(host):
+    if no_auth and not _loopback(host):
         raise LocusInputError(
             f"serve: --no-auth on {host!r} would let anyone on the network in; expected a "
             "loopback address such as 127.0.0.1"
@@ -51,15 +47,24 @@ def serve_command(
         path = str(store.workspace)
         from locus.server.serve import build_app
 
-        application = build_app(store, artifact)  # fails here, before listening, if broken
+        # built here, so a broken workspace fails before anything listens
+        application = build_app(store, artifact, auth=not no_auth)
+        keys = [k for k in store.list_keys() if k["revoked_at"] is None]
+        access = "no API keys (loopback only)" if no_auth else f"{len(keys)} live API keys"
         stderr_console().print(
             f"locus serve: workspace {path}, artifact {artifact!r}, http://{host}:{port} "
-            f"({workers} worker{'s' if workers > 1 else ''}; no API keys: loopback only)"
+            f"({workers} worker{'s' if workers > 1 else ''}; {access})"
         )
+        if not no_auth and not keys:
+            stderr_console().print(
+                "[yellow]no API key yet: every /v1 request will get 401; create one with "
+                "`locus keys create NAME`, or serve with --no-auth on loopback[/]"
+            )
         if workers == 1:
             uvicorn.run(application, host=host, port=port, log_level="warning")
             return
     os.environ["LOCUS_WORKSPACE"], os.environ["LOCUS_ARTIFACT"] = path, artifact
+    os.environ["LOCUS_NO_AUTH"] = "1" if no_auth else "0"
     uvicorn.run(
         "locus.server.serve:app_from_env", factory=True, host=host, port=port,
         workers=workers, log_level="warning",

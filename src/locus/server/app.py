@@ -16,7 +16,7 @@ Bad input is a 4xx with a one-line JSON error ({"error": {"message", "type"}}), 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -93,17 +93,45 @@ def create_app(
     gateway: Gateway,
     *,
     settings: ServerSettings | None = None,
+    verify_key: Callable[[str], str | None] | None = None,
 ) -> Any:
-    """The FastAPI app over a loaded router and gateway (nothing is loaded per request)."""
+    """The FastAPI app over a loaded router and gateway (nothing is loaded per request).
+
+    `verify_key` (the store's `verify_key`) checks `Authorization: Bearer <key>` on every
+    /v1 request; None serves without keys (`locus serve --no-auth`, loopback only), where
+    writes are refused."""
     settings = settings or gateway.settings
     metrics = gateway.metrics
     app = FastAPI(title="locus", docs_url=None, redoc_url=None, openapi_url=None)
     known = set(router.llm_ids)
 
+    def refused(request: Request) -> Any:
+        """The 401/403 answer for a request that may not pass, or None."""
+        path = request.url.path
+        if not path.startswith("/v1/"):
+            return None
+        write = request.method == "POST" and path.startswith("/v1/llms/")
+        if verify_key is None:
+            if write:
+                return _error(
+                    403, "writes need an API key; this server runs --no-auth", "forbidden"
+                )
+            return None
+        header = request.headers.get("authorization", "")
+        scheme, _, secret = header.partition(" ")
+        if scheme.lower() != "bearer" or not secret.strip():
+            return _error(401, "missing API key: send Authorization: Bearer <key>", "unauthorized")
+        if verify_key(secret.strip()) is None:
+            return _error(401, "unknown or revoked API key", "unauthorized")
+        return None
+
     @app.middleware("http")
     async def bounded(request: Request, call_next: Any) -> Any:
         length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > settings.max_body_bytes:
+        denied = refused(request)
+        if denied is not None:
+            response = denied
+        elif length is not None and length.isdigit() and int(length) > settings.max_body_bytes:
             response = _error(413, f"body over {settings.max_body_bytes:,} bytes", "too_large")
         else:
             try:

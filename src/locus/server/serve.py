@@ -39,6 +39,7 @@ def build_app(
     *,
     settings: ServerSettings | None = None,
     transport: Any = None,
+    auth: bool = True,
 ) -> Any:
     """The app over the workspace's router; LLMs without an endpoint are routed to by
     /v1/route but never called by /v1/chat/completions."""
@@ -54,7 +55,9 @@ def build_app(
         prices={llm: catalog.get(llm, {}) for llm in router.llm_ids},
         settings=settings,
     )
-    return create_app(router, gateway, settings=settings)
+    return create_app(
+        router, gateway, settings=settings, verify_key=store.verify_key if auth else None
+    )
 
 
 def app_from_env() -> Any:
@@ -62,4 +65,8 @@ def app_from_env() -> Any:
     if not workspace:
         raise LocusInputError("LOCUS_WORKSPACE is not set; start the service with locus serve")
     store = Store.open(workspace, create=False)
-    return build_app(store, os.environ.get("LOCUS_ARTIFACT", "default"))
+    return build_app(
+        store,
+        os.environ.get("LOCUS_ARTIFACT", "default"),
+        auth=os.environ.get("LOCUS_NO_AUTH") != "1",
+    )

@@ -12,6 +12,8 @@ committed state while a write runs (SQLite WAL). `Store` is assembled from one p
   `get_vectors`, `vector_dim`, `vector_count`);
 - `embeddings`: LLM embeddings (`replace_embeddings`, `embeddings`);
 - `catalog`: LLM metadata and endpoints (`upsert_llm_metadata`; read with `llm_metadata`);
+- `keys`: API keys of the service, hashed (`create_key`, `list_keys`, `revoke_key`,
+  `verify_key`);
 - `migrate`: schema migrations, run by `open` (this module).
 
     >>> from locus.store import Store
@@ -40,6 +42,7 @@ from locus.store._core import (
 from locus.store.catalog import StoreCatalog
 from locus.store.embeddings import StoreEmbeddings
 from locus.store.imports import ImportReport, StoreImports
+from locus.store.keys import StoreKeys
 from locus.store.migrate import migrate_v1_to_v2
 from locus.store.schema import SCHEMA_VERSION
 from locus.store.scores import StoreScores
@@ -50,7 +53,7 @@ __all__ = ["DEFAULT_WORKSPACE", "ImportReport", "Store", "resolve_workspace"]
 logger = logging.getLogger("locus.store")
 
 
-class Store(StoreImports, StoreScores, StoreVectors, StoreEmbeddings, StoreCatalog):
+class Store(StoreImports, StoreScores, StoreVectors, StoreEmbeddings, StoreCatalog, StoreKeys):
     """The workspace store. Open with `Store.open(path)`; use as a context manager.
 
     Args (of `open`):

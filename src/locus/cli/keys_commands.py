@@ -1,0 +1,63 @@
+"""`locus keys create | list | revoke`: API keys of `locus serve`, stored hashed."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from locus.cli._app import JsonOption, WorkspaceOption, app
+from locus.cli._render import fmt, print_json, stdout_console
+from locus.cli.data_commands import open_store
+
+keys_app = typer.Typer(
+    help="API keys of locus serve (stored hashed; shown once).", no_args_is_help=True
+)
+app.add_typer(keys_app, name="keys")
+
+
+@keys_app.command("create")
+def create_command(
+    name: Annotated[str, typer.Argument(help="Who or what uses the key, e.g. ci-bot.")],
+    workspace: WorkspaceOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Create a key; the secret is printed once and never stored."""
+    with open_store(workspace, create=False) as store:
+        key_id, secret = store.create_key(name)
+    if as_json:
+        print_json({"id": key_id, "name": name, "key": secret})
+        return
+    stdout_console().print(
+        f"key {key_id} for {name!r}:\n{secret}\nkeep it now: only its hash is stored "
+        "(send it as Authorization: Bearer <key>)"
+    )
+
+
+@keys_app.command("list")
+def list_command(workspace: WorkspaceOption = None, as_json: JsonOption = False) -> None:
+    """Every key: id, name, created, revoked."""
+    with open_store(workspace, create=False) as store:
+        keys = store.list_keys()
+    if as_json:
+        print_json(keys)
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{len(keys)} API keys")
+    for column in ("id", "name", "created", "revoked"):
+        table.add_column(column)
+    for key in keys:
+        table.add_row(key["id"], key["name"], key["created_at"], fmt(key["revoked_at"]))
+    stdout_console().print(table)
+
+
+@keys_app.command("revoke")
+def revoke_command(
+    key_id: Annotated[str, typer.Argument(help="The key's id (locus keys list).")],
+    workspace: WorkspaceOption = None,
+) -> None:
+    """Revoke a key: requests with it are refused from the next one on."""
+    with open_store(workspace, create=False) as store:
+        store.revoke_key(key_id)
+    stdout_console().print(f"key {key_id} revoked")
