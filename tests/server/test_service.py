@@ -127,3 +127,41 @@ def test_api_keys_guard_every_v1_request(
     assert isinstance(listed, list) and listed[0]["revoked_at"] is not None
     unknown = run_cli("keys", "revoke", "nope", "-w", trained)
     assert unknown.exit_code != 0 and "no API key 'nope'" in unknown.stderr
+
+
+def test_posted_scores_onboard_an_llm_live(
+    trained: Path, run_cli: Run, uvicorn_server: Callable[[object], str]
+) -> None:
+    from tests.planted_workspace import planted_rows
+
+    rows = planted_rows()
+    mine = rows[rows["llm_id"] == "math-1"].sample(150, random_state=1)
+    scores = [
+        {"query_text": t, "score": s}
+        for t, s in zip(mine["query_text"], mine["score"], strict=True)
+    ]
+    key = run_cli("keys", "create", "onboarder", "-w", trained, "--json").json()
+    assert isinstance(key, dict)
+    auth = {"authorization": f"Bearer {key['key']}"}
+    with Store.open(trained, create=False) as store:
+        base = uvicorn_server(build_app(store))
+        with httpx.Client(base_url=base, timeout=60, headers=auth) as client:
+            bad = client.post(
+                "/v1/llms/fresh/scores", json={"scores": [{"query_text": "x", "score": 1.5}]}
+            )
+            assert bad.status_code == 400 and "expected a number in [0, 1]" in bad.text
+            assert client.post("/v1/llms/fresh/scores", json={"scores": []}).status_code == 400
+            posted = client.post("/v1/llms/fresh/scores", json={"scores": scores})
+            assert posted.status_code == 200, posted.text
+            report = posted.json()
+            assert report["embedding"]["new"] is True and report["new_scores"] > 100
+            routed = client.post(
+                "/v1/route", json={"text": "integral derivative", "top": 12}
+            ).json()
+            assert "fresh" in [c["llm_id"] for c in routed["ranked"]] + routed["fallback_order"]
+            again = client.post("/v1/llms/fresh/scores", json={"scores": scores[:20]}).json()
+            assert again["embedding"]["new"] is False and again["new_scores"] == 0
+    with Store.open(trained, create=False) as store:
+        assert "fresh" in store.llm_ids()  # kept in the store
+        ids, _, _ = store.embeddings("default")
+        assert "fresh" in ids

@@ -2,6 +2,8 @@
 
     POST /v1/route              {"text": "..."} or {"texts": [...]}, cost_weight, max_cost,
                                 unavailable -> ranked LLMs, P(correct), cost, fallback order
+    POST /v1/llms/{id}/scores   {"scores": [{query_text, score}, ...]}: onboard or refine the
+                                LLM live (no retraining), kept in the store; needs a key
     POST /v1/chat/completions   OpenAI-compatible, non-streaming and SSE streaming; model
                                 "locus", "locus:cost=W" or an llm_id; x-locus-* headers
                                 (a stream's cost is in its usage chunk, not a header)
@@ -94,6 +96,7 @@ def create_app(
     *,
     settings: ServerSettings | None = None,
     verify_key: Callable[[str], str | None] | None = None,
+    onboarding: Any = None,
 ) -> Any:
     """The FastAPI app over a loaded router and gateway (nothing is loaded per request).
 
@@ -287,5 +290,19 @@ def create_app(
             "x-locus-cost-usd": "" if answer.cost_usd is None else f"{answer.cost_usd:.8f}",
         }
         return JSONResponse(answer.payload, headers=headers)
+
+    @app.post("/v1/llms/{llm_id}/scores")
+    async def post_scores(llm_id: str, request: Request) -> Any:
+        if onboarding is None:
+            raise _Bad(
+                501, "this server was started without a workspace to write to", "unsupported"
+            )
+        data = await body_of(request)
+        onboarding.validate(llm_id, data)  # bad input answers before any thread work
+        import anyio
+
+        report = await anyio.to_thread.run_sync(onboarding.post, llm_id, data)
+        known.add(llm_id)
+        return report
 
     return app

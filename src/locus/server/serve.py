@@ -45,7 +45,8 @@ def build_app(
     /v1/route but never called by /v1/chat/completions."""
     from locus.routing.workspace import WorkspaceRouter
 
-    router = ServiceRouter(WorkspaceRouter(store, artifact))
+    workspace_router = WorkspaceRouter(store, artifact)
+    router = ServiceRouter(workspace_router)
     settings = settings or ServerSettings()
     endpoints = catalog_endpoints(store, router.llm_ids)
     catalog = store.llm_metadata()
@@ -55,9 +56,13 @@ def build_app(
         prices={llm: catalog.get(llm, {}) for llm in router.llm_ids},
         settings=settings,
     )
+    from locus.server.onboard import LiveOnboarding
+
+    onboarding = LiveOnboarding(store, workspace_router, artifact, max_rows=10_000)
     return create_app(
-        router, gateway, settings=settings, verify_key=store.verify_key if auth else None
-    )
+        router, gateway, settings=settings, verify_key=store.verify_key if auth else None,
+        onboarding=onboarding,
+    )  # fmt: skip
 
 
 def app_from_env() -> Any:
