@@ -165,3 +165,30 @@ def test_posted_scores_onboard_an_llm_live(
         assert "fresh" in store.llm_ids()  # kept in the store
         ids, _, _ = store.embeddings("default")
         assert "fresh" in ids
+
+
+def test_the_openai_client_talks_to_the_gateway(
+    trained: Path, tmp_path: Path, run_cli: Run, uvicorn_server: Callable[[object], str]
+) -> None:
+    """The official client, pointed at locus serve: a completion and a stream."""
+    openai = pytest.importorskip("openai")
+    with fake_upstreams({llm: ["ok"] for llm in SERVED}) as fake:
+        assert (
+            run_cli("import", "llms", _catalog(tmp_path, fake.port), "-w", trained).exit_code == 0
+        )
+        with Store.open(trained, create=False) as store:
+            base = uvicorn_server(build_app(store, auth=False))
+            client = openai.OpenAI(
+                base_url=f"{base}/v1", api_key="unused", max_retries=0, timeout=20
+            )
+            messages = [{"role": "user", "content": "enzyme protein gene membrane"}]
+            completion = client.chat.completions.create(model="locus", messages=messages)
+            assert completion.model in SERVED
+            assert completion.choices[0].message.content == f"answer from {completion.model}"
+            parts = list(
+                client.chat.completions.create(model="locus:cost=0", messages=messages, stream=True)
+            )
+            text = "".join(p.choices[0].delta.content or "" for p in parts if p.choices)
+            assert text == f"answer from {parts[0].model}"
+            listed = [m.id for m in client.models.list()]
+            assert "locus" in listed
