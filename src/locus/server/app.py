@@ -17,10 +17,12 @@ Bad input is a 4xx with a one-line JSON error ({"error": {"message", "type"}}), 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import anyio
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
@@ -38,6 +40,7 @@ class ServiceRouter:
 
     def __init__(self, router: Any) -> None:
         self.router = router
+        self._lock = threading.Lock()  # the router's text cache and encoder: one at a time
 
     @property
     def llm_ids(self) -> list[str]:
@@ -52,12 +55,13 @@ class ServiceRouter:
         max_cost: float | None = None,
         unavailable: Sequence[str] = (),
     ) -> list[Any]:
-        return list(
-            self.router.route_texts(
-                list(texts), top=top, cost_weight=cost_weight, max_cost=max_cost,
-                unavailable=unavailable,
-            )
-        )  # fmt: skip
+        with self._lock:
+            return list(
+                self.router.route_texts(
+                    list(texts), top=top, cost_weight=cost_weight, max_cost=max_cost,
+                    unavailable=unavailable,
+                )
+            )  # fmt: skip
 
     def rank(
         self, texts: Sequence[str], *, cost_weight: float = 0.0, unavailable: Sequence[str] = ()
@@ -248,17 +252,19 @@ def create_app(
             )
         if any(not t.strip() for t in texts):
             raise _Bad(400, "a text is empty; expected query text to route", "invalid_request")
-        decisions = router.decide(
-            texts,
-            top=int(number(data, "top", settings.top) or settings.top),
-            cost_weight=number(data, "cost_weight", 0.0) or 0.0,
-            max_cost=number(data, "max_cost", None),
-            unavailable=check_unavailable(data.get("unavailable")),
-        )
-        fallback = router.rank(
-            texts, cost_weight=number(data, "cost_weight", 0.0) or 0.0,
-            unavailable=check_unavailable(data.get("unavailable")),
-        )  # fmt: skip
+        top = int(number(data, "top", settings.top) or settings.top)
+        weight = number(data, "cost_weight", 0.0) or 0.0
+        max_cost = number(data, "max_cost", None)
+        unavailable = check_unavailable(data.get("unavailable"))
+
+        def both() -> tuple[list[Any], list[list[str]]]:
+            ranked = router.rank(texts, cost_weight=weight, unavailable=unavailable)
+            decided = router.decide(
+                texts, top=top, cost_weight=weight, max_cost=max_cost, unavailable=unavailable
+            )
+            return decided, ranked
+
+        decisions, fallback = await anyio.to_thread.run_sync(both)
         answers = [
             {**d.as_dict(), "fallback_order": order}
             for d, order in zip(decisions, fallback, strict=True)
@@ -299,8 +305,6 @@ def create_app(
             )
         data = await body_of(request)
         onboarding.validate(llm_id, data)  # bad input answers before any thread work
-        import anyio
-
         report = await anyio.to_thread.run_sync(onboarding.post, llm_id, data)
         known.add(llm_id)
         return report

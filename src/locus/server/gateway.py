@@ -16,6 +16,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapp
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
+
 from locus.errors import LocusInputError
 from locus.server.breaker import CircuitBreaker
 from locus.server.metrics import Metrics
@@ -201,7 +203,10 @@ class Gateway:
     ) -> tuple[str, Any, int, list[dict[str, Any]]]:
         """Walk the fallback order until `call(llm, timeout)` succeeds."""
         fixed, weight = parse_model(body.get("model"), self.upstreams.endpoints)
-        order = self.fallback_order(text, fixed, weight, unavailable)
+        # routing encodes new texts (milliseconds of CPU): off the event loop
+        order = await anyio.to_thread.run_sync(
+            lambda: self.fallback_order(text, fixed, weight, unavailable)
+        )
         if not order:
             raise GatewayError(503, "no LLM with an endpoint is available", kind="unavailable")
         started = self.clock()

@@ -219,6 +219,9 @@ class OnnxEncoder:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        # idle worker threads sleep instead of spinning: a spinning pool keeps the cores busy
+        # after each call, which starves whatever else runs (a server's event loop)
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
         return onnxruntime.InferenceSession(
             str(self._model_file()), options, providers=["CPUExecutionProvider"]

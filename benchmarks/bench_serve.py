@@ -1,0 +1,229 @@
+"""Load on `locus serve`: throughput and gateway overhead against fake upstreams with a fixed
+latency, then the same while the upstream of the most-routed LLM is killed mid-run.
+
+    python benchmarks/bench_serve.py [--requests 5000] [--concurrency 32] [--latency-ms 50]
+
+Uses a copy of the MMLU-Pro workspace of bench_accuracy.py (29 LLMs, the default LOCUS+kNN
+artifact of seed 0), every LLM given an endpoint on one of two fake upstream servers (uvicorn,
+127.0.0.1): the server of the most-routed LLM, and the server of all the others. Each request
+is a chat completion for an MMLU-Pro test question (stored texts: their vectors are cached) or
+a new text (encoded on the way; a fifth as many requests). Overhead = the gateway's latency
+minus the latency of the same load sent straight to a fake upstream, percentile by percentile,
+at the given concurrency and one request at a time (200 each). The load generator, the gateway
+and the fake upstreams share the machine's cores. Writes results/serve.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._common import REPO_ROOT, report
+
+ARTIFACT = "bench-all-MiniLM-L6-v2-onnx-int8-seed0"
+
+
+def fake_upstream(latency_s: float) -> Any:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def complete(request: Request) -> JSONResponse:
+        body = await request.json()
+        await asyncio.sleep(latency_s)
+        llm = request.path_params["llm"]
+        return JSONResponse({
+            "id": "x", "object": "chat.completion", "model": body.get("model"),
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": f"answer from {llm}"}}],
+            "usage": {"prompt_tokens": 200, "completion_tokens": 50, "total_tokens": 250},
+        })  # fmt: skip
+
+    return Starlette(routes=[Route("/{llm}/v1/chat/completions", complete, methods=["POST"])])
+
+
+class Served:
+    """An ASGI app on a real uvicorn server on 127.0.0.1 in a thread."""
+
+    def __init__(self, app: Any) -> None:
+        import uvicorn
+
+        self.server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error", backlog=512)
+        )
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        while not self.server.started:
+            time.sleep(0.02)
+        self.url = f"http://127.0.0.1:{self.server.servers[0].sockets[0].getsockname()[1]}"
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+
+
+async def load(
+    url: str, bodies: list[dict[str, Any]], concurrency: int, *, on_progress: Any = None
+) -> dict[str, Any]:
+    import httpx
+
+    latencies: list[float] = []
+    statuses: dict[int, int] = {}
+    answered_by: dict[str, int] = {}
+    fallbacks = 0
+    lost = 0
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for i in range(len(bodies)):
+        queue.put_nowait(i)
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
+
+        async def worker() -> None:
+            nonlocal fallbacks, lost
+            while not queue.empty():
+                i = queue.get_nowait()
+                if on_progress is not None:
+                    on_progress(i)
+                began = time.perf_counter()
+                try:
+                    response = await client.post(
+                        "/chat/completions" if "/v1" in url else "/v1/chat/completions",
+                        json=bodies[i],
+                    )
+                except httpx.HTTPError:
+                    lost += 1
+                    continue
+                latencies.append(time.perf_counter() - began)
+                statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+                llm = response.headers.get("x-locus-llm")
+                if llm:
+                    answered_by[llm] = answered_by.get(llm, 0) + 1
+                if response.headers.get("x-locus-attempts", "1") != "1":
+                    fallbacks += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*[worker() for _ in range(concurrency)])
+        seconds = time.perf_counter() - started
+    ms = np.array(latencies) * 1000
+    return {
+        "requests": len(bodies), "seconds": seconds, "throughput_per_s": len(bodies) / seconds,
+        "p50_ms": float(np.percentile(ms, 50)), "p90_ms": float(np.percentile(ms, 90)),
+        "p99_ms": float(np.percentile(ms, 99)), "statuses": statuses, "lost": lost,
+        "fallbacks": fallbacks,
+        "answered_by_top3": dict(sorted(answered_by.items(), key=lambda kv: -kv[1])[:3]),
+    }  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--requests", type=int, default=5000)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--latency-ms", type=float, default=50.0)
+    parser.add_argument(
+        "--workspace", type=Path, default=REPO_ROOT / ".bench" / "accuracy" / "mmlu-pro"
+    )
+    args = parser.parse_args()
+    from locus.data.llm_catalog import Endpoint
+    from locus.pipeline.data import workspace_table
+    from locus.server.serve import build_app
+    from locus.store import Store
+
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp) / "ws"
+        (ws / "artifacts").mkdir(parents=True)
+        shutil.copy(args.workspace / "locus.db", ws / "locus.db")
+        shutil.copytree(args.workspace / "artifacts" / ARTIFACT, ws / "artifacts" / ARTIFACT)
+        latency = args.latency_ms / 1000
+        primary, others = Served(fake_upstream(latency)), Served(fake_upstream(latency))
+        with Store.open(ws, create=False) as store:
+            data = workspace_table(store)
+            texts = [data.table.query_texts[i] for i in data.rows("test")]
+            from locus.routing.workspace import WorkspaceRouter
+
+            probe = WorkspaceRouter(store, ARTIFACT)
+            top = probe.route_texts([texts[0]])[0].llm_id
+
+            def endpoint(llm: str) -> str:
+                url = primary.url if llm == top else others.url
+                return Endpoint(f"{url}/{llm}/v1", llm).to_json()
+
+            store.upsert_llm_metadata(
+                [
+                    (llm, {"endpoint": endpoint(llm), "price_in_per_mtok": 1.0})
+                    for llm in probe.llm_ids
+                ]
+            )
+            gateway = Served(build_app(store, ARTIFACT, auth=False))
+            rng = np.random.default_rng(0)
+
+            def bodies(n: int, new: bool) -> list[dict[str, Any]]:
+                picked = rng.choice(len(texts), size=n)
+                suffix = [f" (variant {k})" if new else "" for k in range(n)]
+                return [
+                    {"model": "locus", "messages": [{"role": "user", "content": texts[i] + end}]}
+                    for i, end in zip(picked, suffix, strict=True)
+                ]
+
+            figures: dict[str, Any] = {
+                "llms": len(probe.llm_ids), "most_routed": top, "latency_ms": args.latency_ms,
+                "concurrency": args.concurrency,
+            }  # fmt: skip
+            n = args.requests
+            direct = [{**b, "model": top} for b in bodies(n, False)]
+            figures["direct_to_upstream"] = asyncio.run(
+                load(f"{primary.url}/{top}/v1", direct, args.concurrency)
+            )
+            figures["gateway_stored_texts"] = asyncio.run(
+                load(gateway.url, bodies(n, False), args.concurrency)
+            )
+            figures["gateway_new_texts"] = asyncio.run(
+                load(gateway.url, bodies(max(n // 5, 100), True), args.concurrency)
+            )
+            # one request at a time: the gateway's own time, without queueing on shared cores
+            figures["direct_sequential"] = asyncio.run(
+                load(f"{primary.url}/{top}/v1", direct[:200], 1)
+            )
+            for name, new in (
+                ("gateway_sequential_stored", False),
+                ("gateway_sequential_new", True),
+            ):
+                figures[name] = asyncio.run(load(gateway.url, bodies(200, new), 1))
+            killed_at = n // 4
+
+            def kill(i: int) -> None:
+                if i == killed_at:
+                    threading.Thread(target=primary.stop, daemon=True).start()
+
+            figures["gateway_primary_killed"] = asyncio.run(
+                load(gateway.url, bodies(n, False), args.concurrency, on_progress=kill)
+            )
+            figures["gateway_primary_killed"]["killed_after_requests"] = killed_at
+            base = figures["direct_to_upstream"]
+            for name, reference in (
+                ("gateway_stored_texts", base), ("gateway_new_texts", base),
+                ("gateway_sequential_stored", figures["direct_sequential"]),
+                ("gateway_sequential_new", figures["direct_sequential"]),
+            ):  # fmt: skip
+                run = figures[name]
+                run["overhead_p50_ms"] = run["p50_ms"] - reference["p50_ms"]
+                run["overhead_p99_ms"] = run["p99_ms"] - reference["p99_ms"]
+            gateway.stop()
+            others.stop()
+            primary.stop()
+    report("serve", figures)
+
+
+if __name__ == "__main__":
+    main()
