@@ -5,7 +5,8 @@ latency, then the same while the upstream of the most-routed LLM is killed mid-r
 
 Uses a copy of the MMLU-Pro workspace of bench_accuracy.py (29 LLMs, the default LOCUS+kNN
 artifact of seed 0), every LLM given an endpoint on one of two fake upstream servers (uvicorn,
-127.0.0.1): the server of the most-routed LLM, and the server of all the others. Each request
+127.0.0.1; `locus serve` runs in its own process): the server of the most-routed LLM, and the
+server of all the others. Each request
 is a chat completion for an MMLU-Pro test question (stored texts: their vectors are cached) or
 a new text (encoded on the way; a fifth as many requests). Overhead = the gateway's latency
 minus the latency of the same load sent straight to a fake upstream, percentile by percentile,
@@ -74,6 +75,41 @@ class Served:
         self.thread.join(timeout=30)
 
 
+class ServeProcess:
+    """`locus serve --no-auth` in its own process, as it is deployed (not sharing this
+    process's interpreter lock with the load generator and the fake upstreams)."""
+
+    def __init__(self, workspace: Path, artifact: str) -> None:
+        import socket
+        import subprocess
+
+        import httpx
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        locus = Path(sys.executable).parent / "locus"
+        self.process = subprocess.Popen(
+            [str(locus), "serve", "--no-auth", "--port", str(port), "-w", str(workspace),
+             "--artifact", artifact],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        self.url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError("locus serve did not answer /health within 120 s")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
 async def load(
     url: str, bodies: list[dict[str, Any]], concurrency: int, *, on_progress: Any = None
 ) -> dict[str, Any]:
@@ -137,7 +173,6 @@ def main() -> None:
     args = parser.parse_args()
     from locus.data.llm_catalog import Endpoint
     from locus.pipeline.data import workspace_table
-    from locus.server.serve import build_app
     from locus.store import Store
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -165,7 +200,7 @@ def main() -> None:
                     for llm in probe.llm_ids
                 ]
             )
-            gateway = Served(build_app(store, ARTIFACT, auth=False))
+            gateway = ServeProcess(ws, ARTIFACT)
             rng = np.random.default_rng(0)
 
             def bodies(n: int, new: bool) -> list[dict[str, Any]]:
