@@ -6,7 +6,8 @@
     model_commands.py   fit, embed, evaluate
     route_commands.py   route
     benchmark_commands.py  benchmark SUITE
-    atlas_commands.py   similar, geometry, cluster, atlas, portfolio, proxy, identify, search
+    atlas_commands.py   similar, geometry, cluster, atlas, portfolio, proxy
+    search_commands.py  identify, search (they embed new evidence)
     serve_commands.py   serve (the routing service and gateway, locus.server)
     keys_commands.py    keys create | list | revoke
     demo.py             demo: the main job end to end
@@ -27,6 +28,7 @@ from locus.cli import (  # noqa: F401
     keys_commands,
     model_commands,
     route_commands,
+    search_commands,
     serve_commands,
 )
 from locus.cli._app import app

@@ -1,8 +1,9 @@
-"""The atlas commands: similar, geometry, cluster, atlas, portfolio, proxy, identify, search.
+"""The atlas commands: similar, geometry, cluster, atlas, portfolio, proxy (and, in
+search_commands.py, identify and search).
 
 Each opens the workspace's pool once (`WorkspaceAtlas`), makes one library call and renders a
-table, `--json`, or a picture. Fingerprinting and capability search embed new evidence, so
-they load the artifact's encoder (torch); the others read the pool in numpy.
+table, `--json`, or a picture. These read the pool in numpy; fingerprinting and capability
+search embed new evidence, so they load the artifact's encoder (torch).
 """
 
 from __future__ import annotations
@@ -344,78 +345,4 @@ def proxy_command(
         f"nearest neighbour keeps {retention.nearest_retention:.1%} of hit@1 "
         f"({retention.nearest_hit:.4f} of {retention.hit:.4f}); by the query's next best "
         f"{retention.next_best_retention:.1%}. Fallback order: {retention.better}."
-    )
-
-
-@app.command("identify")
-def identify_command(
-    path: Annotated[
-        Path, typer.Argument(help="Scores of the unknown endpoint (query_text, score).")
-    ],
-    top: Annotated[int, typer.Option("--top", min=1, help="Known LLMs to list.")] = 5,
-    metric: MetricOption = "euclidean",
-    artifact: ArtifactOption = "default",
-    workspace: WorkspaceOption = None,
-    as_json: JsonOption = False,
-    quiet: QuietOption = False,
-) -> None:
-    """Which known LLM is behind an endpoint, from its scored answers alone."""
-    from locus.atlas.evidence import read_probe_evidence
-
-    with _atlas(workspace, artifact, metric, quiet=quiet or as_json, embedder=True) as atlas:
-        evidence = read_probe_evidence(path, atlas.router.vectors_for)
-        with progress_bars(quiet or as_json)("fingerprinting", total=len(evidence)) as advance:
-            results = []
-            for name, pair in evidence.items():
-                results.extend(atlas.identify({name: pair}, top=top))
-                advance(1)
-    if as_json:
-        print_json(results)
-        return
-    for result in results:
-        verdict = result["verdict"]
-        calibration = result["calibration"]
-        _table(
-            f"{result['endpoint']} ({result['scores']:,} scores): "
-            + (f"the same LLM as {verdict}" if verdict else "no known LLM")
-            + f" (threshold {result['threshold']:.3f})",
-            ["LLM", "distance", "same"],
-            [[m["llm_id"], m["distance"], "yes" if m["same"] else "no"] for m in result["matches"]],
-        )
-        stdout_console().print(
-            f"[dim]threshold from the pool at {calibration['k']} scores: own half found "
-            f"{calibration['identification']:.0%}, false matches "
-            f"{calibration['false_match']:.1%}[/]"
-        )
-
-
-@app.command("search")
-def search_command(
-    profile: Annotated[
-        str, typer.Option("--profile", help="Per-task success rates, e.g. math=0.8,law=0.3.")
-    ],
-    top: Annotated[int, typer.Option("--top", min=1, help="LLMs to list.")] = 10,
-    queries: Annotated[
-        int, typer.Option("--queries", min=16, help="Synthetic scored queries.")
-    ] = 8192,
-    metric: MetricOption = "euclidean",
-    artifact: ArtifactOption = "default",
-    workspace: WorkspaceOption = None,
-    as_json: JsonOption = False,
-    quiet: QuietOption = False,
-) -> None:
-    """The real LLMs nearest to a capability profile (per-task success rates)."""
-    from locus.atlas.search import parse_profile
-
-    with _atlas(workspace, artifact, metric, quiet=quiet or as_json, embedder=True) as atlas:
-        wanted = parse_profile(profile, [t for t in atlas.tasks().tolist() if t])
-        rows = atlas.search(wanted, top=top, n=queries)
-    if as_json:
-        print_json({"profile": wanted, "matches": rows})
-        return
-    tasks = list(wanted)
-    _table(
-        "nearest LLMs to " + ", ".join(f"{t}={r:g}" for t, r in wanted.items()),
-        ["LLM", "distance", *[f"{t} (measured)" for t in tasks]],
-        [[r["llm_id"], r["distance"], *[r["measured"][t] for t in tasks]] for r in rows],
     )

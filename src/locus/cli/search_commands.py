@@ -1,0 +1,87 @@
+"""`locus identify` and `locus search`: the atlas commands that embed new evidence (they load
+the artifact's LLM encoder, torch)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from locus.cli._app import ArtifactOption, JsonOption, QuietOption, WorkspaceOption, app
+from locus.cli._render import print_json, progress_bars, stdout_console
+from locus.cli.atlas_commands import MetricOption, _atlas, _table
+
+
+@app.command("identify")
+def identify_command(
+    path: Annotated[
+        Path, typer.Argument(help="Scores of the unknown endpoint (query_text, score).")
+    ],
+    top: Annotated[int, typer.Option("--top", min=1, help="Known LLMs to list.")] = 5,
+    metric: MetricOption = "euclidean",
+    artifact: ArtifactOption = "default",
+    workspace: WorkspaceOption = None,
+    as_json: JsonOption = False,
+    quiet: QuietOption = False,
+) -> None:
+    """Which known LLM is behind an endpoint, from its scored answers alone."""
+    from locus.atlas.evidence import read_probe_evidence
+
+    with _atlas(workspace, artifact, metric, quiet=quiet or as_json, embedder=True) as atlas:
+        evidence = read_probe_evidence(path, atlas.router.vectors_for)
+        with progress_bars(quiet or as_json)("fingerprinting", total=len(evidence)) as advance:
+            results = []
+            for name, pair in evidence.items():
+                results.extend(atlas.identify({name: pair}, top=top))
+                advance(1)
+    if as_json:
+        print_json(results)
+        return
+    for result in results:
+        verdict = result["verdict"]
+        calibration = result["calibration"]
+        _table(
+            f"{result['endpoint']} ({result['scores']:,} scores): "
+            + (f"the same LLM as {verdict}" if verdict else "no known LLM")
+            + f" (threshold {result['threshold']:.3f})",
+            ["LLM", "distance", "same"],
+            [[m["llm_id"], m["distance"], "yes" if m["same"] else "no"] for m in result["matches"]],
+        )
+        stdout_console().print(
+            f"[dim]threshold from the pool at {calibration['k']} scores: own half found "
+            f"{calibration['identification']:.0%}, false matches "
+            f"{calibration['false_match']:.1%}[/]"
+        )
+
+
+@app.command("search")
+def search_command(
+    profile: Annotated[
+        str, typer.Option("--profile", help="Per-task success rates, e.g. math=0.8,law=0.3.")
+    ],
+    top: Annotated[int, typer.Option("--top", min=1, help="LLMs to list.")] = 10,
+    queries: Annotated[
+        int, typer.Option("--queries", min=16, help="Synthetic scored queries.")
+    ] = 8192,
+    metric: MetricOption = "euclidean",
+    artifact: ArtifactOption = "default",
+    workspace: WorkspaceOption = None,
+    as_json: JsonOption = False,
+    quiet: QuietOption = False,
+) -> None:
+    """The real LLMs nearest to a capability profile (per-task success rates)."""
+    from locus.atlas.search import parse_profile
+
+    with _atlas(workspace, artifact, metric, quiet=quiet or as_json, embedder=True) as atlas:
+        wanted = parse_profile(profile, [t for t in atlas.tasks().tolist() if t])
+        rows = atlas.search(wanted, top=top, n=queries)
+    if as_json:
+        print_json({"profile": wanted, "matches": rows})
+        return
+    tasks = list(wanted)
+    _table(
+        "nearest LLMs to " + ", ".join(f"{t}={r:g}" for t, r in wanted.items()),
+        ["LLM", "distance", *[f"{t} (measured)" for t in tasks]],
+        [[r["llm_id"], r["distance"], *[r["measured"][t] for t in tasks]] for r in rows],
+    )
