@@ -9,27 +9,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from locus.errors import LocusInputError
+from locus._plotting import pyplot
 
 __all__ = ["dendrogram_png", "map_png", "portfolio_png"]
-
-
-def _pyplot() -> Any:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise LocusInputError("pictures need matplotlib: pip install 'locus[plots]'") from None
-    return plt
 
 
 def _save(figure: Any, path: Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=130, bbox_inches="tight")
-    _pyplot().close(figure)
+    pyplot().close(figure)
     return path
 
 
@@ -39,7 +28,7 @@ def dendrogram_png(
     """The hierarchical clustering as a dendrogram, one leaf per LLM, labelled by name."""
     from scipy.cluster.hierarchy import dendrogram
 
-    plt = _pyplot()
+    plt = pyplot()
     height = max(4.0, 0.22 * len(labels) + 1.0)
     figure, axis = plt.subplots(figsize=(9, height))
     dendrogram(linkage, labels=list(labels), orientation="left", ax=axis, leaf_font_size=8)
@@ -59,7 +48,7 @@ def map_png(
     title: str = "",
 ) -> Path:
     """A 2-D map: one point per LLM, coloured by group, sized by accuracy, labelled."""
-    plt = _pyplot()
+    plt = pyplot()
     figure, axis = plt.subplots(figsize=(10, 7.5))
     names = sorted(set(groups))
     colours = plt.get_cmap("tab20" if len(names) > 10 else "tab10")
@@ -98,7 +87,7 @@ def portfolio_png(
 ) -> Path:
     """Routing hit@1 of each method's portfolio against its size, beside random portfolios
     (mean and one standard deviation) and the full pool."""
-    plt = _pyplot()
+    plt = pyplot()
     figure, axis = plt.subplots(figsize=(8, 5))
     for name, points in curves.items():
         ks, hits = zip(*points, strict=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from locus.errors import LocusInputError
+from locus._plotting import pyplot
 
 __all__ = [
     "anchors_table",
@@ -61,21 +61,10 @@ def write_suite_json(result: dict[str, Any], path: Path, pool: str) -> Path:
     return path
 
 
-def _pyplot() -> Any:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise LocusInputError("plots need matplotlib: pip install 'locus[plots]'") from None
-    return plt
-
-
 def plot_cost(result: dict[str, Any], path: Path, title: str = "") -> Path:
     """Accuracy vs mean cost per query: each method's hull (seed 0's points), the single LLMs
     and their hull (the best static mix)."""
-    plt = _pyplot()
+    plt = pyplot()
     figure, axis = plt.subplots(figsize=(8, 5.2))
     for method in result["methods"]:
         run = result["per_seed"][method][0]
@@ -153,7 +142,7 @@ def _plot_sweep(
     path: Path,
 ) -> Path:
     """One panel per (metric, y label): a line per method over `sizes`, ± sd error bars."""
-    plt = _pyplot()
+    plt = pyplot()
     xs = _x_positions(result, sizes)
     figure, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.6), squeeze=False)
     for (metric, ylabel), axis in zip(panels, axes[0], strict=True):
