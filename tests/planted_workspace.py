@@ -58,3 +58,14 @@ def build_planted_workspace(path: Path, rows: pd.DataFrame | None = None) -> Pat
         )
         encode_missing(store, HashingEncoder(ENCODER_DIM))
     return path
+
+
+def trained_planted_workspace(path: Path) -> Path:
+    """A planted workspace with its default artifact fitted by the small test network."""
+    from locus.pipeline import fit_workspace
+    from tests.nn.conftest import small_config
+
+    build_planted_workspace(path)
+    with Store.open(path) as store:
+        fit_workspace(store, small_config())
+    return path

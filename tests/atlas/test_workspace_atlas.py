@@ -11,21 +11,17 @@ import pytest
 
 from locus.atlas.workspace import WorkspaceAtlas
 from locus.errors import LocusInputError, LocusNotFoundError
-from locus.pipeline import fit_workspace, load_workspace_locus
+from locus.pipeline import load_workspace_locus
 from locus.store import Store
 from tests.conftest import CliResult
-from tests.nn.conftest import small_config
-from tests.planted_workspace import build_planted_workspace, planted_rows
+from tests.planted_workspace import planted_rows, trained_planted_workspace
 
 Run = Callable[..., CliResult]
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = build_planted_workspace(tmp_path_factory.mktemp("atlas") / "ws")
-    with Store.open(path) as store:
-        fit_workspace(store, small_config())
-    return path
+    return trained_planted_workspace(tmp_path_factory.mktemp("atlas") / "ws")
 
 
 def group(llm_id: str) -> str:

@@ -25,6 +25,13 @@ from typing import Any
 
 from locus.data.llm_catalog import Endpoint
 
+
+def reset(connection: socket.socket) -> None:
+    """Close with a TCP reset (linger 0), as a crashed upstream does."""
+    connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    connection.close()
+
+
 STREAMED = {"ok", "slow", "cut", "stall", "malformed", "malformed-first", "no-done"}
 
 
@@ -71,10 +78,7 @@ class FakeUpstreams:
                 fake.bodies[name].append(body)
                 behaviour = fake.next_behaviour(name)
                 if behaviour == "reset":
-                    self.connection.setsockopt(
-                        socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
-                    )
-                    self.connection.close()
+                    reset(self.connection)
                     return
                 if behaviour == "hang":
                     time.sleep(fake.hang_s)
@@ -118,10 +122,7 @@ class FakeUpstreams:
             time.sleep(self.hang_s)
         send(chunk({"content": "answer "}))
         if behaviour == "cut":
-            handler.connection.setsockopt(
-                socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
-            )
-            handler.connection.close()
+            reset(handler.connection)
             return
         if behaviour == "stall":
             time.sleep(self.hang_s)

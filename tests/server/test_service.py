@@ -11,12 +11,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from locus.pipeline import fit_workspace
 from locus.server.serve import build_app
 from locus.store import Store
 from tests.conftest import CliResult
-from tests.nn.conftest import small_config
-from tests.planted_workspace import build_planted_workspace
+from tests.planted_workspace import trained_planted_workspace
 from tests.server.fakes import fake_upstreams
 
 Run = Callable[..., CliResult]
@@ -25,10 +23,7 @@ SERVED = ("math-0", "law-0", "biology-0")
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = build_planted_workspace(tmp_path_factory.mktemp("service") / "ws")
-    with Store.open(path) as store:
-        fit_workspace(store, small_config())
-    return path
+    return trained_planted_workspace(tmp_path_factory.mktemp("service") / "ws")
 
 
 def _catalog(tmp_path: Path, port: int) -> Path:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -257,17 +258,19 @@ def create_app(
         max_cost = number(data, "max_cost", None)
         unavailable = check_unavailable(data.get("unavailable"))
 
-        def both() -> tuple[list[Any], list[list[str]]]:
-            ranked = router.rank(texts, cost_weight=weight, unavailable=unavailable)
-            decided = router.decide(
-                texts, top=top, cost_weight=weight, max_cost=max_cost, unavailable=unavailable
+        # one routing call: the whole ranking is the fallback order, its head the answer
+        decisions = await anyio.to_thread.run_sync(
+            lambda: router.decide(
+                texts, top=len(router.llm_ids), cost_weight=weight, max_cost=max_cost,
+                unavailable=unavailable,
             )
-            return decided, ranked
-
-        decisions, fallback = await anyio.to_thread.run_sync(both)
+        )  # fmt: skip
         answers = [
-            {**d.as_dict(), "fallback_order": order}
-            for d, order in zip(decisions, fallback, strict=True)
+            {
+                **replace(d, ranked=d.ranked[:top]).as_dict(),
+                "fallback_order": [c.llm_id for c in d.ranked],
+            }
+            for d in decisions
         ]
         return {"decisions": answers} if "texts" in data else answers[0]
 
