@@ -110,3 +110,25 @@ def run_cli(
         return CliResult(code, captured.out, captured.err)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[object]:
+    """A throwaway PostgreSQL server on 127.0.0.1 for the session (`tests.postgres_server`);
+    the tests that use it are skipped, with the reason, where it cannot start."""
+    from tests.postgres_server import postgres_server
+
+    with postgres_server() as server:
+        if isinstance(server, str):
+            pytest.skip(f"PostgreSQL tests skipped: {server}")
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The URL of a new empty database; artifact copies go under the test's tmp_path."""
+    from tests.postgres_server import PostgresServer
+
+    assert isinstance(postgres, PostgresServer)
+    monkeypatch.setenv("LOCUS_ARTIFACT_CACHE", str(tmp_path / "artifact-cache"))
+    return postgres.create_database()

@@ -50,7 +50,9 @@ def planted_rows(
     return pd.DataFrame(rows)
 
 
-def build_planted_workspace(path: Path, rows: pd.DataFrame | None = None) -> Path:
+def build_planted_workspace(path: str | Path, rows: pd.DataFrame | None = None) -> str | Path:
+    """The planted rows imported and encoded into the workspace `path` (a directory or a
+    database URL)."""
     rows = planted_rows() if rows is None else rows
     with Store.open(path) as store:
         store.write_batch(
@@ -60,7 +62,7 @@ def build_planted_workspace(path: Path, rows: pd.DataFrame | None = None) -> Pat
     return path
 
 
-def trained_planted_workspace(path: Path) -> Path:
+def trained_planted_workspace(path: str | Path) -> str | Path:
     """A planted workspace with its default artifact fitted by the small test network."""
     from locus.pipeline import fit_workspace
     from tests.nn.conftest import small_config

@@ -1,4 +1,4 @@
-"""Schema migration 1 -> 2: a version-1 workspace opens as version 2 with its data intact.
+"""Schema migrations 1 -> 2 -> 3: an older workspace opens at the current version, data intact.
 
 The version-1 database is built here with the exact DDL of schema version 1 (as SQLAlchemy
 emitted it for SQLite) and filled the way version 1's `write_batch` filled it.
@@ -19,6 +19,7 @@ import pytest
 from locus.data.batch import ImportBatch
 from locus.errors import LocusStoreError
 from locus.store import Store
+from locus.store.schema import SCHEMA_VERSION
 
 V1_DDL = """
 CREATE TABLE llms (
@@ -234,7 +235,7 @@ def test_v1_workspace_migrates_with_counts_and_checksums_kept(
         old_ids = con.execute("SELECT id, source, query_id, text_hash FROM queries").fetchall()
 
     with caplog.at_level(logging.INFO, logger="locus.store"), Store.open(tmp_path / "v1") as store:
-        assert store.get_meta("schema_version") == "2"
+        assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
         assert store.checksums() == sums
         migrated = store.counts()
         table = store.score_table()
@@ -307,10 +308,28 @@ def test_failed_migration_leaves_the_v1_database_untouched(tmp_path: Path) -> No
             "FROM scores WHERE source = 'harness' LIMIT 1"
         )
     before = dump(db)
-    with pytest.raises(LocusStoreError, match=r"schema version 1 to 2 failed .*unchanged"):
+    with pytest.raises(LocusStoreError, match=r"schema version 1 to 3 failed .*unchanged"):
         Store.open(tmp_path / "v1")
     assert dump(db) == before
     assert v1_counts(db)["queries"] == 6
+
+
+def test_v2_workspace_gains_the_artifacts_table(workspace: Path) -> None:
+    with Store.open(workspace) as store:
+        store.write_batch(planted_batches()[0], kind="table")
+        sums = store.checksums()
+    with sqlite3.connect(workspace / "locus.db") as con:
+        con.execute("DROP TABLE artifacts")
+        con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    with Store.open(workspace) as store:
+        assert store.get_meta("schema_version") == "3"
+        assert store.checksums() == sums
+        assert store.artifact_names() == []
+        folder = workspace / "artifacts" / "a"
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text("{}")
+        digest = store.put_artifact("a", folder)
+        assert store.artifact_digest("a") == digest
 
 
 def test_unknown_old_schema_is_refused(workspace: Path) -> None:

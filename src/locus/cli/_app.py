@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -18,11 +17,14 @@ app = typer.Typer(
 )
 
 WorkspaceOption = Annotated[
-    Path | None,
+    str | None,
     typer.Option(
         "--workspace",
         "-w",
-        help="Workspace directory (default: $LOCUS_WORKSPACE, else ./.locus).",
+        help=(
+            "Workspace directory or PostgreSQL URL (default: $LOCUS_DATABASE_URL, else "
+            "$LOCUS_WORKSPACE, else ./.locus)."
+        ),
         show_default=False,
     ),
 ]

@@ -27,7 +27,7 @@ MetricOption = Annotated[
 
 @contextmanager
 def _atlas(
-    workspace: Path | None,
+    workspace: str | None,
     artifact: str,
     metric: str,
     *,

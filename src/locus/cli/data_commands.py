@@ -15,13 +15,13 @@ from locus.errors import LocusInputError
 FORMATS = ("table", "mmlu-pro", "embedllm", "routerbench", "scores-json", "llms")
 
 
-def open_store(workspace: Path | None, *, create: bool = True) -> Any:
+def open_store(workspace: str | None, *, create: bool = True) -> Any:
     from locus.store import Store
 
     return Store.open(workspace, create=create)
 
 
-def _import_catalog(path: Path, *, workspace: Path | None, as_json: bool) -> None:
+def _import_catalog(path: Path, *, workspace: str | None, as_json: bool) -> None:
     from locus.data.llm_catalog import read_llm_catalog
 
     records = read_llm_catalog(path)
@@ -145,7 +145,7 @@ def import_command(
     )
 
 
-def _unchanged_since_last_import(workspace: Path | None, key: str, files: str) -> bool:
+def _unchanged_since_last_import(workspace: str | None, key: str, files: str) -> bool:
     from locus.errors import LocusStoreError
 
     try:
@@ -166,7 +166,7 @@ def _shared_note(report: Any) -> str:
     )
 
 
-def _mmlu_pro_path(workspace: Path | None, progress: ProgressFactory) -> Path:
+def _mmlu_pro_path(workspace: str | None, progress: ProgressFactory) -> Path:
     from locus.data.fetch import locate_or_fetch_mmlu_pro
     from locus.store import resolve_workspace
 
@@ -245,7 +245,7 @@ def stats_command(workspace: WorkspaceOption = None, as_json: JsonOption = False
     """Counts, sources, text encoder and content checksums of the workspace."""
     with open_store(workspace, create=False) as store:
         payload = {
-            "workspace": str(store.workspace),
+            "workspace": store.location,
             "counts": store.counts(),
             "text_encoder": store.text_encoder,
             "sources": store.sources().to_dict("records"),

@@ -59,7 +59,7 @@ def route_command(
 def route_and_render(
     texts: list[str],
     *,
-    workspace: Path | None,
+    workspace: str | None,
     artifact: str = "default",
     top: int = 3,
     cost_weight: float = 0.0,

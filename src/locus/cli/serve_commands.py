@@ -44,8 +44,8 @@ def serve_command(
             "loopback address such as 127.0.0.1"
         )
     with open_store(workspace, create=False) as store:
-        path = str(store.workspace)
-        from locus.server.serve import build_app
+        path, spec = store.location, store.spec
+        from locus.server.serve import SERVE_WORKSPACE_ENV, build_app
 
         # built here, so a broken workspace fails before anything listens
         application = build_app(store, artifact, auth=not no_auth)
@@ -63,7 +63,8 @@ def serve_command(
         if workers == 1:
             uvicorn.run(application, host=host, port=port, log_level="warning")
             return
-    os.environ["LOCUS_WORKSPACE"], os.environ["LOCUS_ARTIFACT"] = path, artifact
+    # the worker processes open the same store (`app_from_env`)
+    os.environ[SERVE_WORKSPACE_ENV], os.environ["LOCUS_ARTIFACT"] = spec, artifact
     os.environ["LOCUS_NO_AUTH"] = "1" if no_auth else "0"
     uvicorn.run(
         "locus.server.serve:app_from_env", factory=True, host=host, port=port,

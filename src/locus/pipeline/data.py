@@ -88,17 +88,17 @@ def workspace_table(
     encoder = store.text_encoder
     if encoder is None:
         raise LocusInputError(
-            f"workspace {store.workspace}: queries are not encoded yet; run `locus encode` first"
+            f"workspace {store.location}: queries are not encoded yet; run `locus encode` first"
         )
     table = store.score_table(llm_ids=llm_ids)
     if table.n_llms == 0:
         raise LocusInputError(
-            f"workspace {store.workspace}: no scores; import evaluation results first"
+            f"workspace {store.location}: no scores; import evaluation results first"
         )
     has_text = np.array([h != "" for h in table.text_hashes], dtype=bool)
     if not has_text.any() and llm_ids is None:
         raise LocusInputError(
-            f"workspace {store.workspace}: no query has text; LOCUS needs query texts (import "
+            f"workspace {store.location}: no query has text; LOCUS needs query texts (import "
             "with query_text or --queries)"
         )
     table = table.select_queries(has_text)

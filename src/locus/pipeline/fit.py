@@ -27,7 +27,12 @@ from locus.routing.ensemble import ENSEMBLE_FOLDER, choose_weight, mix
 from locus.routing.evidence import Evidence
 from locus.routing.guard import Guard, fit_guard
 from locus.routing.neighbours import KNNRouter
-from locus.routing.workspace import DEFAULT_ARTIFACT, artifact_path, trained_artifact
+from locus.routing.workspace import (
+    DEFAULT_ARTIFACT,
+    artifact_path,
+    publish_artifact,
+    trained_artifact,
+)
 from locus.store import Store
 
 __all__ = ["FitReport", "fit_workspace", "load_workspace_locus", "steps_for_epochs"]
@@ -122,6 +127,7 @@ def fit_workspace(
     if guard is not None:
         model.metadata = {**model.metadata, "guard": guard.as_dict()}
     model.save(path, also=None if knn is None else lambda folder: _save_knn(knn, folder))
+    publish_artifact(store, name)
     model.pool_.bind(store, name, fit_id=model.metadata["fit_id"])
     best = max((h.get("val_routing_accuracy", math.nan) for h in model.history_), default=0.0)
     return FitReport(

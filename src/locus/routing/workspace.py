@@ -31,7 +31,13 @@ from locus.routing.guard import Guard
 from locus.store import Store
 from locus.text.base import TextEncoder
 
-__all__ = ["DEFAULT_ARTIFACT", "WorkspaceRouter", "artifact_path", "trained_artifact"]
+__all__ = [
+    "DEFAULT_ARTIFACT",
+    "WorkspaceRouter",
+    "artifact_path",
+    "publish_artifact",
+    "trained_artifact",
+]
 
 DEFAULT_ARTIFACT = "default"
 
@@ -205,14 +211,25 @@ def artifact_path(store: Store, name: str) -> Path:
 
 
 def trained_artifact(store: Store, name: str) -> Path:
-    """`artifact_path`, which must hold a trained artifact.
+    """`artifact_path`, which must hold a trained artifact; where the store keeps artifacts in
+    the database, the local copy is fetched first when the database holds a newer one.
 
     Raises:
         LocusNotFoundError: nothing trained under that name (run `locus fit`).
     """
     path = artifact_path(store, name)
-    if not path.exists():
+    if store.artifacts_in_database:
+        store.fetch_artifact(name, path)
+    elif not path.exists():
         raise LocusNotFoundError(
             f"no trained artifact {name!r} in {store.artifacts_dir}; run `locus fit` first"
         )
     return path
+
+
+def publish_artifact(store: Store, name: str) -> None:
+    """After the artifact folder `name` is written: where the store keeps artifacts in the
+    database, store it there for every process sharing the store (a SQLite workspace's folder
+    is already where its readers look)."""
+    if store.artifacts_in_database:
+        store.put_artifact(name, artifact_path(store, name))

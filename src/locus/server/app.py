@@ -39,9 +39,34 @@ class ServiceRouter:
     /v1/route answer). Wraps any object with `route_texts` and `llm_ids` (a
     `locus.routing.WorkspaceRouter`)."""
 
-    def __init__(self, router: Any) -> None:
+    def __init__(
+        self,
+        router: Any,
+        *,
+        pool_version: Callable[[], object] | None = None,
+        check_every_s: float = 1.0,
+    ) -> None:
+        """`pool_version`: a cheap read that changes when another process rewrote the pool
+        (the store's `embeddings_version`); checked at most every `check_every_s`, and the
+        router's `refresh()` runs when it changed."""
         self.router = router
         self._lock = threading.Lock()  # the router's text cache and encoder: one at a time
+        self._pool_version = pool_version
+        self._check_every_s = check_every_s
+        self._seen = None if pool_version is None else pool_version()
+        self._checked_at = time.monotonic()
+        self.refreshes = 0
+
+    def _follow_store(self) -> None:
+        """Re-read the pool when another process changed it (called under the lock)."""
+        if self._pool_version is None or time.monotonic() - self._checked_at < self._check_every_s:
+            return
+        self._checked_at = time.monotonic()
+        version = self._pool_version()
+        if version != self._seen:
+            self.router.refresh()
+            self._seen = version
+            self.refreshes += 1
 
     @property
     def llm_ids(self) -> list[str]:
@@ -57,6 +82,7 @@ class ServiceRouter:
         unavailable: Sequence[str] = (),
     ) -> list[Any]:
         with self._lock:
+            self._follow_store()
             return list(
                 self.router.route_texts(
                     list(texts), top=top, cost_weight=cost_weight, max_cost=max_cost,

@@ -3,7 +3,7 @@
     >>> app = build_app(Store.open(".locus"))                            # doctest: +SKIP
 
 `app_from_env` is the factory uvicorn calls in each worker process (`--workers N`): it reads
-the workspace and artifact from LOCUS_WORKSPACE / LOCUS_ARTIFACT.
+the workspace and artifact from LOCUS_SERVE_WORKSPACE / LOCUS_ARTIFACT.
 """
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ from locus.server.settings import ServerSettings
 from locus.server.upstream import Upstreams
 from locus.store import Store
 
-__all__ = ["app_from_env", "build_app", "catalog_endpoints"]
+__all__ = ["SERVE_WORKSPACE_ENV", "app_from_env", "build_app", "catalog_endpoints"]
+
+# set by `locus serve --workers N` for its worker processes: the store to open (may hold a password)
+SERVE_WORKSPACE_ENV = "LOCUS_SERVE_WORKSPACE"
 
 
 def catalog_endpoints(store: Store, llm_ids: list[str]) -> dict[str, Endpoint]:
@@ -46,8 +49,13 @@ def build_app(
     from locus.routing.workspace import WorkspaceRouter
 
     workspace_router = WorkspaceRouter(store, artifact)
-    router = ServiceRouter(workspace_router)
     settings = settings or ServerSettings()
+    # replicas sharing the store see each other's onboarded LLMs within `pool_check_s`
+    router = ServiceRouter(
+        workspace_router,
+        pool_version=lambda: store.embeddings_version(artifact),
+        check_every_s=settings.pool_check_s,
+    )
     endpoints = catalog_endpoints(store, router.llm_ids)
     catalog = store.llm_metadata()
     gateway = Gateway(
@@ -66,9 +74,11 @@ def build_app(
 
 
 def app_from_env() -> Any:
-    workspace = os.environ.get("LOCUS_WORKSPACE")
+    workspace = os.environ.get(SERVE_WORKSPACE_ENV)
     if not workspace:
-        raise LocusInputError("LOCUS_WORKSPACE is not set; start the service with locus serve")
+        raise LocusInputError(
+            f"{SERVE_WORKSPACE_ENV} is not set; start the service with locus serve"
+        )
     store = Store.open(workspace, create=False)
     return build_app(
         store,

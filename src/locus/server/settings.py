@@ -23,6 +23,9 @@ class ServerSettings:
         breaker_failures, breaker_cooldown_s: an LLM failing this many times in a row is
             skipped for the cool-down, then given one trial request.
         top: ranked LLMs in a /v1/route answer (the fallback order is the whole ranking).
+        pool_check_s: how often (at most) a request checks the store for LLM embeddings
+            written by another process (a replica's onboarding): the pool is re-read when they
+            changed.
     """
 
     max_body_bytes: int = 1_000_000
@@ -34,3 +37,4 @@ class ServerSettings:
     breaker_failures: int = 3
     breaker_cooldown_s: float = 30.0
     top: int = 3
+    pool_check_s: float = 1.0

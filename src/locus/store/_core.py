@@ -13,15 +13,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, event, select
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Connection, Engine, Table, event, select, text
+from sqlalchemy.dialects import postgresql, sqlite
 
 from locus.store import schema
 
-__all__ = ["DB_NAME", "DEFAULT_WORKSPACE", "StoreCore", "resolve_workspace"]
+__all__ = ["DATABASE_URL_ENV", "DB_NAME", "DEFAULT_WORKSPACE", "StoreCore", "resolve_workspace"]
 
 DEFAULT_WORKSPACE = ".locus"
 DB_NAME = "locus.db"
+DATABASE_URL_ENV = "LOCUS_DATABASE_URL"
+# the PostgreSQL advisory lock every write transaction takes ("locus" in ASCII), so that writers
+# queue as they do on SQLite (BEGIN IMMEDIATE) instead of racing on read-then-insert
+WRITE_LOCK = 0x6C6F637573
 # rows per executemany, and values per IN (...) (well under SQLite's bound-parameter limit)
 CHUNK = 20_000
 IN_CHUNK = 900
@@ -42,9 +46,31 @@ def now() -> str:
 class StoreCore:
     """The engine, the workspace paths, transactions and the meta table of a `Store`."""
 
-    def __init__(self, workspace: Path, engine: Engine) -> None:
+    def __init__(self, workspace: Path, engine: Engine, *, location: str | None = None) -> None:
+        """`workspace`: the directory of the artifacts (for a database server, a local copy);
+        `location`: how messages name the store (default: the directory)."""
         self.workspace = workspace
         self._engine = engine
+        self.location = str(workspace) if location is None else location
+
+    @property
+    def spec(self) -> str:
+        """What `Store.open` takes to open this store again in another process: the directory,
+        or the database URL *with* its password (pass it on in the environment, never print)."""
+        if self.dialect == "sqlite":
+            return str(self.workspace)
+        return self._engine.url.render_as_string(hide_password=False)
+
+    @property
+    def dialect(self) -> str:
+        """ "sqlite" or "postgresql"."""
+        return self._engine.dialect.name
+
+    @property
+    def artifacts_in_database(self) -> bool:
+        """True where trained artifacts are kept in the database (a database server, shared by
+        processes on several machines); False for a SQLite workspace (folders beside it)."""
+        return self.dialect != "sqlite"
 
     def close(self) -> None:
         self._engine.dispose()
@@ -61,11 +87,15 @@ class StoreCore:
 
     @contextmanager
     def _write(self) -> Iterator[Connection]:
-        """One write transaction, taken with BEGIN IMMEDIATE so writers queue instead of failing."""
+        """One write transaction; writers queue instead of failing (SQLite: BEGIN IMMEDIATE;
+        PostgreSQL: a transaction-level advisory lock)."""
         with self._engine.connect() as conn:
             conn.info["begin"] = "BEGIN IMMEDIATE"
             try:
                 with conn.begin():
+                    if conn.dialect.name == "postgresql":
+                        lock = text("SELECT pg_advisory_xact_lock(:key)")
+                        conn.execute(lock, {"key": WRITE_LOCK})
                     yield conn
             finally:
                 conn.info.pop("begin", None)
@@ -86,15 +116,26 @@ class StoreCore:
 
     def set_meta(self, key: str, value: str) -> None:
         """Store `value` under `key` in the meta table (insert or overwrite), one transaction."""
-        stmt = sqlite_insert(schema.meta).values(key=key, value=value)
-        stmt = stmt.on_conflict_do_update(index_elements=["key"], set_={"value": value})
         with self._write() as conn:
-            conn.execute(stmt)
+            stmt = upsert(conn, schema.meta).values(key=key, value=value)
+            conn.execute(stmt.on_conflict_do_update(index_elements=["key"], set_={"value": value}))
 
     @property
     def text_encoder(self) -> str | None:
         """Name of the text encoder the workspace's queries were encoded with (None: not yet)."""
         return self.get_meta("text_encoder")
+
+
+def upsert(conn: Connection, table: Table) -> Any:
+    """`INSERT` into `table` with `ON CONFLICT` clauses (`on_conflict_do_nothing`,
+    `on_conflict_do_update`, `excluded`) for the connection's dialect: SQLite and PostgreSQL
+    share the syntax, so the store's writes are one code path on both."""
+    name = conn.dialect.name
+    if name == "postgresql":
+        return postgresql.insert(table)
+    if name == "sqlite":
+        return sqlite.insert(table)
+    raise NotImplementedError(f"the store runs on SQLite or PostgreSQL, not {name}")
 
 
 def llm_keys(conn: Connection, llm_ids: Sequence[str]) -> dict[str, int]:

@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from sqlalchemy import select
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Connection, select
 
 from locus.errors import LocusNotFoundError
 from locus.store import schema
-from locus.store._core import StoreCore, llm_keys, now
+from locus.store._core import StoreCore, llm_keys, now, upsert
 
 __all__ = ["StoreEmbeddings"]
 
@@ -52,7 +51,7 @@ class StoreEmbeddings(StoreCore):
             missing = [llm for llm in llm_ids if llm not in keys]
             if missing and register:
                 conn.execute(
-                    sqlite_insert(schema.llms).on_conflict_do_nothing(index_elements=["llm_id"]),
+                    upsert(conn, schema.llms).on_conflict_do_nothing(index_elements=["llm_id"]),
                     [{"llm_id": llm, "created_at": stamp} for llm in missing],
                 )
                 keys = llm_keys(conn, list(llm_ids))
@@ -72,7 +71,7 @@ class StoreEmbeddings(StoreCore):
                 }
                 for i, (llm, count) in enumerate(zip(llm_ids, evidence_counts, strict=True))
             ]
-            stmt = sqlite_insert(schema.llm_embeddings)
+            stmt = upsert(conn, schema.llm_embeddings)
             stmt = stmt.on_conflict_do_update(
                 index_elements=["artifact", "llm"],
                 set_={
@@ -84,6 +83,13 @@ class StoreEmbeddings(StoreCore):
             )
             if rows:
                 conn.execute(stmt, rows)
+            _bump_version(conn, artifact)
+
+    def embeddings_version(self, artifact: str) -> int:
+        """A counter raised by every write of `artifact`'s embeddings: a process that routes
+        on them re-reads the pool when it changed (0: never written)."""
+        value = self.get_meta(_version_key(artifact))
+        return 0 if value is None else int(value)
 
     def embeddings(self, artifact: str) -> tuple[list[str], np.ndarray, list[int]]:
         """(llm_ids, embeddings (n, dim) float32, evidence counts) stored for `artifact`, sorted
@@ -101,3 +107,18 @@ class StoreEmbeddings(StoreCore):
             return [], np.zeros((0, 0), dtype=np.float32), []
         vectors = np.stack([np.frombuffer(blob, dtype="<f4") for _, _, blob in rows])
         return [r[0] for r in rows], vectors.astype(np.float32), [int(r[1]) for r in rows]
+
+
+def _version_key(artifact: str) -> str:
+    return f"embeddings_version:{artifact}"
+
+
+def _bump_version(conn: Connection, artifact: str) -> None:
+    """Raise `embeddings_version` in the writing transaction (writers are serialised)."""
+    key = _version_key(artifact)
+    m = schema.meta.c
+    value = conn.execute(select(m.value).where(m.key == key)).scalar()
+    stmt = upsert(conn, schema.meta).values(key=key, value=str(int(value or 0) + 1))
+    conn.execute(
+        stmt.on_conflict_do_update(index_elements=["key"], set_={"value": stmt.excluded.value})
+    )

@@ -17,13 +17,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from sqlalchemy import Connection, and_, func, select
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from locus._progress import ProgressFactory, no_progress
 from locus.data.batch import ImportBatch
 from locus.errors import LocusConflictError
 from locus.store import schema
-from locus.store._core import CHUNK, StoreCore, llm_keys, now
+from locus.store._core import CHUNK, StoreCore, llm_keys, now, upsert
 from locus.store.aliases import write_aliases
 
 __all__ = ["LLM_METADATA", "ImportReport", "StoreImports"]
@@ -176,7 +175,7 @@ class StoreImports(StoreCore):
 
 
 def _upsert_source(conn: Connection, batch: ImportBatch, kind: str, stamp: str) -> None:
-    stmt = sqlite_insert(schema.sources).values(
+    stmt = upsert(conn, schema.sources).values(
         name=batch.source,
         kind=kind,
         origin=batch.origin,
@@ -197,7 +196,7 @@ def _insert_llms(conn: Connection, llms: pd.DataFrame, stamp: str) -> int:
         rows.append(row)
     if rows:
         conn.execute(
-            sqlite_insert(schema.llms).on_conflict_do_nothing(index_elements=["llm_id"]), rows
+            upsert(conn, schema.llms).on_conflict_do_nothing(index_elements=["llm_id"]), rows
         )
     after = conn.execute(select(func.count()).select_from(schema.llms)).scalar_one()
     return int(after - before)
@@ -217,7 +216,7 @@ def _replace_scores(
     conn: Connection, rows: pd.DataFrame, source: str, stamp: str, advance: Any
 ) -> None:
     records = _score_records(rows, source, stamp)
-    stmt = sqlite_insert(schema.scores)
+    stmt = upsert(conn, schema.scores)
     stmt = stmt.on_conflict_do_update(
         index_elements=["llm", "alias"],
         set_={

@@ -1,6 +1,8 @@
 """In-place schema migrations, run by `Store.open` in the one transaction that opens the store:
 a migration that fails leaves the database exactly as it was.
 
+Version 2 -> 3 adds the `artifacts` table (trained artifacts kept in the database).
+
 Version 1 -> 2 (query identity). Version 1 had one `queries` row per (source, query_id,
 text_hash) and `scores` keyed by (llm, query, source), so the same text imported from two files
 was two queries. Version 2 keeps those rows as `query_aliases`, with the **same ids** (so the
@@ -38,7 +40,7 @@ from sqlalchemy import (
 from locus.store import schema
 from locus.store._core import CHUNK, now
 
-__all__ = ["migrate_v1_to_v2"]
+__all__ = ["migrate_v1_to_v2", "migrate_v2_to_v3"]
 
 logger = logging.getLogger("locus.store")
 
@@ -164,3 +166,10 @@ def migrate_v1_to_v2(conn: Connection) -> dict[str, int]:
         counts["scores"],
     )
     return counts
+
+
+def migrate_v2_to_v3(conn: Connection) -> None:
+    """Version 2 -> 3: add the (empty) `artifacts` table."""
+    schema.artifacts.create(conn)
+    m = schema.meta.c
+    conn.execute(schema.meta.update().where(m.key == "schema_version").values(value="3"))

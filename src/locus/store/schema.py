@@ -3,6 +3,10 @@
 Bump `SCHEMA_VERSION` with every change and teach `Store` to migrate from the previous one
 (`locus.store.migrate`); a store written by a newer locus is refused rather than guessed at.
 
+Version 3 adds `artifacts`: trained artifacts kept in the database itself, so that processes on
+several machines sharing one PostgreSQL store share its models too (a SQLite workspace keeps its
+artifacts as folders beside the database and leaves the table empty).
+
 Queries (version 2): `queries` holds one row per query *identity* (its normalised text, or
 (namespace, query_id) without text); `query_aliases` holds each source's own
 (source, query_id, text_hash) and points at its query; `scores` are keyed by (LLM, alias), so each
@@ -31,7 +35,7 @@ from sqlalchemy import (
 
 __all__ = ["SCHEMA_VERSION", "metadata", "query_identity"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 metadata = MetaData()
 
@@ -154,4 +158,15 @@ runs = Table(
     Column("created_at", String(40), nullable=False),
     Column("config", Text, nullable=False),
     Column("results", Text, nullable=False),
+)
+
+artifacts = Table(
+    "artifacts",
+    metadata,
+    Column("name", String(300), primary_key=True),
+    # sha256 of `archive`: a process compares it with its local copy's to know it is current
+    Column("digest", String(64), nullable=False),
+    # the artifact folder as an uncompressed tar (weights are float arrays: tar-gzip saves ~7%)
+    Column("archive", LargeBinary, nullable=False),
+    Column("saved_at", String(40), nullable=False),
 )

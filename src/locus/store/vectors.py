@@ -9,11 +9,10 @@ from collections.abc import Sequence
 
 import numpy as np
 from sqlalchemy import func, select
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from locus.errors import LocusNotFoundError
 from locus.store import schema
-from locus.store._core import IN_CHUNK, StoreCore
+from locus.store._core import IN_CHUNK, StoreCore, upsert
 
 __all__ = ["StoreVectors"]
 
@@ -53,10 +52,10 @@ class StoreVectors(StoreCore):
             {"encoder": encoder, "text_hash": h, "dim": dim, "vector": vectors[i].tobytes()}
             for i, h in enumerate(hashes)
         ]
-        stmt = sqlite_insert(schema.query_vectors).on_conflict_do_nothing(
-            index_elements=["encoder", "text_hash"]
-        )
         with self._write() as conn:
+            stmt = upsert(conn, schema.query_vectors).on_conflict_do_nothing(
+                index_elements=["encoder", "text_hash"]
+            )
             conn.execute(stmt, rows)
 
     def find_vectors(self, encoder: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:

@@ -26,34 +26,52 @@ from __future__ import annotations
 
 import logging
 import os
+from pathlib import Path
 
 from sqlalchemy import create_engine, select
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from locus.errors import LocusStoreError
 from locus.store import schema
 from locus.store._core import (
+    DATABASE_URL_ENV,
     DB_NAME,
     DEFAULT_WORKSPACE,
     configure_sqlite,
     now,
     resolve_workspace,
 )
+from locus.store.artifacts import StoreArtifacts
 from locus.store.catalog import StoreCatalog
+from locus.store.database import database_cache_dir, database_engine, is_database_url
 from locus.store.embeddings import StoreEmbeddings
 from locus.store.imports import ImportReport, StoreImports
 from locus.store.keys import StoreKeys
-from locus.store.migrate import migrate_v1_to_v2
+from locus.store.migrate import migrate_v1_to_v2, migrate_v2_to_v3
 from locus.store.schema import SCHEMA_VERSION
 from locus.store.scores import StoreScores
 from locus.store.vectors import StoreVectors
 
-__all__ = ["DEFAULT_WORKSPACE", "ImportReport", "Store", "resolve_workspace"]
+__all__ = [
+    "DEFAULT_WORKSPACE",
+    "ImportReport",
+    "Store",
+    "local_workspace_dir",
+    "resolve_workspace",
+]
 
 logger = logging.getLogger("locus.store")
 
 
-class Store(StoreImports, StoreScores, StoreVectors, StoreEmbeddings, StoreCatalog, StoreKeys):
+class Store(
+    StoreImports,
+    StoreScores,
+    StoreVectors,
+    StoreEmbeddings,
+    StoreCatalog,
+    StoreKeys,
+    StoreArtifacts,
+):
     """The workspace store. Open with `Store.open(path)`; use as a context manager.
 
     Args (of `open`):
@@ -63,14 +81,21 @@ class Store(StoreImports, StoreScores, StoreVectors, StoreEmbeddings, StoreCatal
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, *, create: bool = True) -> Store:
-        """Open (or create) the workspace at `path` (default `resolve_workspace(None)`).
+        """Open (or create) the workspace at `path`: a directory (SQLite), or a PostgreSQL URL
+        (`postgresql://user:password@host/db`). Without `path`: `$LOCUS_DATABASE_URL`, else
+        `$LOCUS_WORKSPACE`, else `./.locus`.
 
-        A version-1 database is migrated to the current schema in place, in one transaction.
+        Older schemas are migrated to the current one in place, in one transaction.
 
         Raises:
             LocusStoreError: the path is a file, the database is missing (`create=False`),
-                foreign or damaged, written by a newer locus, or its migration failed.
+                unreachable, foreign or damaged, written by a newer locus, or its migration
+                failed.
         """
+        if path is None or str(path) == "":
+            path = os.environ.get(DATABASE_URL_ENV) or None
+        if path is not None and is_database_url(str(path)):
+            return cls._open_database(str(path), create=create)
         workspace = resolve_workspace(path)
         if workspace.exists() and not workspace.is_dir():
             raise LocusStoreError(
@@ -93,17 +118,34 @@ class Store(StoreImports, StoreScores, StoreVectors, StoreEmbeddings, StoreCatal
                 ) from error
         engine = create_engine(f"sqlite:///{db_path}", future=True)
         configure_sqlite(engine)
-        store = cls(workspace, engine)
+        return cls._opened(cls(workspace, engine), create=True)
+
+    @classmethod
+    def _open_database(cls, url: str, *, create: bool) -> Store:
+        """A store on a database server; its artifacts live in the database, with a local copy
+        under `database_cache_dir(url)`."""
+        engine, location = database_engine(url)
+        store = cls(database_cache_dir(url), engine, location=location)
+        return cls._opened(store, create=create)
+
+    @classmethod
+    def _opened(cls, store: Store, *, create: bool) -> Store:
         try:
-            store._initialise()
+            store._initialise(create=create)
         except DBAPIError as error:
-            engine.dispose()
+            store.close()
+            if isinstance(error, OperationalError) and store.location != str(store.workspace):
+                raise LocusStoreError(
+                    f"workspace {store.location}: cannot reach the database "
+                    f"({_first_line(error.orig)}); check the URL, the server and its credentials"
+                ) from error
+            what = DB_NAME if store.dialect == "sqlite" else "the database"
             raise LocusStoreError(
-                f"workspace {workspace}: {DB_NAME} is not a locus database or is damaged "
-                f"({error.orig}); pass another --workspace"
+                f"workspace {store.location}: {what} is not a locus database or is damaged "
+                f"({_first_line(error.orig)}); pass another --workspace"
             ) from error
         except BaseException:
-            engine.dispose()
+            store.close()
             raise
         return store
 
@@ -113,12 +155,17 @@ class Store(StoreImports, StoreScores, StoreVectors, StoreEmbeddings, StoreCatal
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _initialise(self) -> None:
+    def _initialise(self, *, create: bool) -> None:
         # Read first: opening an existing workspace must not wait for a running import's lock.
         version = self._schema_version()
         if version == SCHEMA_VERSION:
             return
         self._refuse_newer(version)
+        if version is None and not create:
+            raise LocusStoreError(
+                f"workspace {self.location}: no locus store in this database yet; import data "
+                "first (locus import ...) or pass the right --workspace"
+            )
         with self._write() as conn:
             # another process may have created or migrated the store meanwhile
             row = None
@@ -137,24 +184,28 @@ class Store(StoreImports, StoreScores, StoreVectors, StoreEmbeddings, StoreCatal
                 )
                 conn.execute(schema.meta.insert().values(key="created_at", value=now()))
                 return
-            if version != 1:
+            if version not in (1, 2):
                 raise LocusStoreError(
-                    f"workspace {self.workspace}: schema version {version} is not one this "
+                    f"workspace {self.location}: schema version {version} is not one this "
                     f"locus can read or migrate (1 to {SCHEMA_VERSION}); open it with the "
                     "locus that wrote it"
                 )
             logger.info(
-                "workspace %s: schema version 1 found; migrating to %d in place",
-                self.workspace,
+                "workspace %s: schema version %d found; migrating to %d in place",
+                self.location,
+                version,
                 SCHEMA_VERSION,
             )
             try:
-                migrate_v1_to_v2(conn)
+                if version == 1:
+                    migrate_v1_to_v2(conn)
+                migrate_v2_to_v3(conn)
             except DBAPIError as error:
                 raise LocusStoreError(
-                    f"workspace {self.workspace}: migrating {DB_NAME} from schema version 1 to "
-                    f"{SCHEMA_VERSION} failed ({error.orig}); the database is unchanged; keep "
-                    "using the locus that wrote it, or import the data into a new --workspace"
+                    f"workspace {self.location}: migrating the database from schema version "
+                    f"{version} to {SCHEMA_VERSION} failed ({error.orig}); the database is "
+                    "unchanged; keep using the locus that wrote it, or import the data into a "
+                    "new --workspace"
                 ) from error
 
     def _schema_version(self) -> int | None:
@@ -169,6 +220,20 @@ class Store(StoreImports, StoreScores, StoreVectors, StoreEmbeddings, StoreCatal
     def _refuse_newer(self, version: int | None) -> None:
         if version is not None and version > SCHEMA_VERSION:
             raise LocusStoreError(
-                f"workspace {self.workspace}: schema version {version} was written by a newer "
+                f"workspace {self.location}: schema version {version} was written by a newer "
                 f"locus; this one reads up to {SCHEMA_VERSION}; upgrade locus"
             )
+
+
+def local_workspace_dir(path: str | os.PathLike[str] | None = None) -> Path:
+    """The local directory of the workspace `Store.open(path)` would open (same precedence): the
+    workspace itself, or a database store's local directory (`database_cache_dir`)."""
+    if path is None or str(path) == "":
+        path = os.environ.get(DATABASE_URL_ENV) or None
+    if path is not None and is_database_url(str(path)):
+        return database_cache_dir(str(path))
+    return resolve_workspace(path)
+
+
+def _first_line(error: object) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
