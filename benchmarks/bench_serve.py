@@ -111,8 +111,15 @@ class ServeProcess:
 
 
 async def load(
-    url: str, bodies: list[dict[str, Any]], concurrency: int, *, on_progress: Any = None
+    url: str,
+    bodies: list[dict[str, Any]],
+    concurrency: int,
+    *,
+    on_progress: Any = None,
+    path: str | None = None,
 ) -> dict[str, Any]:
+    """Send `bodies` with `concurrency` clients to `path` (default: the chat completions of
+    `url`); latencies, statuses, lost requests, fallbacks."""
     import httpx
 
     latencies: list[float] = []
@@ -134,10 +141,10 @@ async def load(
                     on_progress(i)
                 began = time.perf_counter()
                 try:
-                    response = await client.post(
-                        "/chat/completions" if "/v1" in url else "/v1/chat/completions",
-                        json=bodies[i],
+                    target = path or (
+                        "/chat/completions" if "/v1" in url else "/v1/chat/completions"
                     )
+                    response = await client.post(target, json=bodies[i])
                 except httpx.HTTPError:
                     lost += 1
                     continue
@@ -162,6 +169,30 @@ async def load(
     }  # fmt: skip
 
 
+def route_figures(
+    url: str, texts: list[str], rng: np.random.Generator, concurrency: int
+) -> dict[str, Any]:
+    """/v1/route alone (no upstream): single texts and batches of 64, stored and new texts,
+    one client and `concurrency` clients; texts routed per second."""
+    figures: dict[str, Any] = {}
+    for batch in (1, 64):
+        for new in (False, True):
+            requests = 400 if batch == 1 else 40
+            payloads = []
+            for r in range(requests):
+                picked = rng.choice(len(texts), size=batch)
+                chosen = [
+                    texts[i] + (f" (route {r}-{k})" if new else "") for k, i in enumerate(picked)
+                ]
+                payloads.append({"texts": chosen} if batch > 1 else {"text": chosen[0]})
+            for clients in (1, concurrency):
+                run = asyncio.run(load(url, payloads, clients, path="/v1/route"))
+                run["texts_per_s"] = run["throughput_per_s"] * batch
+                name = f"{'batch64' if batch > 1 else 'single'}_{'new' if new else 'stored'}"
+                figures[f"{name}_c{clients}"] = run
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=5000)
@@ -170,7 +201,9 @@ def main() -> None:
     parser.add_argument(
         "--workspace", type=Path, default=REPO_ROOT / ".bench" / "accuracy" / "mmlu-pro"
     )
+    parser.add_argument("--artifact", default=ARTIFACT, help="e.g. default, on the demo's .locus")
     args = parser.parse_args()
+    artifact = args.artifact
     from locus.data.llm_catalog import Endpoint
     from locus.pipeline.data import workspace_table
     from locus.store import Store
@@ -179,7 +212,7 @@ def main() -> None:
         ws = Path(tmp) / "ws"
         (ws / "artifacts").mkdir(parents=True)
         shutil.copy(args.workspace / "locus.db", ws / "locus.db")
-        shutil.copytree(args.workspace / "artifacts" / ARTIFACT, ws / "artifacts" / ARTIFACT)
+        shutil.copytree(args.workspace / "artifacts" / artifact, ws / "artifacts" / artifact)
         latency = args.latency_ms / 1000
         primary, others = Served(fake_upstream(latency)), Served(fake_upstream(latency))
         with Store.open(ws, create=False) as store:
@@ -187,7 +220,7 @@ def main() -> None:
             texts = [data.table.query_texts[i] for i in data.rows("test")]
             from locus.routing.workspace import WorkspaceRouter
 
-            probe = WorkspaceRouter(store, ARTIFACT)
+            probe = WorkspaceRouter(store, artifact)
             top = probe.route_texts([texts[0]])[0].llm_id
 
             def endpoint(llm: str) -> str:
@@ -200,7 +233,7 @@ def main() -> None:
                     for llm in probe.llm_ids
                 ]
             )
-            gateway = ServeProcess(ws, ARTIFACT)
+            gateway = ServeProcess(ws, artifact)
             rng = np.random.default_rng(0)
 
             def bodies(n: int, new: bool) -> list[dict[str, Any]]:
@@ -235,6 +268,7 @@ def main() -> None:
                 ("gateway_sequential_new", True),
             ):
                 figures[name] = asyncio.run(load(gateway.url, bodies(200, new), 1))
+            figures["route"] = route_figures(gateway.url, texts, rng, args.concurrency)
             killed_at = n // 4
 
             def kill(i: int) -> None:
