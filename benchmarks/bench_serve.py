@@ -177,15 +177,16 @@ def route_figures(
     figures: dict[str, Any] = {}
     for batch in (1, 64):
         for new in (False, True):
-            requests = 400 if batch == 1 else 40
-            payloads = []
-            for r in range(requests):
-                picked = rng.choice(len(texts), size=batch)
-                chosen = [
-                    texts[i] + (f" (route {r}-{k})" if new else "") for k, i in enumerate(picked)
-                ]
-                payloads.append({"texts": chosen} if batch > 1 else {"text": chosen[0]})
             for clients in (1, concurrency):
+                requests = 400 if batch == 1 else (16 if new else 40)
+                payloads = []
+                for r in range(requests):
+                    picked = rng.choice(len(texts), size=batch)
+                    chosen = [
+                        texts[i] + (f" (route {clients}-{r}-{k})" if new else "")
+                        for k, i in enumerate(picked)
+                    ]  # new texts: unique to this run, so never in the gateway's cache
+                    payloads.append({"texts": chosen} if batch > 1 else {"text": chosen[0]})
                 run = asyncio.run(load(url, payloads, clients, path="/v1/route"))
                 run["texts_per_s"] = run["throughput_per_s"] * batch
                 name = f"{'batch64' if batch > 1 else 'single'}_{'new' if new else 'stored'}"
