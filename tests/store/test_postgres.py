@@ -157,3 +157,22 @@ def test_database_url_from_the_environment(
         store.set_meta("seen", "yes")
     with Store.open(postgres_url, create=False) as store:
         assert store.get_meta("seen") == "yes"
+
+
+def test_workspace_urls_without_a_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """URL handling that needs no server: other schemes refused, local directories named."""
+    from locus.store import local_workspace_dir
+
+    with pytest.raises(LocusStoreError, match=r"runs on SQLite .* or PostgreSQL"):
+        Store.open("mysql://user@127.0.0.1/locus")
+    assert not (Path.cwd() / "mysql:").exists()  # not taken for a directory
+    with pytest.raises(LocusStoreError, match="no database named"):
+        Store.open("postgresql://user:pw@127.0.0.1")
+    assert local_workspace_dir(tmp_path / "ws") == tmp_path / "ws"
+    monkeypatch.delenv("LOCUS_ARTIFACT_CACHE", raising=False)
+    one = local_workspace_dir("postgresql://a:secret@db.internal/locus")
+    assert one == local_workspace_dir("postgresql://a:other@db.internal/locus")  # not the password
+    assert one != local_workspace_dir("postgresql://a@db.internal/other")
+    assert "secret" not in str(one) and one.name.startswith("db.internal-locus-")
+    monkeypatch.setenv("LOCUS_ARTIFACT_CACHE", str(tmp_path / "cache"))
+    assert local_workspace_dir("postgresql://a@db.internal/locus") == tmp_path / "cache"

@@ -168,10 +168,10 @@ def _shared_note(report: Any) -> str:
 
 def _mmlu_pro_path(workspace: str | None, progress: ProgressFactory) -> Path:
     from locus.data.fetch import locate_or_fetch_mmlu_pro
-    from locus.store import resolve_workspace
+    from locus.store import local_workspace_dir
 
     return locate_or_fetch_mmlu_pro(
-        downloads=resolve_workspace(workspace) / "downloads" / "mmlu_pro", progress=progress
+        downloads=local_workspace_dir(workspace) / "downloads" / "mmlu_pro", progress=progress
     )
 
 

@@ -35,9 +35,10 @@ _SCHEMES = {
 
 
 def is_database_url(value: str) -> bool:
-    """True when `value` names a database server rather than a workspace directory."""
+    """True when `value` is a URL (`scheme://...`) rather than a workspace directory; schemes
+    other than PostgreSQL's are refused when opened, not taken for a directory name."""
     scheme, sep, _ = value.partition("://")
-    return bool(sep) and scheme.lower() in _SCHEMES
+    return bool(sep) and bool(re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", scheme))
 
 
 def _parse(url: str) -> URL:
@@ -95,7 +96,8 @@ def database_cache_dir(url: str) -> Path:
     if configured:
         return Path(configured)
     parsed = _parse(url)
-    identity = parsed.set(password=None).render_as_string(hide_password=False)
+    query = "&".join(f"{k}={v}" for k, v in sorted(parsed.query.items()))
+    identity = f"{parsed.username}@{parsed.host}:{parsed.port}/{parsed.database}?{query}"
     digest = hashlib.sha256(identity.encode()).hexdigest()[:12]
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{parsed.host or 'local'}-{parsed.database}")
     return Path.home() / ".cache" / "locus" / "databases" / f"{name}-{digest}"

@@ -1,4 +1,5 @@
-"""`Store`: a workspace directory holding `locus.db` (SQLite, WAL) and `artifacts/`.
+"""`Store`: a workspace directory holding `locus.db` (SQLite, WAL) and `artifacts/`, or a
+PostgreSQL database (`locus.store.database`) holding the same tables and the artifacts too.
 
 The store package is the only code that speaks SQL. Every write is one transaction: an import
 either lands whole or changes nothing, and readers in other processes keep seeing the last
@@ -14,6 +15,8 @@ committed state while a write runs (SQLite WAL). `Store` is assembled from one p
 - `catalog`: LLM metadata and endpoints (`upsert_llm_metadata`; read with `llm_metadata`);
 - `keys`: API keys of the service, hashed (`create_key`, `list_keys`, `revoke_key`,
   `verify_key`);
+- `artifacts`: trained artifacts kept in a database server's store (`put_artifact`,
+  `fetch_artifact`, `artifact_digest`, `artifact_names`);
 - `migrate`: schema migrations, run by `open` (this module).
 
     >>> from locus.store import Store
@@ -134,7 +137,7 @@ class Store(
             store._initialise(create=create)
         except DBAPIError as error:
             store.close()
-            if isinstance(error, OperationalError) and store.location != str(store.workspace):
+            if isinstance(error, OperationalError) and store.dialect != "sqlite":
                 raise LocusStoreError(
                     f"workspace {store.location}: cannot reach the database "
                     f"({_first_line(error.orig)}); check the URL, the server and its credentials"
