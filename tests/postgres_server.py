@@ -30,7 +30,8 @@ def _binaries() -> Path | None:
     return Path(versions[-1]).parent if versions else None
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
@@ -84,7 +85,7 @@ def postgres_server() -> Iterator[PostgresServer | str]:
     if owner is not None:
         for path in (root, sockets):
             os.chown(path, owner.pw_uid, owner.pw_gid)
-    port = _free_port()
+    port = free_port()
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

@@ -1,6 +1,6 @@
 """Replicas: two `locus serve` processes (one of them with two workers) on one PostgreSQL store.
 
-Each replica has its own artifact directory, so the trained model reaches it through the
+Each replica has its own artifact directory, so the trained artifact reaches it through the
 database; scores posted to one replica are routed on by the other. Real processes, real HTTP on
 127.0.0.1, every wait bounded.
 """
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,14 +20,9 @@ import pytest
 
 from locus.store import Store
 from tests.planted_workspace import planted_rows, trained_planted_workspace
+from tests.postgres_server import free_port
 
 START_TIMEOUT_S = 90
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture
@@ -37,7 +31,7 @@ def replicas(tmp_path: Path) -> Iterator[Callable[..., str]]:
     started: list[tuple[subprocess.Popen[bytes], Path]] = []
 
     def start(url: str, cache: Path, *extra: str) -> str:
-        port = _free_port()
+        port = free_port()
         env = {**os.environ, "LOCUS_ARTIFACT_CACHE": str(cache), "LOCUS_NO_PROGRESS": "1"}
         log = tmp_path / f"serve-{port}.log"
         with log.open("wb") as out:
@@ -82,7 +76,7 @@ def test_scores_posted_to_one_replica_are_routed_on_by_the_other(
     auth = {"authorization": f"Bearer {secret}"}
     first = replicas(postgres_url, tmp_path / "cache-a", "--workers", "2")
     second = replicas(postgres_url, tmp_path / "cache-b")
-    # each replica fetched the model from the database into its own directory
+    # each replica fetched the artifact from the database into its own directory
     for cache in ("cache-a", "cache-b"):
         assert (tmp_path / cache / "artifacts" / "default" / "config.json").is_file()
 
