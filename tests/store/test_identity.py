@@ -356,3 +356,54 @@ def test_row_keys_are_unique_even_when_an_id_reads_like_a_derived_key(workspace:
         table = store.score_table()
     assert len(set(table.query_ids)) == 3
     assert "b/q" in table.query_ids
+
+
+def _rows(*cells: tuple[str, str, str, float]) -> list[dict[str, object]]:
+    return [{"llm_id": m, "query_id": q, "query_text": t, "score": y} for m, q, t, y in cells]
+
+
+def test_checksums_are_cached_until_the_content_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import locus.store.scores as scores_module
+
+    digests: list[int] = []
+    digest = scores_module._digest_content
+
+    def counted(conn: object) -> dict[str, str]:
+        digests.append(1)
+        return digest(conn)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(scores_module, "_digest_content", counted)
+    first_rows = _rows(("m1", "q1", "a", 1.0), ("m2", "q1", "a", 0.0))
+    with Store.open(tmp_path / "ws") as store:
+        store.write_batch(batch(first_rows, "s"), kind="table")
+        first = store.checksums()
+        assert store.checksums() == first and len(digests) == 1  # the second read is cached
+        store.put_vectors("enc", ["h"], np.zeros((1, 3), dtype=np.float32))
+        store.set_meta("note", "not content")
+        assert store.checksums() == first and len(digests) == 1  # no content changed
+        store.write_batch(batch(_rows(("m3", "q1", "a", 1.0)), "t"), kind="table")
+        second = store.checksums()
+        assert second != first and len(digests) == 2
+        store.write_batch(batch(_rows(("m3", "q1", "a", 0.0)), "t"), kind="table", replace=True)
+        assert store.checksums()["scores"] != second["scores"] and len(digests) == 3
+    with Store.open(tmp_path / "ws") as again:  # a new process reads the cache
+        cached = again.checksums()
+        assert len(digests) == 3
+    with Store.open(tmp_path / "fresh") as fresh:  # and it equals a fresh digest of the content
+        fresh.write_batch(batch(first_rows, "s"), kind="table")
+        fresh.write_batch(batch(_rows(("m3", "q1", "a", 0.0)), "t"), kind="table")
+        assert fresh.checksums() == cached and len(digests) == 4
+
+
+def test_checksums_notice_a_writer_that_does_not_raise_the_data_version(tmp_path: Path) -> None:
+    import sqlite3
+
+    with Store.open(tmp_path / "ws") as store:
+        store.write_batch(batch(_rows(("m1", "q1", "a", 1.0)), "s"), kind="table")
+        before = store.checksums()
+    with sqlite3.connect(tmp_path / "ws" / "locus.db") as raw:  # e.g. an older locus version
+        raw.execute("UPDATE scores SET score = 0.0, imported_at = 'later'")
+    with Store.open(tmp_path / "ws") as store:
+        assert store.checksums()["scores"] != before["scores"]

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, event, select, text
+from sqlalchemy import Connection, Engine, Integer, String, Table, event, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 
 from locus.store import schema
@@ -86,9 +86,14 @@ class StoreCore:
     # -- transactions ----------------------------------------------------------------------
 
     @contextmanager
-    def _write(self) -> Iterator[Connection]:
+    def _write(self, *, data: bool = True) -> Iterator[Connection]:
         """One write transaction; writers queue instead of failing (SQLite: BEGIN IMMEDIATE;
-        PostgreSQL: a transaction-level advisory lock)."""
+        PostgreSQL: a transaction-level advisory lock).
+
+        Unless `data` is False (writes that leave LLMs, queries and scores alone: vectors,
+        embeddings, artifacts, keys, meta), the transaction also raises the meta counter
+        `data_version`, which keys the cached content checksums (`StoreScores.checksums`).
+        """
         with self._engine.connect() as conn:
             conn.info["begin"] = "BEGIN IMMEDIATE"
             try:
@@ -96,6 +101,8 @@ class StoreCore:
                     if conn.dialect.name == "postgresql":
                         lock = text("SELECT pg_advisory_xact_lock(:key)")
                         conn.execute(lock, {"key": WRITE_LOCK})
+                    if data:
+                        _raise_data_version(conn)
                     yield conn
             finally:
                 conn.info.pop("begin", None)
@@ -116,7 +123,7 @@ class StoreCore:
 
     def set_meta(self, key: str, value: str) -> None:
         """Store `value` under `key` in the meta table (insert or overwrite), one transaction."""
-        with self._write() as conn:
+        with self._write(data=False) as conn:
             stmt = upsert(conn, schema.meta).values(key=key, value=value)
             conn.execute(stmt.on_conflict_do_update(index_elements=["key"], set_={"value": value}))
 
@@ -124,6 +131,17 @@ class StoreCore:
     def text_encoder(self) -> str | None:
         """Name of the text encoder the workspace's queries were encoded with (None: not yet)."""
         return self.get_meta("text_encoder")
+
+
+DATA_VERSION = "data_version"
+
+
+def _raise_data_version(conn: Connection) -> None:
+    """meta[data_version] += 1 (from 1 where absent), inside the caller's transaction."""
+    m = schema.meta
+    stmt = upsert(conn, m).values(key=DATA_VERSION, value="1")
+    bumped = func.cast(func.cast(m.c.value, Integer) + 1, String)
+    conn.execute(stmt.on_conflict_do_update(index_elements=["key"], set_={"value": bumped}))
 
 
 def upsert(conn: Connection, table: Table) -> Any:

@@ -37,7 +37,7 @@ class StoreArtifacts(StoreCore):
         folder as the local copy of that version; return its digest."""
         archive = _pack(folder)
         digest = hashlib.sha256(archive).hexdigest()
-        with self._write() as conn:
+        with self._write(data=False) as conn:
             stmt = upsert(conn, schema.artifacts).values(
                 name=name, digest=digest, archive=archive, saved_at=now()
             )

@@ -46,7 +46,7 @@ class StoreEmbeddings(StoreCore):
             )
         stamp = now()
         e = schema.llm_embeddings.c
-        with self._write() as conn:
+        with self._write(data=False) as conn:
             keys = llm_keys(conn, list(llm_ids))
             missing = [llm for llm in llm_ids if llm not in keys]
             if missing and register:

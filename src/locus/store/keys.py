@@ -38,7 +38,7 @@ class StoreKeys(StoreCore):
         digest = _digest(secret)
         key_id = digest[:12]
         record = {"name": name, "sha256": digest, "created_at": now(), "revoked_at": None}
-        with self._write() as conn:
+        with self._write(data=False) as conn:
             conn.execute(
                 schema.meta.insert().values(key=_PREFIX + key_id, value=json.dumps(record))
             )
@@ -65,7 +65,7 @@ class StoreKeys(StoreCore):
     def revoke_key(self, key_id: str) -> None:
         """Revoke a key by its id: requests with it are refused from now on."""
         m = schema.meta.c
-        with self._write() as conn:
+        with self._write(data=False) as conn:
             value = conn.execute(select(m.value).where(m.key == _PREFIX + key_id)).scalar()
             if value is None:
                 raise LocusNotFoundError(f"no API key {key_id!r}; see locus keys list")

@@ -52,7 +52,7 @@ class StoreVectors(StoreCore):
             {"encoder": encoder, "text_hash": h, "dim": dim, "vector": vectors[i].tobytes()}
             for i, h in enumerate(hashes)
         ]
-        with self._write() as conn:
+        with self._write(data=False) as conn:
             stmt = upsert(conn, schema.query_vectors).on_conflict_do_nothing(
                 index_elements=["encoder", "text_hash"]
             )

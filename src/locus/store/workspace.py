@@ -169,7 +169,8 @@ class Store(
                 f"workspace {self.location}: no locus store in this database yet; import data "
                 "first (locus import ...) or pass the right --workspace"
             )
-        with self._write() as conn:
+        # creating or migrating keeps the content, and its checksums (see `checksums`)
+        with self._write(data=False) as conn:
             # another process may have created or migrated the store meanwhile
             row = None
             if conn.dialect.has_table(conn, "meta"):
