@@ -88,6 +88,27 @@ def test_knn_chooses_k_on_validation_and_records_it(data: WorkspaceTable) -> Non
     assert fixed.k_ == 7 and fixed.validation_ == {}
 
 
+def test_knn_candidates_from_one_search_equal_each_k_searched_alone() -> None:
+    rng = np.random.default_rng(5)
+    vectors = rng.normal(size=(300, 8)).astype(np.float32)
+    scores = rng.random((300, 4)).astype(np.float32)
+    scores[40:, 3] = np.nan  # one LLM with fewer scored queries than the largest k
+    scores[rng.random(300) < 0.2, 1] = np.nan
+    queries = rng.normal(size=(37, 8)).astype(np.float32)
+    router = KNNRouter(k=1).fit(Evidence(vectors, scores, ("a", "b", "c", "d")))
+    ks = [1, 5, 20, 50]
+    together = router._neighbour_means(queries, ks)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    similarity = (queries / np.linalg.norm(queries, axis=1, keepdims=True)) @ unit.T
+    for k, proba in zip(ks, together, strict=True):
+        for llm in range(4):
+            rows = np.flatnonzero(~np.isnan(scores[:, llm]))
+            nearest = rows[np.argsort(-similarity[:, rows], axis=1)[:, : min(k, len(rows))]]
+            np.testing.assert_allclose(proba[:, llm], scores[nearest, llm].mean(axis=1), rtol=1e-6)
+        router.k_ = k
+        np.testing.assert_array_equal(router.predict_proba(queries), proba)
+
+
 def test_knn_reads_only_cells_each_llm_was_scored_on() -> None:
     # LLM b was scored on the far query only: its neighbours are that query, whatever k
     vectors = np.array([[1, 0], [0.9, 0.1], [0, 1]], dtype=np.float32)

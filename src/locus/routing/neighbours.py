@@ -59,9 +59,16 @@ class KNNRouter(BaselineRouter):
         self.prior_ = float(np.nanmean(train.scores)) if train.observed.any() else 0.5
         self.validation_: dict[str, float] = {}
         if self.k is None:
-            self.k_, self.validation_ = _choose_on_validation(
-                self, "k_", sorted(set(self.k_candidates)), val
-            )
+            candidates = sorted(set(self.k_candidates))
+            if val is None or val.n_queries == 0:
+                self.k_, self.validation_ = _choose_on_validation(self, "k_", candidates, val)
+            else:  # every candidate from one neighbour search
+                probas = self._neighbour_means(val.vectors, candidates)
+                self.validation_ = {
+                    str(k): routing_accuracy(proba, val.scores)
+                    for k, proba in zip(candidates, probas, strict=True)
+                }
+                self.k_ = max(candidates, key=lambda k: (self.validation_[str(k)], -k))
         else:
             self.k_ = int(self.k)
         return self
@@ -81,16 +88,38 @@ class KNNRouter(BaselineRouter):
 
     def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
         self._check_fitted()
+        return self._neighbour_means(query_vectors, [self.k_])[0]
+
+    def _neighbour_means(
+        self, query_vectors: NDArray[np.float32], ks: Sequence[int]
+    ) -> list[NDArray[np.float32]]:
+        """P(correct) for each k of `ks` (n_queries, n_llms), from one neighbour search: per
+        group of LLMs, the max(ks) nearest training queries, ordered by similarity, then the
+        running means of their scores read off at each k."""
         queries = unit_rows(_check_vectors(query_vectors, self.vectors_.shape[1], "kNN router"))
-        out = np.full((len(queries), len(self.llm_ids)), self.prior_, dtype=np.float32)
+        outs = [
+            np.full((len(queries), len(self.llm_ids)), self.prior_, dtype=np.float32) for _ in ks
+        ]
         groups = self._groups()
         for start in range(0, len(queries), _BLOCK):
-            similarity = queries[start : start + _BLOCK] @ self.vectors_.T  # (b, n_train)
+            block = slice(start, start + _BLOCK)
+            similarity = queries[block] @ self.vectors_.T  # (b, n_train)
             for rows, columns, values in groups:
-                k = min(self.k_, len(rows))
-                near = np.argpartition(-similarity[:, rows], k - 1, axis=1)[:, :k]  # (b, k)
-                out[start : start + _BLOCK, columns] = values[near].mean(axis=1)
-        return out
+                top = min(max(ks), len(rows))
+                near_similarity = similarity[:, rows]  # (b, n_rows)
+                if top < len(rows):
+                    near = np.argpartition(-near_similarity, top - 1, axis=1)[:, :top]  # (b, top)
+                else:
+                    near = np.broadcast_to(np.arange(len(rows)), (len(near_similarity), top))
+                order = np.argsort(
+                    -np.take_along_axis(near_similarity, near, axis=1), axis=1, kind="stable"
+                )
+                near = np.take_along_axis(near, order, axis=1)  # nearest first
+                running = np.cumsum(values[near], axis=1, dtype=np.float64)  # (b, top, n_cols)
+                for out, k in zip(outs, ks, strict=True):
+                    count = min(k, len(rows))
+                    out[block, columns] = running[:, count - 1] / count
+        return outs
 
     def _groups(self) -> list[tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float32]]]:
         """(rows, columns, scores of those rows and columns) per set of LLMs scored on the same
