@@ -7,7 +7,14 @@ import json
 import numpy as np
 import pytest
 
-from locus.calibration import Calibration, fit_calibration, sigmoid
+from locus.calibration import (
+    EVIDENCE_MEANS,
+    Calibration,
+    evidence_quality,
+    evidence_quality_of,
+    fit_calibration,
+    sigmoid,
+)
 from locus.errors import LocusInputError
 from locus.metrics import correctness_metrics
 
@@ -91,3 +98,41 @@ def test_quality_calibration_shrinks_noise_to_the_llms_quality() -> None:
     with pytest.raises(LocusInputError, match="one value per column"):
         fit_calibration(logits, truth, quality[:3])
     assert Calibration.from_dict(json.loads(json.dumps(blend.as_dict()))) == blend
+
+
+def test_evidence_quality_replaces_a_network_that_misreads_quality() -> None:
+    """The network reads two LLMs' qualities the wrong way round; their evidence means do not."""
+    rng = np.random.default_rng(7)
+    true_quality = np.array([-0.5, 0.0, 0.6, 0.8])
+    misread = np.array([-0.5, 0.0, 0.8, 0.6])  # the top two swapped, as on MMLU-Pro
+    difficulty = rng.normal(0, 1.0, (3000, 1))
+    truth = (rng.random((3000, 4)) < sigmoid(true_quality + difficulty)).astype(np.float64)
+    logits = misread + difficulty + rng.normal(0, 0.3, (3000, 4))
+    means = sigmoid(true_quality + difficulty).mean(axis=0)  # what 1,000s of anchors would say
+    evidence = evidence_quality(means, np.full(4, 3000))
+    with_evidence = fit_calibration(logits, truth, misread, evidence)
+    without = fit_calibration(logits, truth, misread)
+    assert with_evidence.evidence_scale is not None and with_evidence.evidence_scale > 0.5
+    assert with_evidence.quality_scale is not None and with_evidence.quality_scale < 0.3
+    assert with_evidence.log_loss_after < without.log_loss_after
+    routed = sigmoid(with_evidence.apply(logits, misread, evidence)).argmax(axis=1)
+    assert np.mean(routed == 3) > np.mean(routed == 2)  # the truly best LLM leads again
+    # an LLM without an evidence quality (NaN) is read through the network's quality
+    partial = evidence.copy()
+    partial[0] = np.nan
+    mapped = with_evidence.apply(logits, misread, partial)
+    np.testing.assert_allclose(
+        mapped[:, 0], with_evidence.apply(logits, misread, np.full(4, misread[0]))[:, 0]
+    )
+    assert Calibration.from_dict(json.loads(json.dumps(with_evidence.as_dict()))) == with_evidence
+    assert Calibration.from_dict({"scale": 1.0, "shift": 0.0}).evidence_scale is None
+    with pytest.raises(LocusInputError, match="needs quality"):
+        fit_calibration(logits, truth, None, evidence)
+
+
+def test_evidence_quality_of_reads_the_fit_time_means() -> None:
+    metadata = {EVIDENCE_MEANS: {"a": [0.75, 100], "b": [0.0, 9]}}
+    found = evidence_quality_of(metadata, ["b", "new", "a"])
+    assert found[0] == pytest.approx(np.log(0.05 / 0.95))  # (0 x 9 + 0.5) / 10
+    assert np.isnan(found[1]) and found[2] == pytest.approx(np.log(75.5 / 25.5))
+    assert np.isnan(evidence_quality_of({}, ["a"])).all()

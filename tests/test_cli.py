@@ -145,14 +145,19 @@ def test_reimport_of_unchanged_files_skips_reading_them(
 
 def test_fit_defaults_are_the_training_defaults() -> None:
     import inspect
+    import typing
 
     from locus.cli.model_commands import fit_command
     from locus.nn import TrainingConfig
 
     defaults = TrainingConfig()
     parameters = inspect.signature(fit_command).parameters
-    for name in ("anchors", "min_evidence", "max_steps", "eval_every", "patience", "seed"):
+    for name in ("anchors", "min_evidence", "seed"):
         assert parameters[name].default == getattr(defaults, name), name
+    for name in ("max_steps", "eval_every", "patience"):  # None: the config's own default
+        assert parameters[name].default is None, name
+        option = typing.get_type_hints(fit_command, include_extras=True)[name].__metadata__[0]
+        assert f"(default {getattr(defaults, name)}" in option.help, name
 
 
 def test_progress_in_a_log_file_is_plain_lines(

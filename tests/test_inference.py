@@ -96,6 +96,9 @@ def test_workspace_router_gives_the_facades_probabilities(workspace: Path) -> No
         calibration = model.calibration_
         assert calibration.cells > 0 and (calibration.scale, calibration.shift) != (1.0, 0.0)
         assert router.predictor.calibration == calibration
+        # it reads each fit-time LLM's evidence quality: its mean score on its anchors
+        assert calibration.evidence_scale is not None
+        assert np.isfinite(model.evidence_quality()).all()
         raw = 1 / (1 + np.exp(-model.predict_logits(phi, calibrated=False)))
         assert not np.allclose(raw, model.predict_proba(phi), atol=1e-3)
 

@@ -92,6 +92,25 @@ def test_onboarding_moves_nobody_else(fitted: tuple[Locus, object]) -> None:
         model.embed(np.zeros((0, ENCODER_DIM), dtype=np.float32), np.zeros(0, dtype=np.float32))
 
 
+def test_fit_keeps_each_llms_mean_score_on_its_anchors(fitted: tuple[Locus, object]) -> None:
+    from locus.calibration import EVIDENCE_MEANS, evidence_quality
+
+    model, data = fitted
+    table = data.table  # type: ignore[attr-defined]
+    row_of = {h: i for i, h in enumerate(table.text_hashes)}
+    for llm in model.llm_ids_:
+        rows = [row_of[h] for h in model.anchors_[llm]]
+        mean, count = model.metadata[EVIDENCE_MEANS][llm]
+        assert count == len(rows) and mean == pytest.approx(
+            float(np.nanmean(table.scores[rows, table.llm_index(llm)]))
+        )
+    first = model.llm_ids_[0]
+    expected = evidence_quality(np.array([model.metadata[EVIDENCE_MEANS][first][0]]),
+                                np.array([model.metadata[EVIDENCE_MEANS][first][1]]))  # fmt: skip
+    np.testing.assert_allclose(model.evidence_quality([first]), expected)
+    assert model.calibration_.evidence_scale is not None
+
+
 def test_save_load_identical(fitted: tuple[Locus, object], tmp_path: Path) -> None:
     model, data = fitted
     model.save(tmp_path / "artifact")
@@ -104,6 +123,7 @@ def test_save_load_identical(fitted: tuple[Locus, object], tmp_path: Path) -> No
     assert loaded.calibration_ == model.calibration_
     np.testing.assert_array_equal(loaded.reference_queries_, model.reference_queries_)
     np.testing.assert_allclose(loaded.quality(), model.quality(), atol=1e-6)
+    np.testing.assert_array_equal(loaded.evidence_quality(), model.evidence_quality())
     # saving again over the same folder replaces it whole
     model.save(tmp_path / "artifact")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["artifact"]

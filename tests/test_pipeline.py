@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -217,8 +218,14 @@ def test_artifact_saved_into_a_workspace_by_hand_is_not_mixed_with_older_rows(
 
 def test_cli_fit_reports_calibration_and_guard(run_cli: Run, tmp_path: Path) -> None:
     path = build_planted_workspace(tmp_path / "ws")
-    fitted = run_cli("fit", "-w", path, "--max-steps", "60", "--eval-every", "20", "-A", "64")
+    fitted = run_cli(
+        "fit", "-w", path, "--max-steps", "60", "--eval-every", "20", "-A", "64",
+        "--set", "ranking_weight=0.5", "--set", "predictor_hidden=48",
+    )  # fmt: skip
     assert fitted.exit_code == 0, fitted.stderr
+    saved = json.loads((path / "artifacts" / "default" / "config.json").read_text())
+    assert saved["training"]["ranking_weight"] == 0.5 and saved["network"]["predictor_hidden"] == 48
+    assert saved["training"]["max_steps"] == 60
     assert "calibration of P(correct) on " in fitted.stdout
     assert "routing guard: " in fitted.stdout and "mixed with a kNN router" in fitted.stdout
     evaluation = run_cli("evaluate", "-w", path, "--json").json()
@@ -229,3 +236,7 @@ def test_cli_fit_reports_calibration_and_guard(run_cli: Run, tmp_path: Path) -> 
     assert "LOCUS, guarded" in table.stdout and "unguarded (--no-guard)" in table.stdout
     free = run_cli("route", "court jury appeal tort verdict", "-w", path, "--no-guard", "--json")
     assert free.exit_code == 0 and free.json()[0]["held"] is False
+    typo = run_cli("fit", "-w", path, "--set", "ranking_wieght=0.5")
+    assert typo.exit_code == 2 and "ranking_wieght" in typo.stderr
+    unread = run_cli("fit", "-w", path, "--set", "patience=soon")
+    assert unread.exit_code == 2 and "patience='soon': expected int" in unread.stderr

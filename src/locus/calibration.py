@@ -11,7 +11,14 @@ With each LLM's *quality* q_j (its mean logit over a fixed set of reference quer
     logit' = scale x (logit - q_j) + quality_scale x q_j + shift
 
 so the per-query part and the per-LLM part are scaled apart: where the per-query part is noise,
-`scale` shrinks it and the LLM's quality is left. Without qualities it is Platt scaling
+`scale` shrinks it and the LLM's quality is left. With each LLM's *evidence quality* e_j too (the
+logit of its mean score on the evidence it was embedded from), the map adds
+
+    + evidence_scale x e_j
+
+and the data chooses between the network's reading of quality and the evidence's own: on
+MMLU-Pro the fit puts quality_scale near 0 and evidence_scale near 1.1 (benchmarks/README,
+"Evidence quality"). An LLM without an evidence quality (onboarded after the fit) uses q_j. Without qualities it is Platt scaling
 (logit' = scale x logit + shift), which keeps the ranking of cells. `fit_calibration` chooses
 the parameters by the lowest log-loss on validation cells (soft labels for graded scores);
 scales are >= 0.
@@ -28,6 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,7 +43,14 @@ from numpy.typing import NDArray
 
 from locus.errors import LocusInputError
 
-__all__ = ["Calibration", "fit_calibration", "sigmoid"]
+__all__ = [
+    "EVIDENCE_MEANS",
+    "Calibration",
+    "evidence_quality",
+    "evidence_quality_of",
+    "fit_calibration",
+    "sigmoid",
+]
 
 _MAX_SCALE = 10.0
 
@@ -60,13 +75,20 @@ class Calibration:
     scale: float = 1.0
     shift: float = 0.0
     quality_scale: float | None = None
+    evidence_scale: float | None = None
     cells: int = 0
     log_loss_before: float = math.nan
     log_loss_after: float = math.nan
 
-    def apply(self, logits: NDArray[Any], quality: NDArray[Any] | None = None) -> NDArray[Any]:
+    def apply(
+        self,
+        logits: NDArray[Any],
+        quality: NDArray[Any] | None = None,
+        evidence_quality: NDArray[Any] | None = None,
+    ) -> NDArray[Any]:
         """Calibrated logits (n_queries, n_llms), same dtype; `quality` (n_llms,) is each
-        column's LLM quality, needed when `quality_scale` is set.
+        column's LLM quality, needed when `quality_scale` is set; `evidence_quality` (n_llms,)
+        each column's evidence quality, NaN (or None for all) where unknown: q is used there.
 
         Raises:
             LocusInputError: a quality calibration without qualities.
@@ -81,6 +103,8 @@ class Calibration:
             )
         q = np.asarray(quality, dtype=out.dtype)
         mapped = (out - q) * self.scale + q * self.quality_scale + self.shift
+        if self.evidence_scale is not None:
+            mapped = mapped + self.evidence_scale * evidence_or_quality(evidence_quality, q)
         return mapped.astype(out.dtype, copy=False)
 
     def as_dict(self) -> dict[str, Any]:
@@ -88,6 +112,7 @@ class Calibration:
             "scale": self.scale,
             "shift": self.shift,
             "quality_scale": self.quality_scale,
+            "evidence_scale": self.evidence_scale,
             "cells": self.cells,
             "log_loss_before": None if math.isnan(self.log_loss_before) else self.log_loss_before,
             "log_loss_after": None if math.isnan(self.log_loss_after) else self.log_loss_after,
@@ -97,10 +122,12 @@ class Calibration:
     def from_dict(cls, value: dict[str, Any]) -> Calibration:
         try:
             quality_scale = value.get("quality_scale")
+            evidence_scale = value.get("evidence_scale")
             return cls(
                 scale=float(value["scale"]),
                 shift=float(value["shift"]),
                 quality_scale=None if quality_scale is None else float(quality_scale),
+                evidence_scale=None if evidence_scale is None else float(evidence_scale),
                 cells=int(value.get("cells") or 0),
                 log_loss_before=float(value.get("log_loss_before") or math.nan),
                 log_loss_after=float(value.get("log_loss_after") or math.nan),
@@ -114,12 +141,50 @@ def _log_loss(logits: NDArray[np.float64], truth: NDArray[np.float64]) -> float:
     return float(np.mean(truth * np.logaddexp(0, -logits) + (1 - truth) * np.logaddexp(0, logits)))
 
 
+def evidence_or_quality(evidence_quality: NDArray[Any] | None, quality: NDArray[Any]) -> Any:
+    """Each LLM's evidence quality, its network quality where that is unknown (NaN or None)."""
+    q = np.asarray(quality)
+    if evidence_quality is None:
+        return q
+    e = np.asarray(evidence_quality, dtype=q.dtype)
+    return np.where(np.isnan(e), q, e)
+
+
+def evidence_quality(means: NDArray[Any], counts: NDArray[Any]) -> NDArray[np.float64]:
+    """The logit of each LLM's mean evidence score, smoothed by half a score either way so that
+    a perfect or null record stays finite: logit((mean x n + 0.5) / (n + 1)); NaN stays NaN.
+
+    >>> evidence_quality(np.array([0.5, 1.0]), np.array([10, 3])).round(3).tolist()
+    [0.0, 1.946]
+    """
+    n = np.asarray(counts, dtype=np.float64)
+    p = (np.asarray(means, dtype=np.float64) * n + 0.5) / (n + 1.0)
+    return np.asarray(np.log(p) - np.log1p(-p))
+
+
+EVIDENCE_MEANS = "evidence_means"  # metadata key: {llm_id: [mean score, count]} at fit time
+
+
+def evidence_quality_of(metadata: Mapping[str, Any], llm_ids: Sequence[str]) -> NDArray[Any]:
+    """`evidence_quality` (n_llms,) of `llm_ids` from an artifact's metadata, whose
+    `evidence_means` holds each fit-time LLM's mean score on its anchors and their count; NaN
+    for an LLM it does not hold (onboarded since the fit)."""
+    known = metadata.get(EVIDENCE_MEANS) or {}
+    means = np.array([known[llm][0] if llm in known else np.nan for llm in llm_ids], np.float64)
+    counts = np.array([known[llm][1] if llm in known else 1 for llm in llm_ids], np.float64)
+    return evidence_quality(means, counts)
+
+
 def fit_calibration(
-    logits: NDArray[Any], truth: NDArray[Any], quality: NDArray[Any] | None = None
+    logits: NDArray[Any],
+    truth: NDArray[Any],
+    quality: NDArray[Any] | None = None,
+    evidence_quality: NDArray[Any] | None = None,
 ) -> Calibration:
     """The calibration of `logits` (n_queries, n_llms) with the lowest log-loss against
     `truth` (same shape; NaN cells are skipped; scores in [0, 1]); with `quality` (n_llms,), the
-    per-query part and each LLM's quality get scales of their own.
+    per-query part and each LLM's quality get scales of their own; with `evidence_quality`
+    (n_llms,; needs `quality`) the evidence's quality gets one too.
 
     Raises:
         LocusInputError: shapes that differ, or fewer than 10 scored cells.
@@ -139,6 +204,17 @@ def fit_calibration(
                 f"logits {x.shape}"
             )
         q = np.broadcast_to(q_row, x.shape)
+    e = None
+    if evidence_quality is not None:
+        if quality is None:
+            raise LocusInputError("fit_calibration: evidence_quality needs quality")
+        e_row = evidence_or_quality(np.asarray(evidence_quality).reshape(-1), q_row)
+        if e_row.shape != q_row.shape:
+            raise LocusInputError(
+                f"fit_calibration: evidence_quality {e_row.shape} must match quality "
+                f"{q_row.shape}"
+            )
+        e = np.broadcast_to(e_row, x.shape)
     scored = ~np.isnan(y) & np.isfinite(x)
     if scored.sum() < 10:
         raise LocusInputError(
@@ -146,6 +222,8 @@ def fit_calibration(
         )
     x, y, q = x[scored], np.clip(y[scored], 0.0, 1.0), q[scored]
     features = [x - q, q] if quality is not None else [x]
+    if e is not None:
+        features.append(e[scored])
 
     def loss(params: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
         z = sum(w * f for w, f in zip(params[:-1], features, strict=True)) + params[-1]
@@ -153,7 +231,7 @@ def fit_calibration(
         grad = [np.mean(residual * f) for f in features] + [np.mean(residual)]
         return _log_loss(z, y), np.array(grad)
 
-    start = np.array([1.0] * len(features) + [0.0])
+    start = np.array([1.0, 1.0, 0.0][: len(features)] + [0.0])  # the identity map
     bounds = [(0.0, _MAX_SCALE)] * len(features) + [(None, None)]
     found = minimize(loss, start, jac=True, method="L-BFGS-B", bounds=bounds).x
     before = _log_loss(x, y)
@@ -164,6 +242,7 @@ def fit_calibration(
         scale=float(found[0]),
         shift=float(found[-1]),
         quality_scale=float(found[1]) if quality is not None else None,
+        evidence_scale=float(found[2]) if e is not None else None,
         cells=len(x),
         log_loss_before=before,
         log_loss_after=after,

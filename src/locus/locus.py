@@ -25,7 +25,13 @@ import torch
 from numpy.typing import NDArray
 
 from locus.artifact import Artifact, load_artifact, save_artifact
-from locus.calibration import Calibration, fit_calibration, sigmoid
+from locus.calibration import (
+    EVIDENCE_MEANS,
+    Calibration,
+    evidence_quality_of,
+    fit_calibration,
+    sigmoid,
+)
 from locus.data.table import ScoreTable
 from locus.errors import LocusArtifactError, LocusInputError, LocusNotFittedError
 from locus.inference import check_same_encoder
@@ -146,6 +152,13 @@ class Locus:
         # names this fit: a workspace's pool rows count for this artifact only if written for it
         self.metadata = {**self.metadata, "fit_id": uuid.uuid4().hex}
         self.metadata.pop("calibration", None)
+        self.metadata[EVIDENCE_MEANS] = {
+            llm_id: [float(np.nanmean(table.scores[rows, j])), len(rows)]
+            for j, (llm_id, rows) in enumerate(
+                zip(table.llm_ids, result.anchor_query_idx, strict=True)
+            )
+            if len(rows)
+        }
         trained_on = np.asarray(train_rows, dtype=np.int64)
         self.reference_queries_ = (
             vectors[reference_rows(trained_on, self.config.seed)] if len(trained_on) else None
@@ -300,7 +313,13 @@ class Locus:
         calibration = self.calibration_
         if calibration.quality_scale is None:
             return calibration.apply(logits)
-        return calibration.apply(logits, self.quality(llm_ids))
+        return calibration.apply(logits, self.quality(llm_ids), self.evidence_quality(llm_ids))
+
+    def evidence_quality(self, llm_ids: Sequence[str] | None = None) -> np.ndarray:
+        """Each LLM's evidence quality (n_llms,): the smoothed logit of its mean score on the
+        anchors it was embedded from at fit time (`locus.calibration.evidence_quality`); NaN for
+        an LLM onboarded since, which the calibration reads through `quality` instead."""
+        return evidence_quality_of(self.metadata, self.pool_.llm_ids if llm_ids is None else llm_ids)
 
     def quality(self, llm_ids: Sequence[str] | None = None) -> np.ndarray:
         """Each LLM's quality (n_llms,): its mean raw logit over the reference queries (a set
@@ -341,7 +360,12 @@ class Locus:
         saved with the artifact. `fit` calls this on the validation queries."""
         logits = self.predict_logits(query_vectors, llm_ids, calibrated=False)
         quality = None if self.reference_queries_ is None else self.quality(llm_ids)
-        calibration = fit_calibration(logits, np.asarray(scores, dtype=np.float64), quality)
+        evidence = None
+        if quality is not None and self.metadata.get(EVIDENCE_MEANS):
+            evidence = self.evidence_quality(llm_ids)
+        calibration = fit_calibration(
+            logits, np.asarray(scores, dtype=np.float64), quality, evidence
+        )
         self.metadata = {**self.metadata, "calibration": calibration.as_dict()}
         return calibration
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -158,6 +159,7 @@ def test_progress_is_reported(planted_pool: PlantedPool, make_config: MakeConfig
     assert [step for step, _, _ in calls] == [1, 2, 3, 4, 5, 6]
     assert all(total == 6 for _, total, _ in calls)
     assert "loss" in calls[0][2] and "val_routing_accuracy" in calls[-1][2]
+    assert 0 <= calls[-1][2]["checks_left"] <= 3  # patience 3 in the small config
 
 
 def test_trains_without_validation_queries(
@@ -247,6 +249,22 @@ def test_selecting_on_log_loss_keeps_its_minimum_and_stops_when_it_rises(
     assert result.best_step == 4
 
 
+def test_selecting_the_final_step_keeps_the_last_weights_whatever_validation_says(
+    planted_pool: PlantedPool, make_config: MakeConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = make_config(
+        max_steps=8, eval_every=2, patience=10, select_on="final", lr_schedule="cosine"
+    )
+    script = [(0.9, 0.40), (0.5, 0.70), (0.4, 0.80), (0.3, 0.90)]  # best first, worse after
+    result = _train_on_scripted_validations(planted_pool, config, monkeypatch, script)
+    assert [h["step"] for h in result.history] == [2, 4, 6, 8]
+    assert result.best_step == 8
+    with pytest.raises(LocusInputError, match="select_on"):
+        TrainingConfig(select_on="best")
+    with pytest.raises(LocusInputError, match="stop_on"):
+        TrainingConfig(stop_on="final")
+
+
 def test_more_evidence_never_moves_a_planted_llm_away_from_its_group(
     planted_pool: PlantedPool, trained: TrainingResult
 ) -> None:
@@ -310,3 +328,88 @@ def test_max_evidence_caps_training_sets_and_becomes_the_evidence_bound(
     assert result.llm_embeddings.shape[0] == pool.scores.shape[1]  # anchors embedded in chunks
     with pytest.raises(Exception, match="max_evidence"):
         make_config(max_evidence=4)  # below min_evidence
+
+
+def test_listwise_loss_matches_a_per_query_softmax() -> None:
+    from locus.nn.training import _listwise_loss
+
+    rng = np.random.default_rng(3)
+    n_llms, n_rows = 5, 9
+    positions = [rng.choice(n_rows, size=rng.integers(3, 8), replace=False) for _ in range(n_llms)]
+    scores = [rng.choice([0.0, 0.5, 1.0], size=len(p)).astype(np.float32) for p in positions]
+    width = max(len(p) for p in positions)
+    logits = torch.randn(n_llms, width, dtype=torch.float32)
+    groups = [np.array([3, 0]), np.array([1, 4, 2])]
+    ranked = [(group, logits[group]) for group in groups]
+    got = _listwise_loss(ranked, positions, scores, n_rows=n_rows, device=torch.device("cpu"))
+
+    per_query = []
+    for query in range(n_rows):
+        cells = [
+            (float(logits[llm, list(positions[llm]).index(query)]), float(scores[llm][k]))
+            for llm in range(n_llms)
+            for k, row in enumerate(positions[llm])
+            if row == query
+        ]
+        if len(cells) < 2 or len({y for _, y in cells}) < 2:
+            continue  # one LLM, or all the same score: no ranking signal
+        z = np.array([c[0] for c in cells])
+        y = np.array([c[1] for c in cells])
+        log_p = z - np.log(np.exp(z).sum())
+        per_query.append(-(y / y.sum() * log_p).sum())
+    assert per_query, "the draw must hold informative queries"
+    assert float(got) == pytest.approx(float(np.mean(per_query)), rel=1e-5)
+
+
+def test_listwise_loss_is_zero_without_informative_queries() -> None:
+    from locus.nn.training import _listwise_loss
+
+    positions = [np.array([0, 1]), np.array([0, 1])]
+    scores = [np.array([1.0, 0.0], np.float32), np.array([1.0, 0.0], np.float32)]
+    logits = torch.randn(2, 2)
+    got = _listwise_loss(
+        [(np.array([0, 1]), logits)], positions, scores, n_rows=2, device=torch.device("cpu")
+    )
+    assert float(got) == 0.0
+
+
+def test_ranking_objective_trains_and_routes_the_specialists(
+    planted_pool: PlantedPool, make_config: MakeConfig
+) -> None:
+    pool = planted_pool
+    result = train(
+        pool.query_vectors,
+        pool.scores,
+        pool.train_idx,
+        pool.val_idx,
+        make_config(ranking_weight=1.0, max_steps=200),
+    )
+    assert TrainingConfig.from_dict(result.config.to_dict()).ranking_weight == 1.0
+    test_scores = pool.scores[pool.test_idx]
+    with torch.no_grad():
+        logits = result.predictor.score_matrix(
+            torch.from_numpy(result.llm_embeddings),
+            torch.from_numpy(pool.query_vectors[pool.test_idx]),
+        ).numpy()
+    best_single = float(np.nanmean(test_scores, axis=0).max())
+    assert routing_accuracy(logits, test_scores) > best_single + 0.15
+    with pytest.raises(LocusInputError, match="ranking_weight"):
+        TrainingConfig(ranking_weight=-1.0)
+
+
+def test_learning_rate_schedules() -> None:
+    from locus.nn.training import _lr_factor
+
+    constant = TrainingConfig(max_steps=100, warmup_steps=4, lr_schedule="constant")
+    assert [_lr_factor(s, constant) for s in (1, 4, 5, 100)] == [0.2, 0.8, 1.0, 1.0]
+    short = TrainingConfig(max_steps=3, warmup_steps=10, lr_schedule="constant")
+    assert [_lr_factor(s, short) for s in (1, 2, 3)] == [pytest.approx(1 / 3), 2 / 3, 1.0]
+    cosine = TrainingConfig(max_steps=100, warmup_steps=0, lr_schedule="cosine")
+    factors = [_lr_factor(s, cosine) for s in range(1, 101)]
+    assert factors[0] == pytest.approx(1.0, abs=1e-3)
+    assert all(a > b for a, b in itertools.pairwise(factors))  # decays throughout
+    assert 0.0 < factors[-1] < 1e-3
+    with pytest.raises(LocusInputError, match="lr_schedule"):
+        TrainingConfig(lr_schedule="linear")
+    with pytest.raises(LocusInputError, match="warmup_steps"):
+        TrainingConfig(warmup_steps=-1)

@@ -143,6 +143,8 @@ def training_bar(enabled: bool) -> Iterator[Any]:
                 parts.append(f"best {info.get('best_val_routing_accuracy', float('nan')):.4f}")
             if "val_log_loss" in info:
                 parts.append(f"val log-loss {info['val_log_loss']:.4f}")
+            if "checks_left" in info:  # early stopping: the total is only an upper bound
+                parts.append(f"stops after {int(info['checks_left'])} checks without a gain")
             bar.update(task, completed=step, total=total, info="  ".join(parts))
 
         yield update
@@ -201,6 +203,8 @@ def calibration_line(calibration: Any) -> str:
     parts = f"per-query part x{calibration.scale:.2f}"
     if calibration.quality_scale is not None:
         parts += f", each LLM's quality x{calibration.quality_scale:.2f}"
+    if calibration.evidence_scale is not None:
+        parts += f", its evidence's quality x{calibration.evidence_scale:.2f}"
     return (
         f"calibration of P(correct) on {calibration.cells:,} validation cells: {parts}, shift "
         f"{calibration.shift:+.2f} (log-loss {calibration.log_loss_before:.4f} -> "

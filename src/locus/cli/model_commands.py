@@ -29,17 +29,35 @@ def fit_command(
     ] = 16,
     seed: Annotated[int, typer.Option("--seed", help="Training seed.")] = 0,
     split_seed: Annotated[int, typer.Option("--split-seed", help="Query split seed.")] = 0,
-    max_steps: Annotated[int, typer.Option("--max-steps", min=1)] = 3000,
+    max_steps: Annotated[
+        int | None,
+        typer.Option(
+            "--max-steps", min=1, help="Training steps (default 150: the cosine schedule's length)."
+        ),
+    ] = None,
     eval_every: Annotated[
-        int, typer.Option("--eval-every", min=1, help="Steps between validation checks.")
-    ] = 25,
+        int | None,
+        typer.Option("--eval-every", min=1, help="Steps between validation checks (default 25)."),
+    ] = None,
     epochs: Annotated[
         int | None,
         typer.Option("--epochs", min=1, help="Passes over the LLMs (instead of --max-steps)."),
     ] = None,
     patience: Annotated[
-        int, typer.Option("--patience", min=1, help="Checks without gain before stopping.")
-    ] = 4,
+        int | None,
+        typer.Option(
+            "--patience", min=1, help="Checks without gain before stopping (default 4)."
+        ),
+    ] = None,
+    settings: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="NAME=VALUE",
+            help="Any training setting, e.g. --set ranking_weight=0.5 (repeatable; the names "
+            "are TrainingConfig's and NetworkConfig's fields).",
+        ),
+    ] = None,
     exclude: Annotated[
         list[str] | None, typer.Option("--exclude", help="Keep an LLM out of training.")
     ] = None,
@@ -60,23 +78,19 @@ def fit_command(
     from locus.nn.config import TrainingConfig
     from locus.pipeline import fit_workspace, steps_for_epochs
 
-    if epochs is not None and max_steps != 3000:
+    if epochs is not None and max_steps is not None:
         raise LocusInputError("fit: give --epochs or --max-steps, not both")
+    chosen = {"max_steps": max_steps, "patience": patience, "eval_every": eval_every}
+    config = TrainingConfig(
+        anchors=anchors,
+        min_evidence=min_evidence,
+        seed=seed,
+        **{name: value for name, value in chosen.items() if value is not None},
+    ).with_settings(settings or [])
     with open_store(workspace, create=False) as store:
-        defaults = TrainingConfig()
-        steps = (
-            max_steps
-            if epochs is None
-            else steps_for_epochs(epochs, len(store.llm_ids()), defaults.llms_per_step)
-        )
-        config = TrainingConfig(
-            anchors=anchors,
-            min_evidence=min_evidence,
-            seed=seed,
-            max_steps=steps,
-            patience=patience,
-            eval_every=eval_every,
-        )
+        if epochs is not None:
+            steps = steps_for_epochs(epochs, len(store.llm_ids()), config.llms_per_step)
+            config = config.with_settings([f"max_steps={steps}"])
         with training_bar(not (quiet or as_json)) as progress:
             report = fit_workspace(
                 store,

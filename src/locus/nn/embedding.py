@@ -199,7 +199,7 @@ def embed_many(
         for batch in _batches([len(y) for _, y in sets], batch_size):
             phi_t, mask = _padded([sets[i][0] for i in batch], torch.float32, device)
             y_t, _ = _padded([sets[i][1] for i in batch], torch.float32, device)
-            per_set[batch] = encoder(phi_t, y_t, mask).cpu().numpy()  # (b, d)
+            per_set[batch] = encoder(phi_t, y_t, mask).float().cpu().numpy()  # (b, d)
     if len(sets) == len(checked):
         return per_set
     weights = np.array([len(y) for _, y in sets], dtype=np.float64)
@@ -275,5 +275,6 @@ def embed_indexed(
             p, q = encoder.project_queries(torch.from_numpy(table[unique]).to(device))  # (u, d)
             gather, mask = _padded(positions, torch.long, device)  # (b, K)
             y, _ = _padded([scores[i] for i in batch], torch.float32, device)
-            out[batch] = encoder.forward_projected(p[gather], q[gather], y, mask).cpu().numpy()
+            z = encoder.forward_projected(p[gather], q[gather], y, mask)  # (b, d)
+            out[batch] = z.float().cpu().numpy()  # float: also under a bf16 autocast
     return out

@@ -23,6 +23,12 @@ Choices worth knowing:
   `CorrectnessPredictor.project_queries`) and gathered per LLM.
 - LLMs in a step are sorted by evidence count and split into `micro_batches` groups, so short
   evidence sets are not padded to the longest; the loss is still the mean over all target cells.
+- Loss: BCE over the target cells; with `ranking_weight` > 0, plus a listwise softmax
+  cross-entropy across the step's LLMs on each target query they share (`_listwise_loss`), a
+  signal only in how LLMs compare on a query, which is what routing decides on.
+- Learning rates: constant, or warm-up then cosine decay to zero at `max_steps`
+  (`lr_schedule`); the optimiser is `locus.nn.optim.AdamW`, torch's update without its
+  compiler import.
 - Validation with every LLM embedded from all its anchors. The kept step is the best in validation
   routing accuracy (`select_on`); ties (common: on a pool with one dominant LLM it stays at
   "always that LLM" for hundreds of steps) go to the lower validation log-loss. Patience counts
@@ -49,14 +55,16 @@ from locus.nn.checks import better, check_inputs, validation_metrics
 from locus.nn.config import TrainingConfig, build_networks
 from locus.nn.embedding import embed_indexed, embed_many, evaluating, pad_rows
 from locus.nn.encoder import LLMEncoder
+from locus.nn.optim import AdamW
 from locus.nn.predictor import CorrectnessPredictor
 
 __all__ = ["ProgressCallback", "TrainingResult", "train"]
 
 ProgressCallback = Callable[[int, int, dict[str, float]], None]
 """progress(step, total_steps, info): info holds "loss" and, after the first evaluation,
-"val_routing_accuracy", "val_correctness_accuracy", "val_log_loss" and
-"best_val_routing_accuracy"."""
+"val_routing_accuracy", "val_correctness_accuracy", "val_log_loss",
+"best_val_routing_accuracy" and "checks_left" (validation checks without a gain before early
+stopping)."""
 
 
 @dataclass
@@ -175,13 +183,14 @@ def _train(
     encoder, predictor = build_networks(vectors.shape[1], config.network)
     encoder.to(device).train()
     predictor.to(device).train()
-    optimizer = torch.optim.AdamW(
+    optimizer = AdamW(
         [
             {"params": list(encoder.parameters()), "lr": config.encoder_lr},
             {"params": list(predictor.parameters()), "lr": config.predictor_lr},
         ],
         weight_decay=config.weight_decay,
     )
+    base_lrs = [config.encoder_lr, config.predictor_lr]
     val_vectors = pool.vectors[torch.from_numpy(val_idx).to(device)]  # (n_val, dq)
     val_scores = table[val_idx]  # (n_val, n_llms)
     validating = bool(observed[val_idx].any())  # else: run max_steps, keep the final weights
@@ -209,6 +218,9 @@ def _train(
             llm_queue.extend(rng.permutation(n_llms).tolist())
         batch_llms = llm_queue[: min(config.llms_per_step, n_llms)]
         del llm_queue[: len(batch_llms)]
+        factor = _lr_factor(step, config)
+        for group, base_lr in zip(optimizer.param_groups, base_lrs, strict=True):
+            group["lr"] = base_lr * factor
 
         loss = _training_step(
             encoder, predictor, optimizer, pool, batch_llms, noise_std, config, rng
@@ -241,7 +253,9 @@ def _train(
                 val_correctness_accuracy=correctness,
                 val_log_loss=log_loss,
             )
-            if config.select_on == "log_loss":
+            if config.select_on == "final":
+                keep = True
+            elif config.select_on == "log_loss":
                 keep = not validating or log_loss < best_log_loss
             else:
                 keep = not validating or better((routing, log_loss), (best_accuracy, best_log_loss))
@@ -259,6 +273,7 @@ def _train(
             highest_routing = max(highest_routing, routing)
             evals_without_gain = 0 if gain else evals_without_gain + 1
             info["best_val_routing_accuracy"] = best_accuracy
+            info["checks_left"] = config.patience - evals_without_gain
         if progress is not None:
             progress(step, config.max_steps, dict(info))
         if evals_without_gain >= config.patience:
@@ -277,6 +292,17 @@ def _train(
         best_step=best_step,
         config=config,
     )
+
+
+def _lr_factor(step: int, config: TrainingConfig) -> float:
+    """Multiplier of the base learning rates at `step` (1-based): warm-up, then the schedule."""
+    warmup = min(config.warmup_steps, config.max_steps - 1)
+    if step <= warmup:
+        return step / (warmup + 1)
+    if config.lr_schedule == "cosine":
+        done = (step - warmup) / (config.max_steps - warmup + 1)
+        return 0.5 * (1.0 + math.cos(math.pi * done))
+    return 1.0
 
 
 def _embed_pool(encoder: LLMEncoder, pool: _Pool) -> torch.Tensor:
@@ -301,7 +327,7 @@ def _snapshot(
 def _training_step(
     encoder: LLMEncoder,
     predictor: CorrectnessPredictor,
-    optimizer: torch.optim.Optimizer,
+    optimizer: AdamW,
     pool: _Pool,
     batch_llms: list[int],
     noise_std: float,
@@ -342,6 +368,7 @@ def _training_step(
     n_batch = len(batch_llms)
     total_targets = sum(len(r) for r in target_rows)
     loss = torch.zeros((), device=device)
+    ranked: list[tuple[NDArray[np.intp], torch.Tensor]] = []  # (group, logits) for ranking
     by_size = np.argsort([len(r) for r in evidence_rows], kind="stable")
     for group in np.array_split(by_size, min(config.micro_batches, n_batch)):
         evidence, evidence_mask = pad_rows([positions[i] for i in group])  # (g, K)
@@ -356,7 +383,16 @@ def _training_step(
             logits, tensor(target_y), reduction="none"
         )  # (g, T)
         loss = loss + (cell_loss * tensor(target_mask)).sum() / total_targets
+        if config.ranking_weight > 0:
+            ranked.append((group, logits))
 
+    if ranked:
+        target_scores = [
+            table[rows, llm] for rows, llm in zip(target_rows, batch_llms, strict=True)
+        ]
+        loss = loss + config.ranking_weight * _listwise_loss(
+            ranked, positions[n_batch:], target_scores, n_rows=len(unique), device=device
+        )
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(
@@ -364,3 +400,53 @@ def _training_step(
     )
     optimizer.step()
     return float(loss.detach())
+
+
+def _listwise_loss(
+    ranked: list[tuple[NDArray[np.intp], torch.Tensor]],
+    target_positions: list[NDArray[np.intp]],
+    target_scores: list[NDArray[np.float32]],
+    n_rows: int,
+    device: torch.device,
+) -> torch.Tensor:
+    """Listwise softmax cross-entropy across LLMs, per target query that several LLMs share.
+
+    Args:
+        ranked: per micro-batch, (its LLMs as indices into the step's batch, logits (g, T)).
+        target_positions, target_scores: per LLM of the batch, its targets as rows of the step's
+            distinct queries (T_i,) and its scores on them (T_i,).
+        n_rows: number of distinct queries in the step.
+
+    Returns:
+        the mean over informative queries (two or more LLMs, not all scoring the same) of
+        -sum_j p_j log softmax(logits)_j, with p the LLMs' scores on the query normalised to
+        sum 1; zero when no query is informative.
+    """
+    n_batch = len(target_positions)
+    llm_index, query_index, cell_scores, cell_logits = [], [], [], []
+    for group, logits in ranked:
+        for row, llm in enumerate(group):
+            count = len(target_positions[llm])
+            llm_index.append(np.full(count, llm))
+            query_index.append(target_positions[llm])
+            cell_scores.append(target_scores[llm])
+            cell_logits.append(logits[row, :count])
+    llms = torch.from_numpy(np.concatenate(llm_index)).to(device)
+    queries = torch.from_numpy(np.concatenate(query_index)).to(device)
+    scores = torch.from_numpy(np.concatenate(cell_scores).astype(np.float32)).to(device)
+    observed = torch.zeros((n_batch, n_rows), dtype=torch.bool, device=device)
+    observed[llms, queries] = True
+    dense_logits = torch.full((n_batch, n_rows), -math.inf, device=device)
+    dense_logits = dense_logits.index_put((llms, queries), torch.cat(cell_logits))
+    dense_scores = torch.zeros((n_batch, n_rows), device=device)
+    dense_scores[llms, queries] = scores
+    high = dense_scores.masked_fill(~observed, -math.inf).amax(dim=0)
+    low = dense_scores.masked_fill(~observed, math.inf).amin(dim=0)
+    informative = (observed.sum(dim=0) >= 2) & (high > low)
+    if not bool(informative.any()):
+        return torch.zeros((), device=device)
+    seen = observed[:, informative]
+    target = dense_scores[:, informative] * seen
+    target = target / target.sum(dim=0, keepdim=True)
+    log_p = torch.log_softmax(dense_logits[:, informative], dim=0)
+    return -(torch.where(seen, target * log_p, 0.0)).sum(dim=0).mean()

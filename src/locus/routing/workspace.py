@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from locus.calibration import evidence_quality_of
 from locus.data.text import text_hash
 from locus.errors import LocusInputError, LocusNotFoundError
 from locus.inference import check_same_encoder, read_for_routing
@@ -125,7 +126,9 @@ class WorkspaceRouter(Router):
         LOCUS's, mixed with the artifact's kNN router's where it has one (for the LLMs it was
         fitted on; an LLM onboarded since has LOCUS's alone until the next fit)."""
         vectors = np.asarray(query_vectors, dtype=np.float32)
-        proba = self.predictor.predict_proba(self.pool.embeddings, vectors)
+        proba = self.predictor.predict_proba(
+            self.pool.embeddings, vectors, evidence_quality_of(self.metadata, self.pool.llm_ids)
+        )
         if self._knn is None or self.ensemble_weight is None:
             return proba
         pairs = [
