@@ -240,3 +240,30 @@ def test_cli_fit_reports_calibration_and_guard(run_cli: Run, tmp_path: Path) -> 
     assert typo.exit_code == 2 and "ranking_wieght" in typo.stderr
     unread = run_cli("fit", "-w", path, "--set", "patience=soon")
     assert unread.exit_code == 2 and "patience='soon': expected int" in unread.stderr
+
+
+def test_the_demo_reuses_only_a_current_artifact(tmp_path: Path) -> None:
+    from locus.cli.demo import artifact_is_current
+
+    path = build_planted_workspace(tmp_path / "ws")
+    config_file = path / "artifacts" / "default" / "config.json"
+    with Store.open(path) as store:
+        assert not artifact_is_current(store)  # nothing trained yet
+        fit_workspace(store, small_config(max_steps=40))
+        assert artifact_is_current(store)
+        saved = json.loads(config_file.read_text())
+        older = {**saved, "metadata": dict(saved["metadata"])}
+        del older["metadata"]["evidence_means"]  # fitted by a version without the term
+        config_file.write_text(json.dumps(older))
+        assert not artifact_is_current(store)
+        config_file.write_text(json.dumps(saved))
+        assert artifact_is_current(store)
+        store.write_batch(
+            ImportBatch.from_long(
+                pd.DataFrame([{"llm_id": "new-llm", "query_id": "q-new", "score": 1.0,
+                               "query_text": "a question no one asked"}]),
+                source="more", origin="more.csv",
+            ),
+            kind="table",
+        )  # fmt: skip
+        assert not artifact_is_current(store)  # the data changed

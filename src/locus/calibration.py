@@ -17,9 +17,10 @@ logit of its mean score on the evidence it was embedded from), the map adds
     + evidence_scale x e_j
 
 and the data chooses between the network's reading of quality and the evidence's own: on
-MMLU-Pro the fit puts quality_scale near 0 and evidence_scale near 1.1 (benchmarks/README,
-"Evidence quality"). An LLM without an evidence quality (onboarded after the fit) uses q_j. Without qualities it is Platt scaling
-(logit' = scale x logit + shift), which keeps the ranking of cells. `fit_calibration` chooses
+MMLU-Pro the fit puts quality_scale near 0 and evidence_scale near 1 (benchmarks/README.md, "A
+150-step schedule and evidence quality"). An LLM without an evidence quality (onboarded after
+the fit) uses q_j in its place. Without qualities it is Platt scaling (logit' = scale x logit +
+shift), which keeps the ranking of cells. `fit_calibration` chooses
 the parameters by the lowest log-loss on validation cells (soft labels for graded scores);
 scales are >= 0.
 
@@ -34,8 +35,8 @@ scales are >= 0.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -211,8 +212,7 @@ def fit_calibration(
         e_row = evidence_or_quality(np.asarray(evidence_quality).reshape(-1), q_row)
         if e_row.shape != q_row.shape:
             raise LocusInputError(
-                f"fit_calibration: evidence_quality {e_row.shape} must match quality "
-                f"{q_row.shape}"
+                f"fit_calibration: evidence_quality {e_row.shape} must match quality {q_row.shape}"
             )
         e = np.broadcast_to(e_row, x.shape)
     scored = ~np.isnan(y) & np.isfinite(x)
@@ -231,7 +231,7 @@ def fit_calibration(
         grad = [np.mean(residual * f) for f in features] + [np.mean(residual)]
         return _log_loss(z, y), np.array(grad)
 
-    start = np.array([1.0, 1.0, 0.0][: len(features)] + [0.0])  # the identity map
+    start = np.array([*[1.0, 1.0, 0.0][: len(features)], 0.0])  # the identity map
     bounds = [(0.0, _MAX_SCALE)] * len(features) + [(None, None)]
     found = minimize(loss, start, jac=True, method="L-BFGS-B", bounds=bounds).x
     before = _log_loss(x, y)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -34,9 +34,6 @@ def demo_command(
     quiet: QuietOption = False,
 ) -> None:
     """The main job: import MMLU-Pro, encode, fit (or reuse), evaluate, route examples."""
-    from locus.inference import read_artifact_config
-    from locus.routing.workspace import DEFAULT_ARTIFACT, trained_artifact
-
     console = stdout_console()
     console.rule("1. import the MMLU-Pro results")
     import_command("mmlu-pro", None, workspace=workspace, quiet=quiet)
@@ -46,16 +43,7 @@ def demo_command(
     llms_command(workspace=workspace)
     console.rule("4. train LOCUS (or reuse the artifact trained on the same data)")
     with open_store(workspace, create=False) as store:
-        try:  # the artifact's config alone (no torch): same data and same text encoder?
-            config = read_artifact_config(trained_artifact(store, DEFAULT_ARTIFACT))
-            metadata = config.get("metadata") or {}
-            fresh = (
-                metadata.get("data_checksums") == store.checksums()
-                and config["text_encoder"]["name"] == store.text_encoder
-                and "guard" in metadata  # fitted before the guard and calibration: refit
-            )
-        except (LocusError, KeyError, TypeError):
-            fresh = False
+        fresh = artifact_is_current(store)
     if fresh:
         console.print("artifact 'default' matches the workspace's data: reused")
     else:
@@ -70,3 +58,23 @@ def demo_command(
         "[bold]locus similar gemini-1.5-pro-002[/], [bold]locus portfolio --k 5[/], "
         "[bold]locus proxy LLM[/], [bold]locus search --profile math=0.8,law=0.3[/]"
     )
+
+
+def artifact_is_current(store: Any) -> bool:
+    """Whether the workspace's default artifact can be reused: trained on the same data and text
+    encoder, by a version that fits the guard, the calibration and its evidence-quality term.
+    Reads the artifact's config alone (no torch)."""
+    from locus.inference import read_artifact_config
+    from locus.routing.workspace import DEFAULT_ARTIFACT, trained_artifact
+
+    try:
+        config = read_artifact_config(trained_artifact(store, DEFAULT_ARTIFACT))
+        metadata = config.get("metadata") or {}
+        return bool(
+            metadata.get("data_checksums") == store.checksums()
+            and config["text_encoder"]["name"] == store.text_encoder
+            and "guard" in metadata  # fitted before the guard and calibration: refit
+            and "evidence_means" in metadata  # before the evidence-quality term: refit
+        )
+    except (LocusError, KeyError, TypeError):
+        return False

@@ -45,9 +45,7 @@ def fit_command(
     ] = None,
     patience: Annotated[
         int | None,
-        typer.Option(
-            "--patience", min=1, help="Checks without gain before stopping (default 4)."
-        ),
+        typer.Option("--patience", min=1, help="Checks without gain before stopping (default 4)."),
     ] = None,
     settings: Annotated[
         list[str] | None,
@@ -81,12 +79,10 @@ def fit_command(
     if epochs is not None and max_steps is not None:
         raise LocusInputError("fit: give --epochs or --max-steps, not both")
     chosen = {"max_steps": max_steps, "patience": patience, "eval_every": eval_every}
-    config = TrainingConfig(
-        anchors=anchors,
-        min_evidence=min_evidence,
-        seed=seed,
-        **{name: value for name, value in chosen.items() if value is not None},
-    ).with_settings(settings or [])
+    given = [f"{name}={value}" for name, value in chosen.items() if value is not None]
+    config = TrainingConfig(anchors=anchors, min_evidence=min_evidence, seed=seed).with_settings(
+        [*given, *(settings or [])]
+    )
     with open_store(workspace, create=False) as store:
         if epochs is not None:
             steps = steps_for_epochs(epochs, len(store.llm_ids()), config.llms_per_step)
