@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import REPO_ROOT, peak_memory_mb, require_shared_data, write_results
 
+from locus.errors import LocusInputError
 from locus.nn import TrainingConfig
 from locus.pipeline import evaluate_workspace, fit_workspace, load_workspace_locus
 from locus.store import Store
@@ -113,13 +114,28 @@ def main() -> None:
     parser.add_argument(
         "--no-ensemble", action="store_true", help="LOCUS alone, not mixed with kNN (fit option)."
     )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        metavar="NAME=VALUE",
+        action="append",
+        default=[],
+        help="A TrainingConfig field for every seed, e.g. --set encoder_lr=4e-4 (repeatable).",
+    )
+    parser.add_argument("--tag", default="", help="Suffix of the artifact and result names.")
     parser.add_argument("--workspace", type=Path, default=REPO_ROOT / ".bench" / "accuracy")
     args = parser.parse_args()
+    try:
+        DEFAULTS.with_settings(args.overrides)
+    except LocusInputError as error:
+        sys.exit(f"--set: {error}")
     store = prepare(args.dataset, args.workspace / args.dataset, args.encoder)
     encoder = store.text_encoder or ""
     tag = encoder.replace("/", "-").replace("sentence-transformers-", "")
     if args.no_ensemble:
         tag += "-locus-alone"
+    if args.tag:
+        tag += f"-{args.tag}"
     knn = knn_hit_at_1(store)
     print(f"encoder {encoder}: kNN vote hit@1 {knn['hit@1']:.4f} (k={knn['k']})", flush=True)
     runs = []
@@ -127,7 +143,7 @@ def main() -> None:
         config = TrainingConfig(
             anchors=args.anchors, seed=seed, max_steps=args.max_steps,
             eval_every=args.eval_every, patience=args.patience,
-        )  # fmt: skip
+        ).with_settings(args.overrides)  # fmt: skip
         name = f"bench-{tag}-seed{seed}"
         started = time.perf_counter()
         if args.evaluate_only:
@@ -158,6 +174,7 @@ def main() -> None:
         "knn_vote": knn,
         "seeds": args.seeds,
         "anchors": args.anchors,
+        "settings": args.overrides,
         "llms": runs[0]["llms"],
         "test_queries": runs[0]["queries"],
         "routing": {

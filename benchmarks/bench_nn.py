@@ -67,7 +67,40 @@ def bench_embedding(encoder: LLMEncoder, repeats: int) -> dict[str, Any]:
     scores = (rng.random((N_LLMS, EVIDENCE)) < 0.6).astype(np.float32)  # (n_llms, K)
     own = [(vectors[i * EVIDENCE : (i + 1) * EVIDENCE], scores[i]) for i in range(N_LLMS)]
     shared_rows = [np.arange(EVIDENCE)] * N_LLMS
+
+    # ablation: an unpadded batch through the attention blocks with an all-True key mask (what
+    # `forward_projected` passes) and with none (SDPA's unmasked kernels)
+    batch_phi = torch.from_numpy(vectors[: 25 * EVIDENCE].reshape(25, EVIDENCE, QUERY_DIM))
+    batch_y = torch.from_numpy(scores[:25])
+    all_real = torch.ones(25, EVIDENCE, dtype=torch.bool)
+
+    def blocks(mask: torch.Tensor | None) -> torch.Tensor:
+        p, q = encoder.project_queries(batch_phi)
+        x = p + batch_y.unsqueeze(-1) * q
+        for block in encoder.blocks:
+            x = block(x, mask)
+        return encoder.head(encoder.pool(encoder.seed, x, mask).squeeze(1))
+
+    def bf16_shared() -> np.ndarray:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return embed_indexed(encoder, vectors, shared_rows, list(scores), batch_size=25)
+
+    exact = embed_indexed(encoder, vectors, shared_rows, list(scores), batch_size=25)
+    rounded = bf16_shared()
+    cosine = (exact * rounded).sum(1) / (
+        np.linalg.norm(exact, axis=1) * np.linalg.norm(rounded, axis=1)
+    )
+    with torch.inference_mode():
+        masked_difference = float((blocks(all_real) - blocks(None)).abs().max())
+        ablation = {
+            "embed_25x1024_masked_path_s": timed(lambda: blocks(all_real), repeats),
+            "embed_25x1024_unmasked_path_s": timed(lambda: blocks(None), repeats),
+        }
     return {
+        **ablation,
+        "embed_masked_vs_unmasked_max_abs_diff": masked_difference,
+        "embed_100x1024_shared_queries_bf16_autocast_s": timed(bf16_shared, repeats),
+        "embed_bf16_vs_fp32_min_cosine": float(cosine.min()),
         "embed_100x1024_own_queries_s": timed(
             lambda: embed_many(encoder, own, batch_size=25), repeats
         ),
@@ -182,6 +215,28 @@ def bench_attention(repeats: int) -> dict[str, Any]:
 
 
 def bench_training_step(steps: int) -> dict[str, Any]:
+    """A step with locus's AdamW, then with torch's (the same update; torch's first call
+    imports torch._dynamo, timed separately, and it may fuse the update with foreach kernels)."""
+    import locus.nn.training as training
+
+    ours = _training_step_seconds(steps)
+    started = time.perf_counter()
+    torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))])  # its one-off import, alone
+    first_torch_adamw = time.perf_counter() - started
+    original = training.AdamW
+    training.AdamW = torch.optim.AdamW  # type: ignore[assignment,misc]
+    try:
+        theirs = _training_step_seconds(steps)
+    finally:
+        training.AdamW = original  # type: ignore[misc]
+    return {
+        "train_step_32llms_A1024_T256_s": ours,
+        "train_step_32llms_A1024_T256_torch_adamw_s": theirs,
+        "torch_adamw_first_construction_s": first_torch_adamw,
+    }
+
+
+def _training_step_seconds(steps: int) -> tuple[float, float]:
     rng = np.random.default_rng(3)
     n_queries, n_llms = 6000, 64
     vectors = rng.normal(size=(n_queries, QUERY_DIM)).astype(np.float32)
@@ -194,7 +249,7 @@ def bench_training_step(steps: int) -> dict[str, Any]:
         progress=lambda step, total, info: stamps.append(time.perf_counter()),
     )  # fmt: skip
     per_step = np.diff(stamps)[:-1]  # drop step 1 (warm-up) and the last (it runs the final eval)
-    return {"train_step_32llms_A1024_T256_s": (float(np.median(per_step)), float(per_step.min()))}
+    return float(np.median(per_step)), float(per_step.min())
 
 
 def main() -> None:
