@@ -319,7 +319,9 @@ class Locus:
         """Each LLM's evidence quality (n_llms,): the smoothed logit of its mean score on the
         anchors it was embedded from at fit time (`locus.calibration.evidence_quality`); NaN for
         an LLM onboarded since, which the calibration reads through `quality` instead."""
-        return evidence_quality_of(self.metadata, self.pool_.llm_ids if llm_ids is None else llm_ids)
+        return evidence_quality_of(
+            self.metadata, self.pool_.llm_ids if llm_ids is None else llm_ids
+        )
 
     def quality(self, llm_ids: Sequence[str] | None = None) -> np.ndarray:
         """Each LLM's quality (n_llms,): its mean raw logit over the reference queries (a set

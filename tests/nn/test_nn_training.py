@@ -331,7 +331,7 @@ def test_max_evidence_caps_training_sets_and_becomes_the_evidence_bound(
 
 
 def test_listwise_loss_matches_a_per_query_softmax() -> None:
-    from locus.nn.training import _listwise_loss
+    from locus.nn.losses import listwise_loss
 
     rng = np.random.default_rng(3)
     n_llms, n_rows = 5, 9
@@ -341,7 +341,7 @@ def test_listwise_loss_matches_a_per_query_softmax() -> None:
     logits = torch.randn(n_llms, width, dtype=torch.float32)
     groups = [np.array([3, 0]), np.array([1, 4, 2])]
     ranked = [(group, logits[group]) for group in groups]
-    got = _listwise_loss(ranked, positions, scores, n_rows=n_rows, device=torch.device("cpu"))
+    got = listwise_loss(ranked, positions, scores, n_rows=n_rows, device=torch.device("cpu"))
 
     per_query = []
     for query in range(n_rows):
@@ -362,12 +362,12 @@ def test_listwise_loss_matches_a_per_query_softmax() -> None:
 
 
 def test_listwise_loss_is_zero_without_informative_queries() -> None:
-    from locus.nn.training import _listwise_loss
+    from locus.nn.losses import listwise_loss
 
     positions = [np.array([0, 1]), np.array([0, 1])]
     scores = [np.array([1.0, 0.0], np.float32), np.array([1.0, 0.0], np.float32)]
     logits = torch.randn(2, 2)
-    got = _listwise_loss(
+    got = listwise_loss(
         [(np.array([0, 1]), logits)], positions, scores, n_rows=2, device=torch.device("cpu")
     )
     assert float(got) == 0.0
@@ -398,14 +398,14 @@ def test_ranking_objective_trains_and_routes_the_specialists(
 
 
 def test_learning_rate_schedules() -> None:
-    from locus.nn.training import _lr_factor
+    from locus.nn.optim import lr_factor
 
     constant = TrainingConfig(max_steps=100, warmup_steps=4, lr_schedule="constant")
-    assert [_lr_factor(s, constant) for s in (1, 4, 5, 100)] == [0.2, 0.8, 1.0, 1.0]
+    assert [lr_factor(s, constant) for s in (1, 4, 5, 100)] == [0.2, 0.8, 1.0, 1.0]
     short = TrainingConfig(max_steps=3, warmup_steps=10, lr_schedule="constant")
-    assert [_lr_factor(s, short) for s in (1, 2, 3)] == [pytest.approx(1 / 3), 2 / 3, 1.0]
+    assert [lr_factor(s, short) for s in (1, 2, 3)] == [pytest.approx(1 / 3), 2 / 3, 1.0]
     cosine = TrainingConfig(max_steps=100, warmup_steps=0, lr_schedule="cosine")
-    factors = [_lr_factor(s, cosine) for s in range(1, 101)]
+    factors = [lr_factor(s, cosine) for s in range(1, 101)]
     assert factors[0] == pytest.approx(1.0, abs=1e-3)
     assert all(a > b for a, b in itertools.pairwise(factors))  # decays throughout
     assert 0.0 < factors[-1] < 1e-3

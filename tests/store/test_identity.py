@@ -365,16 +365,16 @@ def _rows(*cells: tuple[str, str, str, float]) -> list[dict[str, object]]:
 def test_checksums_are_cached_until_the_content_changes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import locus.store.scores as scores_module
+    import locus.store.checksums as checksums_module
 
     digests: list[int] = []
-    digest = scores_module._digest_content
+    digest = checksums_module._digest_content
 
     def counted(conn: object) -> dict[str, str]:
         digests.append(1)
         return digest(conn)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(scores_module, "_digest_content", counted)
+    monkeypatch.setattr(checksums_module, "_digest_content", counted)
     first_rows = _rows(("m1", "q1", "a", 1.0), ("m2", "q1", "a", 0.0))
     with Store.open(tmp_path / "ws") as store:
         store.write_batch(batch(first_rows, "s"), kind="table")

@@ -1,4 +1,4 @@
-"""AdamW for the LOCUS trainers, without importing torch's compiler stack.
+"""AdamW for the LOCUS trainers, without importing torch's compiler stack; the schedule.
 
 `torch.optim.Optimizer` wraps `add_param_group`, `zero_grad` and `step` in
 `torch._disable_dynamo`, whose first call imports `torch._dynamo` (sympy and the compiler):
@@ -16,7 +16,9 @@ from typing import Any
 
 import torch
 
-__all__ = ["AdamW"]
+from locus.nn.config import TrainingConfig
+
+__all__ = ["AdamW", "lr_factor"]
 
 
 class AdamW:
@@ -85,3 +87,14 @@ class AdamW:
                 square.mul_(beta2).addcmul_(grad, grad, value=1.0 - beta2)
                 denominator = (square.sqrt() / correction2_sqrt).add_(self.eps)
                 param.addcdiv_(mean, denominator, value=-lr / correction1)
+
+
+def lr_factor(step: int, config: TrainingConfig) -> float:
+    """Multiplier of the base learning rates at `step` (1-based): warm-up, then the schedule."""
+    warmup = min(config.warmup_steps, config.max_steps - 1)
+    if step <= warmup:
+        return step / (warmup + 1)
+    if config.lr_schedule == "cosine":
+        done = (step - warmup) / (config.max_steps - warmup + 1)
+        return 0.5 * (1.0 + math.cos(math.pi * done))
+    return 1.0

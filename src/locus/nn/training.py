@@ -24,8 +24,9 @@ Choices worth knowing:
 - LLMs in a step are sorted by evidence count and split into `micro_batches` groups, so short
   evidence sets are not padded to the longest; the loss is still the mean over all target cells.
 - Loss: BCE over the target cells; with `ranking_weight` > 0, plus a listwise softmax
-  cross-entropy across the step's LLMs on each target query they share (`_listwise_loss`), a
-  signal only in how LLMs compare on a query, which is what routing decides on.
+  cross-entropy across the step's LLMs on each target query they share
+  (`locus.nn.losses.listwise_loss`), a signal only in how LLMs compare on a query, which is
+  what routing decides on.
 - Learning rates: constant, or warm-up then cosine decay to zero at `max_steps`
   (`lr_schedule`); the optimiser is `locus.nn.optim.AdamW`, torch's update without its
   compiler import.
@@ -55,7 +56,8 @@ from locus.nn.checks import better, check_inputs, validation_metrics
 from locus.nn.config import TrainingConfig, build_networks
 from locus.nn.embedding import embed_indexed, embed_many, evaluating, pad_rows
 from locus.nn.encoder import LLMEncoder
-from locus.nn.optim import AdamW
+from locus.nn.losses import listwise_loss
+from locus.nn.optim import AdamW, lr_factor
 from locus.nn.predictor import CorrectnessPredictor
 
 __all__ = ["ProgressCallback", "TrainingResult", "train"]
@@ -218,7 +220,7 @@ def _train(
             llm_queue.extend(rng.permutation(n_llms).tolist())
         batch_llms = llm_queue[: min(config.llms_per_step, n_llms)]
         del llm_queue[: len(batch_llms)]
-        factor = _lr_factor(step, config)
+        factor = lr_factor(step, config)
         for group, base_lr in zip(optimizer.param_groups, base_lrs, strict=True):
             group["lr"] = base_lr * factor
 
@@ -292,17 +294,6 @@ def _train(
         best_step=best_step,
         config=config,
     )
-
-
-def _lr_factor(step: int, config: TrainingConfig) -> float:
-    """Multiplier of the base learning rates at `step` (1-based): warm-up, then the schedule."""
-    warmup = min(config.warmup_steps, config.max_steps - 1)
-    if step <= warmup:
-        return step / (warmup + 1)
-    if config.lr_schedule == "cosine":
-        done = (step - warmup) / (config.max_steps - warmup + 1)
-        return 0.5 * (1.0 + math.cos(math.pi * done))
-    return 1.0
 
 
 def _embed_pool(encoder: LLMEncoder, pool: _Pool) -> torch.Tensor:
@@ -390,7 +381,7 @@ def _training_step(
         target_scores = [
             table[rows, llm] for rows, llm in zip(target_rows, batch_llms, strict=True)
         ]
-        loss = loss + config.ranking_weight * _listwise_loss(
+        loss = loss + config.ranking_weight * listwise_loss(
             ranked, positions[n_batch:], target_scores, n_rows=len(unique), device=device
         )
     optimizer.zero_grad(set_to_none=True)
@@ -400,53 +391,3 @@ def _training_step(
     )
     optimizer.step()
     return float(loss.detach())
-
-
-def _listwise_loss(
-    ranked: list[tuple[NDArray[np.intp], torch.Tensor]],
-    target_positions: list[NDArray[np.intp]],
-    target_scores: list[NDArray[np.float32]],
-    n_rows: int,
-    device: torch.device,
-) -> torch.Tensor:
-    """Listwise softmax cross-entropy across LLMs, per target query that several LLMs share.
-
-    Args:
-        ranked: per micro-batch, (its LLMs as indices into the step's batch, logits (g, T)).
-        target_positions, target_scores: per LLM of the batch, its targets as rows of the step's
-            distinct queries (T_i,) and its scores on them (T_i,).
-        n_rows: number of distinct queries in the step.
-
-    Returns:
-        the mean over informative queries (two or more LLMs, not all scoring the same) of
-        -sum_j p_j log softmax(logits)_j, with p the LLMs' scores on the query normalised to
-        sum 1; zero when no query is informative.
-    """
-    n_batch = len(target_positions)
-    llm_index, query_index, cell_scores, cell_logits = [], [], [], []
-    for group, logits in ranked:
-        for row, llm in enumerate(group):
-            count = len(target_positions[llm])
-            llm_index.append(np.full(count, llm))
-            query_index.append(target_positions[llm])
-            cell_scores.append(target_scores[llm])
-            cell_logits.append(logits[row, :count])
-    llms = torch.from_numpy(np.concatenate(llm_index)).to(device)
-    queries = torch.from_numpy(np.concatenate(query_index)).to(device)
-    scores = torch.from_numpy(np.concatenate(cell_scores).astype(np.float32)).to(device)
-    observed = torch.zeros((n_batch, n_rows), dtype=torch.bool, device=device)
-    observed[llms, queries] = True
-    dense_logits = torch.full((n_batch, n_rows), -math.inf, device=device)
-    dense_logits = dense_logits.index_put((llms, queries), torch.cat(cell_logits))
-    dense_scores = torch.zeros((n_batch, n_rows), device=device)
-    dense_scores[llms, queries] = scores
-    high = dense_scores.masked_fill(~observed, -math.inf).amax(dim=0)
-    low = dense_scores.masked_fill(~observed, math.inf).amin(dim=0)
-    informative = (observed.sum(dim=0) >= 2) & (high > low)
-    if not bool(informative.any()):
-        return torch.zeros((), device=device)
-    seen = observed[:, informative]
-    target = dense_scores[:, informative] * seen
-    target = target / target.sum(dim=0, keepdim=True)
-    log_p = torch.log_softmax(dense_logits[:, informative], dim=0)
-    return -(torch.where(seen, target * log_p, 0.0)).sum(dim=0).mean()

@@ -1,4 +1,4 @@
-"""Reading scores: the score table, per-LLM summaries and costs, counts and content checksums.
+"""Reading scores: the score table, per-LLM summaries and costs, counts.
 
 One (LLM, query) may hold several scores: one per alias (two sources, or two ids of one text
 within a source). The rule everywhere here: the cell's score is the **mean** of its scores, its
@@ -7,20 +7,18 @@ cost the mean of the costs that are known; each cell counts once.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Connection, Select, func, select
+from sqlalchemy import Select, func, select
 
 from locus.data.table import ScoreTable
 from locus.errors import LocusNotFoundError
 from locus.store import schema
-from locus.store._core import DATA_VERSION, StoreCore
+from locus.store._core import StoreCore
 from locus.store.imports import LLM_METADATA
 
 __all__ = ["StoreScores"]
@@ -58,34 +56,6 @@ class StoreScores(StoreCore):
         ids of one text). All are kept; `score_table` gives their mean."""
         with self._read() as conn:
             return int(conn.execute(_disagreeing_cells()).scalar_one())
-
-    def checksums(self) -> dict[str, str]:
-        """sha256 of the content of the llms, queries and scores (timestamps excluded).
-
-        Two stores holding the same data have the same checksums, whatever order it came in.
-        "queries" digests each alias (source, query_id, text_hash, task, split), plus its
-        namespace where a query without text lives in another namespace than its source's;
-        "scores" digests (llm_id, source, query_id, text_hash, score, cost_usd, latency_ms) per
-        stored score. These are the rows of schema version 1, so a migrated store keeps its
-        checksums.
-
-        Digesting every score takes seconds on a large store, so the result is kept in the meta
-        table under a key of the store's `data_version` counter (raised by every write that may
-        change content) and its row counts and highest row ids (which also catch a writer that
-        does not raise the counter), and recomputed only when that key changes.
-        """
-        with self._read() as conn:
-            key = _content_key(conn)
-            cached = conn.execute(
-                select(schema.meta.c.value).where(schema.meta.c.key == _CHECKSUMS)
-            ).scalar()
-            if cached is not None:
-                entry = json.loads(cached)
-                if entry.get("key") == key:
-                    return dict(entry["checksums"])
-            out = _digest_content(conn)
-        self.set_meta(_CHECKSUMS, json.dumps({"key": key, "checksums": out}))
-        return out
 
     def sources(self) -> pd.DataFrame:
         """One row per source: name, kind, origin, first_imported_at, last_imported_at."""
@@ -257,56 +227,6 @@ def _cells() -> Select[Any]:
     )
 
 
-_CHECKSUMS = "content_checksums"
-
-
-def _content_key(conn: Connection) -> list[Any]:
-    """What the cached checksums are valid for: the data version, then per content table its
-    row count and highest id (for scores, the latest import time)."""
-    version = conn.execute(
-        select(schema.meta.c.value).where(schema.meta.c.key == DATA_VERSION)
-    ).scalar()
-    key: list[Any] = [version]
-    for table, column in (
-        (schema.llms, schema.llms.c.id),
-        (schema.queries, schema.queries.c.id),
-        (schema.query_aliases, schema.query_aliases.c.id),
-        (schema.scores, schema.scores.c.imported_at),
-    ):
-        count, highest = conn.execute(
-            select(func.count(), func.max(column)).select_from(table)
-        ).one()
-        key += [int(count), None if highest is None else str(highest)]
-    return key
-
-
-def _digest_content(conn: Connection) -> dict[str, str]:
-    a, q, s, m = schema.query_aliases.c, schema.queries.c, schema.scores.c, schema.llms.c
-    statements: dict[str, Select[Any]] = {
-        "llms": select(m.llm_id, *[m[c] for c in LLM_METADATA]).order_by(m.llm_id),
-        "queries": select(a.source, a.query_id, a.text_hash, a.task, a.split, q.query_key)
-        .join(schema.queries, q.id == a.query)
-        .order_by(a.source, a.query_id, a.text_hash),
-        "scores": select(
-            m.llm_id, a.source, a.query_id, a.text_hash, s.score, s.cost_usd, s.latency_ms
-        )
-        .join(schema.llms, m.id == s.llm)
-        .join(schema.query_aliases, a.id == s.alias)
-        .order_by(m.llm_id, a.source, a.query_id, a.text_hash),
-    }
-    out = {}
-    for name, stmt in statements.items():
-        digest = hashlib.sha256()
-        for row in conn.execute(stmt):
-            values = list(row)
-            if name == "queries":
-                values = _alias_content(values)
-            digest.update(json.dumps(values, default=str).encode())
-            digest.update(b"\n")
-        out[name] = digest.hexdigest()
-    return out
-
-
 def _disagreeing_cells() -> Select[Any]:
     """count of (LLM, query) whose scores differ; only queries with several aliases can."""
     a, s = schema.query_aliases.c, schema.scores.c
@@ -320,15 +240,6 @@ def _disagreeing_cells() -> Select[Any]:
         .subquery("disagreeing")
     )
     return select(func.count()).select_from(cells)
-
-
-def _alias_content(values: list[object]) -> list[object]:
-    """(source, query_id, text_hash, task, split, query_key) -> the checksummed alias row."""
-    source, query_id, text_hash, task, split, query_key = values
-    row = [source, query_id, text_hash, task, split]
-    if not text_hash and query_key != schema.query_identity("", str(source), str(query_id)):
-        row.append(json.loads(str(query_key))[0])
-    return row
 
 
 def _build_table(

@@ -46,6 +46,7 @@ from locus.store._core import (
 )
 from locus.store.artifacts import StoreArtifacts
 from locus.store.catalog import StoreCatalog
+from locus.store.checksums import StoreChecksums
 from locus.store.database import database_cache_dir, database_engine, is_database_url
 from locus.store.embeddings import StoreEmbeddings
 from locus.store.imports import ImportReport, StoreImports
@@ -69,6 +70,7 @@ logger = logging.getLogger("locus.store")
 class Store(
     StoreImports,
     StoreScores,
+    StoreChecksums,
     StoreVectors,
     StoreEmbeddings,
     StoreCatalog,
