@@ -107,6 +107,10 @@ class KNNRouter(BaselineRouter):
             for rows, columns, values in groups:
                 top = min(max(ks), len(rows))
                 near_similarity = similarity[:, rows]  # (b, n_rows)
+                if len(ks) == 1:  # routing: the k nearest as a set, no order needed
+                    near = np.argpartition(-near_similarity, top - 1, axis=1)[:, :top]
+                    outs[0][block, columns] = values[near].mean(axis=1)
+                    continue
                 if top < len(rows):
                     near = np.argpartition(-near_similarity, top - 1, axis=1)[:, :top]  # (b, top)
                 else:
