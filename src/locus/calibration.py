@@ -50,6 +50,7 @@ __all__ = [
     "evidence_quality",
     "evidence_quality_of",
     "fit_calibration",
+    "fit_time_means",
     "sigmoid",
 ]
 
@@ -166,14 +167,20 @@ def evidence_quality(means: NDArray[Any], counts: NDArray[Any]) -> NDArray[np.fl
 EVIDENCE_MEANS = "evidence_means"  # metadata key: {llm_id: [mean score, count]} at fit time
 
 
-def evidence_quality_of(metadata: Mapping[str, Any], llm_ids: Sequence[str]) -> NDArray[Any]:
-    """`evidence_quality` (n_llms,) of `llm_ids` from an artifact's metadata, whose
-    `evidence_means` holds each fit-time LLM's mean score on its anchors and their count; NaN
-    for an LLM it does not hold (onboarded since the fit)."""
+def fit_time_means(metadata: Mapping[str, Any]) -> dict[str, tuple[float, int]]:
+    """{llm_id: (mean score, count)} an artifact's metadata keeps for its fit-time LLMs."""
     known = metadata.get(EVIDENCE_MEANS) or {}
-    means = np.array([known[llm][0] if llm in known else np.nan for llm in llm_ids], np.float64)
-    counts = np.array([known[llm][1] if llm in known else 1 for llm in llm_ids], np.float64)
-    return evidence_quality(means, counts)
+    return {str(llm): (float(m), int(n)) for llm, (m, n) in known.items()}
+
+
+def evidence_quality_of(
+    means: Mapping[str, Sequence[float]], llm_ids: Sequence[str]
+) -> NDArray[Any]:
+    """`evidence_quality` (n_llms,) of `llm_ids` from {llm_id: (mean score, count)} (a pool's
+    `evidence_means`, or `fit_time_means`); NaN for an LLM it does not hold."""
+    mean = np.array([means[llm][0] if llm in means else np.nan for llm in llm_ids], np.float64)
+    count = np.array([means[llm][1] if llm in means else 1 for llm in llm_ids], np.float64)
+    return evidence_quality(mean, count)
 
 
 def fit_calibration(

@@ -30,6 +30,7 @@ from locus.calibration import (
     Calibration,
     evidence_quality_of,
     fit_calibration,
+    fit_time_means,
     sigmoid,
 )
 from locus.data.table import ScoreTable
@@ -135,10 +136,18 @@ class Locus:
         )
         self.encoder_ = result.encoder
         self.predictor_ = result.predictor
+        means = {
+            llm_id: (float(np.nanmean(table.scores[rows, j])), len(rows))
+            for j, (llm_id, rows) in enumerate(
+                zip(table.llm_ids, result.anchor_query_idx, strict=True)
+            )
+            if len(rows)
+        }
         self.pool_ = LLMPool(
             table.llm_ids,
             np.asarray(result.llm_embeddings, dtype=np.float32),
             [len(a) for a in result.anchor_query_idx],
+            evidence_means=means,
         )
         self.anchors_ = {
             llm_id: [table.text_hashes[int(i)] for i in rows]
@@ -152,13 +161,7 @@ class Locus:
         # names this fit: a workspace's pool rows count for this artifact only if written for it
         self.metadata = {**self.metadata, "fit_id": uuid.uuid4().hex}
         self.metadata.pop("calibration", None)
-        self.metadata[EVIDENCE_MEANS] = {
-            llm_id: [float(np.nanmean(table.scores[rows, j])), len(rows)]
-            for j, (llm_id, rows) in enumerate(
-                zip(table.llm_ids, result.anchor_query_idx, strict=True)
-            )
-            if len(rows)
-        }
+        self.metadata[EVIDENCE_MEANS] = {llm: [m, n] for llm, (m, n) in means.items()}
         trained_on = np.asarray(train_rows, dtype=np.int64)
         self.reference_queries_ = (
             vectors[reference_rows(trained_on, self.config.seed)] if len(trained_on) else None
@@ -223,7 +226,7 @@ class Locus:
         there. Returns the new embedding (d,).
         """
         vector = self.embed(query_vectors, scores)
-        self.pool_.upsert(llm_id, vector, len(scores))
+        self.pool_.upsert(llm_id, vector, len(scores), float(np.mean(scores)))
         return vector
 
     def set_embeddings(
@@ -231,15 +234,25 @@ class Locus:
         llm_ids: Sequence[str],
         embeddings: NDArray[np.float32],
         evidence_counts: Sequence[int],
+        evidence_means: Sequence[float | None] | None = None,
     ) -> None:
-        """Replace the pool: (n, d) embeddings computed earlier (written through when bound)."""
+        """Replace the pool: (n, d) embeddings computed earlier (written through when bound);
+        `evidence_means`: each LLM's mean score on its evidence (None: unknown; without the
+        argument, those known for LLMs that stay are kept)."""
         self._check_fitted()
         array = np.asarray(embeddings, dtype=np.float32)
         if array.shape != (len(llm_ids), self.encoder_.dim):
             raise LocusInputError(
                 f"embeddings must be ({len(llm_ids)}, {self.encoder_.dim}), found {array.shape}"
             )
-        self.pool_.replace_all(llm_ids, array, evidence_counts)
+        means = None
+        if evidence_means is not None:
+            means = {
+                llm: (float(mean), int(count))
+                for llm, mean, count in zip(llm_ids, evidence_means, evidence_counts, strict=True)
+                if mean is not None
+            }
+        self.pool_.replace_all(llm_ids, array, evidence_counts, means)
 
     def refresh(self) -> None:
         """Re-read the workspace's pool (LLMs onboarded by other processes since loading)."""
@@ -317,11 +330,11 @@ class Locus:
 
     def evidence_quality(self, llm_ids: Sequence[str] | None = None) -> np.ndarray:
         """Each LLM's evidence quality (n_llms,): the smoothed logit of its mean score on the
-        anchors it was embedded from at fit time (`locus.calibration.evidence_quality`); NaN for
-        an LLM onboarded since, which the calibration reads through `quality` instead."""
-        return evidence_quality_of(
-            self.metadata, self.pool_.llm_ids if llm_ids is None else llm_ids
-        )
+        evidence its embedding was computed from (its anchors at fit time, the scores it was
+        onboarded from since; `locus.calibration.evidence_quality`); NaN where the pool does
+        not know it, which the calibration reads through `quality` instead."""
+        ids = self.pool_.llm_ids if llm_ids is None else llm_ids
+        return evidence_quality_of(self.pool_.evidence_means, ids)
 
     def quality(self, llm_ids: Sequence[str] | None = None) -> np.ndarray:
         """Each LLM's quality (n_llms,): its mean raw logit over the reference queries (a set
@@ -428,7 +441,10 @@ class Locus:
         model.encoder_ = artifact.encoder
         model.predictor_ = artifact.predictor
         model._snapshot = LLMPool(
-            artifact.llm_ids, artifact.llm_embeddings, artifact.evidence_counts
+            artifact.llm_ids,
+            artifact.llm_embeddings,
+            artifact.evidence_counts,
+            evidence_means=fit_time_means(artifact.metadata),
         )
         model.anchors_ = artifact.anchors
         model.history_ = artifact.history

@@ -17,7 +17,7 @@ it there, in one transaction per change. See docs/architecture.md, "artifact and
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -42,6 +42,8 @@ class LLMPool:
         evidence_counts: (n_llms,) scores each embedding was computed from.
         store, artifact: bind the pool to a workspace: every change is written to `store`
             under the artifact name `artifact`.
+        evidence_means: {llm_id: (mean score, count)} of the evidence each embedding came
+            from, where known (the calibration's evidence quality); kept with the embeddings.
     """
 
     def __init__(
@@ -52,11 +54,13 @@ class LLMPool:
         *,
         store: Store | None = None,
         artifact: str | None = None,
+        evidence_means: Mapping[str, tuple[float, int]] | None = None,
     ) -> None:
         if (store is None) != (artifact is None):
             raise LocusInputError("a pool bound to a workspace needs both store and artifact")
         self._store = store
         self.artifact = artifact
+        self.evidence_means: dict[str, tuple[float, int]] = dict(evidence_means or {})
         self._set(llm_ids, embeddings, evidence_counts)
 
     def _set(
@@ -119,12 +123,15 @@ class LLMPool:
                 self.artifact,
             )
             self._set(snapshot.llm_ids, snapshot.embeddings, snapshot.evidence_counts)
+            self.evidence_means = dict(snapshot.evidence_means)
             self._stale = True
             return
         ids, vectors, counts = self._store.embeddings(self.artifact)
+        stored_means = self._store.evidence_means(self.artifact)
         if snapshot is None or len(snapshot) == 0:
             if ids:
                 self._set(ids, vectors, counts)
+                self.evidence_means = {k: v for k, v in stored_means.items() if k in ids}
             return
         stored = {llm: i for i, llm in enumerate(ids)}
         if ids and vectors.shape[1] != snapshot.dim:
@@ -135,13 +142,19 @@ class LLMPool:
         merged_ids = list(snapshot.llm_ids) + [llm for llm in ids if llm not in snapshot]
         merged = np.zeros((len(merged_ids), snapshot.dim), dtype=np.float32)
         merged_counts = np.zeros(len(merged_ids), dtype=np.int64)
+        means: dict[str, tuple[float, int]] = {}
         for row, llm in enumerate(merged_ids):
             if llm in stored:
                 merged[row], merged_counts[row] = vectors[stored[llm]], counts[stored[llm]]
+                found = stored_means.get(llm)
             else:
                 merged[row] = snapshot.embeddings[snapshot.index(llm)]
                 merged_counts[row] = snapshot.evidence_counts[snapshot.index(llm)]
+                found = snapshot.evidence_means.get(llm)
+            if found is not None:
+                means[llm] = found
         self._set(merged_ids, merged, merged_counts)
+        self.evidence_means = means
 
     def refresh(self, snapshot: LLMPool | None = None) -> None:
         """Re-read a bound pool from its workspace (changes made by other processes)."""
@@ -180,12 +193,17 @@ class LLMPool:
         return self.embeddings[[self.index(llm) for llm in llm_ids]]
 
     def upsert(
-        self, llm_id: str, vector: ArrayLike, evidence_count: int
+        self,
+        llm_id: str,
+        vector: ArrayLike,
+        evidence_count: int,
+        evidence_mean: float | None = None,
     ) -> NDArray[np.float32] | None:
         """Add or replace one LLM's embedding (d,); returns its previous embedding, if any.
 
-        Other LLMs do not move. A bound pool writes the change to its workspace first, so a
-        failed write leaves memory and store as they were.
+        `evidence_mean`: the LLM's mean score on that evidence (None: unknown; an old one is
+        dropped). Other LLMs do not move. A bound pool writes the change to its workspace
+        first, so a failed write leaves memory and store as they were.
         """
         array = np.asarray(vector, dtype=np.float32).reshape(-1)
         if len(self) and array.shape != (self.dim,):
@@ -200,7 +218,12 @@ class LLMPool:
                 [int(evidence_count)],
                 only=True,
                 register=True,
+                evidence_means=[evidence_mean],
             )
+        if evidence_mean is None:
+            self.evidence_means.pop(llm_id, None)
+        else:
+            self.evidence_means[llm_id] = (float(evidence_mean), int(evidence_count))
         if llm_id in self._index:
             row = self._index[llm_id]
             previous = self.embeddings[row].copy()
@@ -219,22 +242,30 @@ class LLMPool:
         llm_ids: Sequence[str],
         embeddings: ArrayLike,
         evidence_counts: Sequence[int] | NDArray[np.integer],
+        evidence_means: Mapping[str, tuple[float, int]] | None = None,
     ) -> None:
-        """Make the pool exactly these LLMs (after a fit); a bound pool writes them whole."""
+        """Make the pool exactly these LLMs (after a fit); a bound pool writes them whole.
+        `evidence_means` as in the constructor (None: keep those of LLMs that stay)."""
         previous = (self.llm_ids, self.embeddings, self.evidence_counts)
+        previous_means = self.evidence_means
         self._set(llm_ids, embeddings, evidence_counts)
+        kept = previous_means if evidence_means is None else evidence_means
+        self.evidence_means = {k: v for k, v in kept.items() if k in self._index}
         try:
             self._write_whole()
         except Exception:
             self._set(*previous)
+            self.evidence_means = previous_means
             raise
 
     def _write_whole(self) -> None:
         if self._store is None or self.artifact is None:
             return
+        means = [self.evidence_means.get(llm, (None, 0))[0] for llm in self.llm_ids]
         self._store.replace_embeddings(
-            self.artifact, self.llm_ids, self.embeddings, self.evidence_counts
-        )
+            self.artifact, self.llm_ids, self.embeddings, self.evidence_counts,
+            evidence_means=means,
+        )  # fmt: skip
         if self._fit_id is not None:
             self._store.set_meta(_fit_key(self.artifact), self._fit_id)
         self._stale = False

@@ -155,9 +155,12 @@ def test_locus_is_mixed_with_the_artifacts_knn_router(workspace: Path, tmp_path:
         proba = router.predict_proba(phi)
         facade = model.predict_proba(phi, list(router.llm_ids))
         column = list(router.llm_ids).index("law-3")
-        # an LLM onboarded since the fit has LOCUS's P(correct) alone, its quality read by the
-        # network (no evidence quality of its own), on both paths
-        assert np.isnan(model.evidence_quality(["law-3"])).all()
+        # an LLM onboarded since the fit has LOCUS's P(correct) alone, with the evidence quality
+        # of the scores it was onboarded from, kept in the workspace for every process
+        mean, count = store.evidence_means("default")["law-3"]
+        assert count > 0 and 0.0 <= mean <= 1.0
+        assert router.pool.evidence_means["law-3"] == (mean, count)
+        assert np.isfinite(model.evidence_quality(["law-3"])).all()
         np.testing.assert_allclose(proba[:, column], facade[:, column], atol=1e-5)
         assert not np.allclose(proba, facade, atol=1e-3)
     # an artifact whose kNN part went missing is refused with a clear error

@@ -80,19 +80,21 @@ def _onboarded(
     data: WorkspaceTable,
     held: list[int],
     evidence: dict[int, np.ndarray],
-    base_pool: tuple[list[str], np.ndarray, list[int]] | None,
+    base_pool: tuple[list[str], np.ndarray, list[int], list[float | None]] | None,
 ) -> Router:
     """`router` with every held-out LLM onboarded from its evidence rows: LOCUS's pool is
-    reset to `base_pool` (the fit's LLMs) plus the new embeddings; a baseline is copied."""
+    reset to `base_pool` (the fit's LLMs) plus the new embeddings, each with its evidence's
+    mean score (as `locus embed` keeps it); a baseline is copied."""
     vectors, scores = data.vectors, data.table.scores
     if base_pool is not None:
         model = router.model  # type: ignore[attr-defined]
-        ids, embeddings, counts = base_pool
+        ids, embeddings, counts, means = base_pool
         new = model.embed_many([(vectors[evidence[c]], scores[evidence[c], c]) for c in held])
         model.set_embeddings(
             ids + [data.table.llm_ids[c] for c in held],
             np.vstack([embeddings, new]),
             counts + [len(evidence[c]) for c in held],
+            means + [float(np.mean(scores[evidence[c], c])) for c in held],
         )
         return router
     copied = copy.deepcopy(router)
@@ -170,8 +172,10 @@ def run_onboarding(
                 base_pool = None
                 if method == "locus":
                     model = router.model  # type: ignore[attr-defined]
+                    known = model.pool_.evidence_means
                     base_pool = (list(model.llm_ids_), model.llm_embeddings_.copy(),
-                                 [int(n) for n in model.evidence_counts_])  # fmt: skip
+                                 [int(n) for n in model.evidence_counts_],
+                                 [known.get(i, (None, 0))[0] for i in model.llm_ids_])  # fmt: skip
                 for size, label in zip(sizes, labels, strict=True):
                     t = time.perf_counter()
                     onboarded = _onboarded(router, pool, held, evidence[size], base_pool)

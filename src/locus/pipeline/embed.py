@@ -87,7 +87,7 @@ def embed_workspace_llms(
         started = time.perf_counter()
         vector = model.embed(vectors, scores)
         seconds = time.perf_counter() - started
-        previous = model.pool_.upsert(llm_id, vector, count)
+        previous = model.pool_.upsert(llm_id, vector, count, float(np.mean(scores)))
         moved = cosine = None
         if previous is not None:
             moved = float(np.linalg.norm(previous - vector))

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from locus.calibration import evidence_quality_of
+from locus.calibration import evidence_quality_of, fit_time_means
 from locus.data.text import text_hash
 from locus.errors import LocusInputError, LocusNotFoundError
 from locus.inference import check_same_encoder, read_for_routing
@@ -76,7 +76,12 @@ class WorkspaceRouter(Router):
         check_same_encoder(folder.name, routing.text_encoder_name, store.text_encoder)
         self.predictor = routing.predictor
         self.text_encoder_name = routing.text_encoder_name
-        self._snapshot = LLMPool(routing.llm_ids, routing.llm_embeddings, routing.evidence_counts)
+        self._snapshot = LLMPool(
+            routing.llm_ids,
+            routing.llm_embeddings,
+            routing.evidence_counts,
+            evidence_means=fit_time_means(routing.metadata),
+        )
         fit_id = routing.metadata.get("fit_id")
         self.pool = LLMPool.from_store(
             store, folder.name, self._snapshot, fit_id=None if fit_id is None else str(fit_id)
@@ -127,7 +132,9 @@ class WorkspaceRouter(Router):
         fitted on; an LLM onboarded since has LOCUS's alone until the next fit)."""
         vectors = np.asarray(query_vectors, dtype=np.float32)
         proba = self.predictor.predict_proba(
-            self.pool.embeddings, vectors, evidence_quality_of(self.metadata, self.pool.llm_ids)
+            self.pool.embeddings,
+            vectors,
+            evidence_quality_of(self.pool.evidence_means, self.pool.llm_ids),
         )
         if self._knn is None or self.ensemble_weight is None:
             return proba

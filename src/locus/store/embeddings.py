@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import numpy as np
@@ -26,8 +27,13 @@ class StoreEmbeddings(StoreCore):
         *,
         only: bool = False,
         register: bool = False,
+        evidence_means: Sequence[float | None] | None = None,
     ) -> None:
         """Store LLM embeddings (n, dim) of `artifact` in one transaction.
+
+        `evidence_means` (one per LLM, None where unknown) are the LLMs' mean scores on the
+        evidence each embedding was computed from (the calibration's evidence quality), kept
+        in the meta table beside the rows; an LLM written without one loses its old one.
 
         With `only=False` the artifact's stored set becomes exactly these LLMs (after a fit);
         with `only=True` just these LLMs are inserted or updated (onboarding). With
@@ -83,7 +89,18 @@ class StoreEmbeddings(StoreCore):
             )
             if rows:
                 conn.execute(stmt, rows)
+            _write_means(conn, artifact, llm_ids, evidence_counts, evidence_means, only)
             _bump_version(conn, artifact)
+
+    def evidence_means(self, artifact: str) -> dict[str, tuple[float, int]]:
+        """{llm_id: (mean score, count)} of the evidence `artifact`'s stored embeddings were
+        computed from, where it was recorded."""
+        value = self.get_meta(_means_key(artifact))
+        return (
+            {}
+            if value is None
+            else {k: (float(m), int(n)) for k, (m, n) in json.loads(value).items()}
+        )
 
     def embeddings_version(self, artifact: str) -> int:
         """A counter raised by every write of `artifact`'s embeddings: a process that routes
@@ -107,6 +124,35 @@ class StoreEmbeddings(StoreCore):
             return [], np.zeros((0, 0), dtype=np.float32), []
         vectors = np.stack([np.frombuffer(blob, dtype="<f4") for _, _, blob in rows])
         return [r[0] for r in rows], vectors.astype(np.float32), [int(r[1]) for r in rows]
+
+
+def _means_key(artifact: str) -> str:
+    return f"evidence_means:{artifact}"
+
+
+def _write_means(
+    conn: Connection,
+    artifact: str,
+    llm_ids: Sequence[str],
+    counts: Sequence[int] | np.ndarray,
+    means: Sequence[float | None] | None,
+    only: bool,
+) -> None:
+    """Update the `evidence_means` meta entry of `artifact` in the writing transaction."""
+    m = schema.meta.c
+    key = _means_key(artifact)
+    value = conn.execute(select(m.value).where(m.key == key)).scalar() if only else None
+    known: dict[str, list[float]] = {} if value is None else json.loads(value)
+    given = [None] * len(llm_ids) if means is None else list(means)
+    for llm, count, mean in zip(llm_ids, counts, given, strict=True):
+        if mean is None or not np.isfinite(mean):
+            known.pop(llm, None)
+        else:
+            known[llm] = [float(mean), int(count)]
+    stmt = upsert(conn, schema.meta).values(key=key, value=json.dumps(known, sort_keys=True))
+    conn.execute(
+        stmt.on_conflict_do_update(index_elements=["key"], set_={"value": stmt.excluded.value})
+    )
 
 
 def _version_key(artifact: str) -> str:
