@@ -19,10 +19,10 @@ logit of its mean score on the evidence it was embedded from), the map adds
 and the data chooses between the network's reading of quality and the evidence's own: on
 MMLU-Pro the fit puts quality_scale near 0 and evidence_scale near 1 (benchmarks/README.md, "A
 150-step schedule and evidence quality"). An LLM without an evidence quality (its pool
-entry lacks the mean: written by an earlier version) uses q_j in its place. Without qualities it is Platt scaling (logit' = scale x logit +
-shift), which keeps the ranking of cells. `fit_calibration` chooses
-the parameters by the lowest log-loss on validation cells (soft labels for graded scores);
-scales are >= 0.
+entry lacks the mean: written by an earlier version) uses q_j in its place. Without
+qualities it is Platt scaling (logit' = scale x logit + shift), which keeps the ranking of
+cells. `fit_calibration` chooses the parameters by the lowest log-loss on validation cells
+(soft labels for graded scores); scales are >= 0.
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
