@@ -80,6 +80,15 @@ class NetworkConfig:
         return cls(**_from_mapping(cls, values))
 
 
+# the values each string field of TrainingConfig accepts
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "evidence_from": ("anchors", "training"),
+    "lr_schedule": ("constant", "cosine"),
+    "select_on": ("routing", "log_loss", "final"),
+    "stop_on": ("routing", "log_loss"),
+}
+
+
 @dataclass(frozen=True)
 class TrainingConfig:
     """Every hyper-parameter of training, with the networks' shapes in `network`.
@@ -171,30 +180,17 @@ class TrainingConfig:
                 raise LocusInputError(
                     f"TrainingConfig.{name} must be >= 0; got {getattr(self, name)}"
                 )
-        if self.evidence_from not in ("anchors", "training"):
-            raise LocusInputError(
-                f"TrainingConfig.evidence_from must be 'anchors' or 'training'; got "
-                f"{self.evidence_from!r}"
-            )
-        if self.lr_schedule not in ("constant", "cosine"):
-            raise LocusInputError(
-                f"TrainingConfig.lr_schedule must be 'constant' or 'cosine'; got "
-                f"{self.lr_schedule!r}"
-            )
+        for name, allowed in _CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise LocusInputError(
+                    f"TrainingConfig.{name} must be one of {', '.join(map(repr, allowed))}; "
+                    f"got {getattr(self, name)!r}"
+                )
         if isinstance(self.warmup_steps, bool) or not (
             isinstance(self.warmup_steps, int) and self.warmup_steps >= 0
         ):
             raise LocusInputError(
                 f"TrainingConfig.warmup_steps must be an integer >= 0; got {self.warmup_steps!r}"
-            )
-        if self.select_on not in ("routing", "log_loss", "final"):
-            raise LocusInputError(
-                f"TrainingConfig.select_on must be 'routing', 'log_loss' or 'final'; got "
-                f"{self.select_on!r}"
-            )
-        if self.stop_on not in ("routing", "log_loss"):
-            raise LocusInputError(
-                f"TrainingConfig.stop_on must be 'routing' or 'log_loss'; got {self.stop_on!r}"
             )
         if self.max_evidence is not None and not (
             isinstance(self.max_evidence, int) and self.min_evidence <= self.max_evidence
