@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 import torch
 
+from locus.calibration import sigmoid
 from locus.errors import LocusArtifactError, LocusInputError
 from locus.inference import NumpyPredictor, read_for_routing
 from locus.nn import CorrectnessPredictor
 from locus.pipeline import fit_workspace
 from locus.routing import WorkspaceRouter
-from locus.routing.ensemble import mix
+from locus.routing.neighbours import KNNRouter
 from locus.store import Store
 from tests.nn.conftest import small_config
 from tests.planted_workspace import build_planted_workspace, planted_rows
@@ -85,11 +86,11 @@ def test_workspace_router_gives_the_facades_probabilities(workspace: Path) -> No
         model = load_workspace_locus(store)
         found = store.find_vectors(model.text_encoder_name_, _some_hashes(store))
         phi = np.stack(list(found.values()))
-        # the artifact mixes LOCUS with its kNN router; the numpy path gives the facade's part
-        assert router.ensemble_weight is not None and router._knn is not None
-        knn = np.asarray(router._knn.predict_proba(phi))
-        knn = knn[:, [list(router._knn.llm_ids).index(llm) for llm in model.llm_ids_]]
-        expected = mix(model.predict_proba(phi), knn, router.ensemble_weight)
+        # the artifact stacks LOCUS with its kNN router; the numpy path gives the facade's part
+        assert router.stack is not None and isinstance(router._knn, KNNRouter)
+        columns = [list(router._knn.llm_ids).index(llm) for llm in model.llm_ids_]
+        votes = [vote[:, columns] for vote in router._knn.predict_proba_at(phi, router.stack.ks)]
+        expected = sigmoid(router.stack.logits(model.predict_logits(phi), votes))
         np.testing.assert_allclose(router.predict_proba(phi), expected, atol=1e-5, rtol=0)
         assert list(router.llm_ids) == list(model.llm_ids_)
         # both apply the fit's calibration, fitted on the validation cells

@@ -247,20 +247,28 @@ class NumpyPredictor:
         out += self._b_out
         return out
 
+    def predict_logits(
+        self,
+        z: NDArray[np.float32],
+        phi: NDArray[np.float32],
+        evidence_quality: NDArray[Any] | None = None,
+    ) -> NDArray[Any]:
+        """Calibrated logits (n_queries, n_llms) of `score_matrix`; `evidence_quality`
+        (n_llms,; NaN where unknown) for a calibration that reads it
+        (`locus.calibration.evidence_quality_of` gives it from the artifact's metadata)."""
+        logits = self.score_matrix(z, phi)
+        if self.calibration.quality_scale is None:
+            return self.calibration.apply(logits)
+        return self.calibration.apply(logits, self.quality(z), evidence_quality)
+
     def predict_proba(
         self,
         z: NDArray[np.float32],
         phi: NDArray[np.float32],
         evidence_quality: NDArray[Any] | None = None,
     ) -> NDArray[Any]:
-        """P(correct) (n_queries, n_llms): the sigmoid of `score_matrix`, calibrated;
-        `evidence_quality` (n_llms,; NaN where unknown) for a calibration that reads it
-        (`locus.calibration.evidence_quality_of` gives it from the artifact's metadata)."""
-        logits = self.score_matrix(z, phi)
-        if self.calibration.quality_scale is None:
-            return sigmoid(self.calibration.apply(logits)).astype(np.float32)
-        calibrated = self.calibration.apply(logits, self.quality(z), evidence_quality)
-        return sigmoid(calibrated).astype(np.float32)
+        """P(correct) (n_queries, n_llms): the sigmoid of `predict_logits`."""
+        return sigmoid(self.predict_logits(z, phi, evidence_quality)).astype(np.float32)
 
     def quality(self, z: NDArray[np.float32]) -> NDArray[np.float32]:
         """Each LLM's mean logit over the reference queries (n_llms,), cached for the last

@@ -64,3 +64,59 @@ def test_a_damaged_ensemble_folder_is_a_clear_error(tmp_path) -> None:  # type: 
     (folder / "ensemble.json").write_text('{"format": "other", "weight": 0.5}')
     with pytest.raises(LocusArtifactError, match="expected 'locus-ensemble/1'"):
         load_router(folder)
+
+
+def _planted_cells(seed: int = 0, n: int = 3000, m: int = 5) -> dict[str, np.ndarray]:
+    """Scores of m LLMs on n queries from difficulty + quality + a per-(LLM, query) skill; a
+    "LOCUS" that knows difficulty and quality only, a "kNN" vote that knows the skill only."""
+    rng = np.random.default_rng(seed)
+    difficulty = rng.normal(0, 1.5, (n, 1))
+    quality = np.linspace(-0.5, 0.5, m)[None, :]
+    skill = rng.normal(0, 1.2, (n, m))
+    truth = (rng.random((n, m)) < 1 / (1 + np.exp(-(difficulty + quality + skill)))).astype(float)
+    locus = np.broadcast_to(difficulty + quality, (n, m)).copy()
+    vote = 1 / (1 + np.exp(-(skill + rng.normal(0, 0.5, (n, m)))))
+    return {"truth": truth, "locus": locus, "vote": vote, "noise": rng.uniform(0.2, 0.8, (n, m))}
+
+
+def test_the_stack_routes_by_the_vote_and_keeps_locus_for_difficulty() -> None:
+    from locus.metrics import routing_accuracy
+    from locus.routing.ensemble import Stack, fit_stack
+
+    train, test = _planted_cells(0), _planted_cells(1)
+    stack = fit_stack(train["locus"], [train["vote"]], train["truth"], ks=(50,))
+    level, deviation = stack.weights[0::2], stack.weights[1::2]
+    assert level[0] > 0.6  # LOCUS keeps the difficulty
+    assert deviation[1] > 0.5  # the vote decides which LLM suits the query
+    stacked = stack.logits(test["locus"], [test["vote"]])
+    alone = routing_accuracy(test["locus"], test["truth"])
+    assert routing_accuracy(stacked, test["truth"]) > alone + 0.05
+    # the vote alone lacks each LLM's quality, which LOCUS's deviation adds
+    assert routing_accuracy(stacked, test["truth"]) > routing_accuracy(test["vote"], test["truth"])
+    assert Stack.from_dict(stack.as_dict()) == stack
+    assert "knn50" in stack.describe()
+
+
+def test_a_vote_that_knows_nothing_leaves_the_stack_near_locus_alone() -> None:
+    from locus.routing.ensemble import fit_stack
+
+    cells = _planted_cells(2)
+    stack = fit_stack(cells["locus"], [cells["noise"]], cells["truth"], ks=(50,))
+    assert abs(stack.weights[3]) < 0.1 and abs(stack.weights[2]) < 0.2
+    assert stack.weights[0] > 0.6 and stack.weights[1] > 0.6
+
+
+def test_the_stack_checks_its_inputs() -> None:
+    from locus.routing.ensemble import Stack, fit_stack, knn_logits
+
+    cells = _planted_cells(3, n=50)
+    with pytest.raises(LocusInputError, match="one shape"):
+        fit_stack(cells["locus"], [cells["vote"][:, :2]], cells["truth"], ks=(50,))
+    with pytest.raises(LocusInputError, match="one shape"):
+        fit_stack(cells["locus"], [cells["vote"]], cells["truth"], ks=(50, 500))
+    with pytest.raises(LocusInputError, match="no scored cell"):
+        fit_stack(cells["locus"], [cells["vote"]], np.full((50, 5), np.nan), ks=(50,))
+    with pytest.raises(LocusInputError, match="needs 4 weights"):
+        Stack(ks=(50,), weights=(1.0, 1.0), bias=0.0)
+    # a unanimous vote stays finite: one pseudo-success and one pseudo-failure
+    np.testing.assert_allclose(knn_logits(np.array([0.0, 1.0]), 8), [-np.log(9), np.log(9)])

@@ -146,7 +146,7 @@ def test_locus_is_mixed_with_the_artifacts_knn_router(workspace: Path, tmp_path:
     with Store.open(workspace) as store:
         router = WorkspaceRouter(store, text_encoder=HashingEncoder(ENCODER_DIM))
         assert router.metadata["ensemble"]["router"] == "knn"
-        assert 0.0 <= router.ensemble_weight <= 1.0
+        assert router.stack is not None and router.ensemble_weight is None
         assert "law-3" not in router._knn.llm_ids  # kept out of training, so out of kNN too
         embed_workspace_llms(store, ["law-3"])
         router.refresh()
@@ -171,6 +171,36 @@ def test_locus_is_mixed_with_the_artifacts_knn_router(workspace: Path, tmp_path:
         WorkspaceRouter(store)
 
 
+def test_an_artifact_of_an_earlier_version_still_mixes_probabilities(
+    workspace: Path, tmp_path: Path
+) -> None:
+    import json
+    import shutil
+
+    from locus.pipeline import load_workspace_locus
+    from locus.routing.ensemble import mix
+
+    copy = tmp_path / "ws"
+    shutil.copytree(workspace, copy)
+    config_file = copy / "artifacts" / "default" / "config.json"
+    config = json.loads(config_file.read_text())
+    ensemble = config["metadata"]["ensemble"]
+    del ensemble["stack"]
+    ensemble["weight"] = 0.3  # what `locus fit` wrote before the stack
+    config_file.write_text(json.dumps(config))
+    with Store.open(copy) as store:
+        router = WorkspaceRouter(store, text_encoder=HashingEncoder(ENCODER_DIM))
+        assert router.stack is None and router.ensemble_weight == 0.3
+        phi = router.vectors_for(["court jury verdict appeal", "integral derivative limit"])
+        knn = np.asarray(router._knn.predict_proba(phi))
+        expected = load_workspace_locus(store).predict_proba(phi, list(router.llm_ids))
+        for column, llm in enumerate(router.llm_ids):  # an LLM onboarded since: LOCUS alone
+            if llm in router._knn.llm_ids:
+                vote = knn[:, list(router._knn.llm_ids).index(llm)]
+                expected[:, column] = mix(expected[:, column], vote, 0.3)
+        np.testing.assert_allclose(router.predict_proba(phi), expected, atol=1e-5)
+
+
 def test_without_the_ensemble_the_router_is_locus_alone(tmp_path: Path) -> None:
     from locus.pipeline import load_workspace_locus
 
@@ -178,7 +208,7 @@ def test_without_the_ensemble_the_router_is_locus_alone(tmp_path: Path) -> None:
     with Store.open(path) as store:
         fit_workspace(store, small_config(max_steps=40), ensemble=False)
         router = WorkspaceRouter(store)
-        assert router.ensemble_weight is None and "ensemble" not in router.metadata
+        assert router.stack is None and "ensemble" not in router.metadata
         assert not (path / "artifacts" / "default" / "knn").exists()
         phi = router.vectors_for(["court jury verdict appeal"])
         np.testing.assert_allclose(

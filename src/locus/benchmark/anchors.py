@@ -45,8 +45,8 @@ from locus.metrics import (
     routing_choices,
 )
 from locus.pipeline import WorkspaceTable
-from locus.routing import PerTaskRouter, Router
-from locus.routing.ensemble import choose_weight, mix
+from locus.routing import KNNRouter, PerTaskRouter, Router
+from locus.routing.ensemble import STACK_KS, choose_weight, fit_stack, mix
 from locus.routing.guard import fit_guard, guarded_proba
 
 __all__ = ["DEFAULT_EVIDENCE", "evidence_fold", "fitted_proba", "run_anchors"]
@@ -142,6 +142,8 @@ def fitted_proba(
         wanted = tuple(dict.fromkeys(("val", *splits)))
         a, a_cached = fitted_proba(first, fold, size, data, splits=wanted,
                                    locus_settings=locus_settings, cache_dir=cache_dir)  # fmt: skip
+        if (first, second) == ("locus", "knn"):  # what `locus fit` keeps: the stack
+            return _stacked(a, fold, data, wanted, splits, cache_dir), a_cached
         b, b_cached = fitted_proba(second, fold, size, data, splits=wanted,
                                    locus_settings=locus_settings, cache_dir=cache_dir)  # fmt: skip
         weight = choose_weight(a["val"], b["val"], data.table.scores[data.rows("val")])
@@ -167,6 +169,31 @@ def fitted_proba(
             logits = router.model.predict_logits(data.vectors[rows], calibrated=False)  # type: ignore[attr-defined]
             out[f"{split}_uncalibrated"] = sigmoid(logits)
     return out, cached
+
+
+def _stacked(
+    locus: dict[str, np.ndarray],
+    fold: Fold,
+    data: WorkspaceTable,
+    wanted: Sequence[str],
+    splits: Sequence[str],
+    cache_dir: Path | None,
+) -> dict[str, np.ndarray]:
+    """LOCUS's P(correct) `locus` (for every split of `wanted`) stacked with the votes of a kNN
+    router fitted on the fold at `STACK_KS`, the stack fitted on validation as `locus fit`
+    does (`locus.routing.ensemble.fit_stack`)."""
+    knn, _ = fit_method("knn", fold, cache_dir=cache_dir)
+    assert isinstance(knn, KNNRouter)
+    columns = [list(knn.llm_ids).index(llm) for llm in fold.table.llm_ids]
+
+    def parts(split: str) -> tuple[np.ndarray, list[np.ndarray]]:
+        votes = knn.predict_proba_at(data.vectors[data.rows(split)], STACK_KS)
+        p = np.clip(locus[split], 1e-7, 1 - 1e-7)
+        return np.log(p) - np.log1p(-p), [vote[:, columns] for vote in votes]
+
+    by_split = {split: parts(split) for split in wanted}
+    stack = fit_stack(*by_split["val"], data.table.scores[data.rows("val")], STACK_KS)
+    return {split: sigmoid(stack.logits(*by_split[split])) for split in splits}
 
 
 def _uncalibrated(proba: dict[str, np.ndarray], truth: np.ndarray) -> dict[str, float]:

@@ -107,10 +107,14 @@ def fit_command(
     )
     if report.calibration is not None:
         stdout_console().print(calibration_line(report.calibration), markup=False)
-    if report.ensemble is not None:
+    if report.ensemble is not None and report.ensemble.get("stack"):
+        from locus.routing.ensemble import Stack
+
+        stack = Stack.from_dict(report.ensemble["stack"])
         stdout_console().print(
-            f"mixed with a kNN router (k = {report.ensemble['k']}) over the training scores: "
-            f"LOCUS's weight {report.ensemble['weight']:.1f}, chosen on validation log-loss",
+            f"stacked with kNN votes over the {' and '.join(map(str, stack.ks))} nearest "
+            f"training queries, weights on which LLM suits a query / on its difficulty, chosen "
+            f"on validation log-loss: {stack.describe()}",
             markup=False,
         )
     if report.guard is not None:

@@ -16,14 +16,14 @@ from typing import Any
 import numpy as np
 
 from locus import metrics
-from locus.calibration import Calibration
+from locus.calibration import Calibration, sigmoid
 from locus.data.table import ScoreTable
 from locus.errors import LocusNotFoundError
 from locus.locus import Locus
 from locus.nn.config import TrainingConfig
 from locus.nn.training import ProgressCallback
 from locus.pipeline.data import workspace_table
-from locus.routing.ensemble import ENSEMBLE_FOLDER, choose_weight, mix
+from locus.routing.ensemble import ENSEMBLE_FOLDER, STACK_KS, fit_stack
 from locus.routing.evidence import Evidence
 from locus.routing.guard import Guard, fit_guard
 from locus.routing.neighbours import KNNRouter
@@ -118,10 +118,11 @@ def fit_workspace(
     train_rows, val_rows = data.rows("train"), data.rows("val")
     knn, val_proba = None, None
     if (~np.isnan(table.scores[val_rows])).any():
-        val_proba = model.predict_proba(data.vectors[val_rows], list(table.llm_ids))
+        val_logits = model.predict_logits(data.vectors[val_rows], list(table.llm_ids))
+        val_proba = sigmoid(val_logits)
         if ensemble:
             knn, val_proba = _fit_ensemble(
-                model, table, data.vectors, train_rows, val_rows, val_proba
+                model, table, data.vectors, train_rows, val_rows, val_logits
             )
     guard = None if val_proba is None else _fit_guard(val_proba, table, train_rows, val_rows)
     if guard is not None:
@@ -151,27 +152,29 @@ def _fit_ensemble(
     vectors: np.ndarray,
     train_rows: np.ndarray,
     val_rows: np.ndarray,
-    locus_val: np.ndarray,
+    locus_logits: np.ndarray,
 ) -> tuple[KNNRouter, np.ndarray]:
-    """A kNN router on the training scores (k chosen on validation), mixed with LOCUS's
-    validation P(correct) `locus_val` at the weight of lowest validation log-loss
-    (`locus.routing.ensemble`), recorded in the model's metadata; returns it and the mixed
-    validation P(correct)."""
+    """A kNN router on the training scores (its own k chosen on validation) and the `Stack`
+    that combines its votes at `STACK_KS` with LOCUS's validation logits `locus_logits`, of
+    lowest validation log-loss (`locus.routing.ensemble`), recorded in the model's metadata;
+    returns the router and the stacked validation P(correct)."""
     knn = KNNRouter().fit(
         Evidence.from_table(table, vectors, train_rows),
         Evidence.from_table(table, vectors, val_rows),
     )
-    truth = table.scores[val_rows]
-    ids = list(table.llm_ids)
-    knn_val = np.asarray(knn.predict_proba(vectors[val_rows]))[
-        :, [knn.llm_ids.index(i) for i in ids]
-    ]
-    weight = choose_weight(locus_val, knn_val, truth)
+    columns = [knn.llm_ids.index(i) for i in table.llm_ids]
+    votes = [part[:, columns] for part in knn.predict_proba_at(vectors[val_rows], STACK_KS)]
+    stack = fit_stack(locus_logits, votes, table.scores[val_rows], STACK_KS)
     model.metadata = {
         **model.metadata,
-        "ensemble": {"router": "knn", "folder": ENSEMBLE_FOLDER, "weight": weight, "k": knn.k_},
+        "ensemble": {
+            "router": "knn",
+            "folder": ENSEMBLE_FOLDER,
+            "stack": stack.as_dict(),
+            "k": knn.k_,
+        },
     }
-    return knn, mix(locus_val, knn_val, weight)
+    return knn, sigmoid(stack.logits(locus_logits, votes))
 
 
 def _save_knn(knn: KNNRouter, folder: Path) -> None:

@@ -1,10 +1,13 @@
-"""Two routers' P(correct), mixed: `EnsembleRouter` and the validation choice of the mix.
+"""LOCUS and a kNN router combined: the `Stack` that `locus fit` keeps, and the older mixture.
 
 LOCUS and a kNN vote over the same query vectors err differently: LOCUS reads each LLM through
-its embedding, kNN reads the LLM's own scores on the nearest training queries. Their mean was
-better calibrated and ranked cells better than either on three of four pools (benchmarks/README,
-"locus+knn"). `choose_weight` picks the first router's weight by the lowest log-loss on
-validation cells, a signal far steadier than validation routing accuracy.
+its embedding, kNN reads the LLM's own scores on the nearest training queries. LOCUS's networks
+rank queries by difficulty well but explain little of which LLM suits which query (on
+split2_model7 the interaction is under 1% of its logit variance), which is what the votes
+carry. `fit_stack` gives each part two weights, one for how hard the query is and one for which
+LLM suits it, fitted by log-loss on validation cells (benchmarks/README, "Stacked"). `mix` and
+`choose_weight` are the mixture of probabilities at one weight that artifacts of earlier
+versions keep, and `EnsembleRouter` mixes any two routers that way.
 
     >>> import numpy as np
     >>> truth = np.array([[1.0, 0.0], [0.0, 1.0]])
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +30,17 @@ from numpy.typing import NDArray
 from locus.errors import LocusArtifactError, LocusInputError
 from locus.routing.base import Router
 
-__all__ = ["ENSEMBLE_FILE", "ENSEMBLE_FOLDER", "EnsembleRouter", "choose_weight", "mix"]
+__all__ = [
+    "ENSEMBLE_FILE",
+    "ENSEMBLE_FOLDER",
+    "STACK_KS",
+    "EnsembleRouter",
+    "Stack",
+    "choose_weight",
+    "fit_stack",
+    "knn_logits",
+    "mix",
+]
 
 # where an artifact keeps the router LOCUS is mixed with (`locus fit`: a kNN router)
 ENSEMBLE_FOLDER = "knn"
@@ -63,6 +77,134 @@ def choose_weight(
         raise LocusInputError("choose_weight: no scored cell to choose a weight on")
     losses = {w: _log_loss(mix(a, b, w), y) for w in np.linspace(1.0, 0.0, steps + 1)}
     return float(min(losses, key=lambda w: (losses[w], -w)))
+
+
+# the kNN router's neighbourhood sizes the stack reads: a local vote and a regional one (about a
+# task's worth of queries); capped per LLM at its training evidence by the router itself
+STACK_KS = (50, 500)
+
+
+def knn_logits(proba: NDArray[Any], k: int) -> NDArray[np.float64]:
+    """Logits of kNN means over `k` neighbours, smoothed by one pseudo-success and one
+    pseudo-failure so that an unanimous vote stays finite: logit((k p + 1) / (k + 2))."""
+    smoothed = (k * np.asarray(proba, np.float64) + 1.0) / (k + 2.0)
+    return np.log(smoothed) - np.log1p(-smoothed)
+
+
+def _stack_features(locus_logits: NDArray[Any], knn_probas: Sequence[NDArray[Any]],
+                    ks: Sequence[int]) -> NDArray[np.float64]:  # fmt: skip
+    """(n_queries, n_llms, 2 (1 + len(ks))): per part, its mean over the LLMs on the query (how
+    hard the query is) and each LLM's deviation from that mean (which LLM suits it)."""
+    parts = [np.asarray(locus_logits, np.float64)]
+    parts += [knn_logits(p, k) for p, k in zip(knn_probas, ks, strict=True)]
+    features = []
+    for logits in parts:
+        level = np.broadcast_to(logits.mean(axis=1, keepdims=True), logits.shape)
+        features += [level, logits - level]
+    return np.stack(features, axis=-1)
+
+
+@dataclass(frozen=True)
+class Stack:
+    """LOCUS and a kNN router combined in logit space, each part split in two.
+
+    logit P(correct) = c + sum over parts of (a_p x level_p(query) + b_p x deviation_p(query,
+    LLM)), the parts being LOCUS's calibrated logit and the kNN router's smoothed logits at each
+    k of `ks`, level the part's mean over the LLMs on the query and deviation an LLM's distance
+    from it. A mixture of probabilities gives one weight to both: the part that ranks queries
+    by difficulty best (LOCUS) then also decides which LLM a query goes to, where LOCUS's
+    networks explain little beyond each LLM's quality. Split, the kNN votes' deviations can
+    carry the routing while LOCUS carries the difficulty (benchmarks/README, "Stacked").
+
+    Attributes:
+        ks: the kNN neighbourhood sizes, in the order of `weights`' kNN parts.
+        weights: (level, deviation) weight pairs, LOCUS's first, flattened.
+        bias: c.
+    """
+
+    ks: tuple[int, ...]
+    weights: tuple[float, ...]
+    bias: float
+
+    def __post_init__(self) -> None:
+        if len(self.weights) != 2 * (1 + len(self.ks)):
+            raise LocusInputError(
+                f"a stack over LOCUS and {len(self.ks)} kNN parts needs "
+                f"{2 * (1 + len(self.ks))} weights, found {len(self.weights)}"
+            )
+
+    def logits(
+        self, locus_logits: NDArray[Any], knn_probas: Sequence[NDArray[Any]]
+    ) -> NDArray[np.float64]:
+        """Combined logits (n_queries, n_llms) from LOCUS's calibrated logits and the kNN
+        router's P(correct) at each k of `ks`, all over the same LLMs (n_queries, n_llms)."""
+        features = _stack_features(locus_logits, knn_probas, self.ks)
+        return features @ np.asarray(self.weights) + self.bias
+
+    def part_names(self) -> list[str]:
+        """ "locus", then "knn<k>" for each k."""
+        return ["locus", *(f"knn{k}" for k in self.ks)]
+
+    def describe(self) -> str:
+        """One line: each part's weight on which LLM suits the query (deviation) and on how
+        hard the query is (level)."""
+        pairs = zip(self.part_names(), self.weights[0::2], self.weights[1::2], strict=True)
+        return ", ".join(f"{name} {dev:.2f} / {level:.2f}" for name, level, dev in pairs)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"ks": list(self.ks), "weights": list(self.weights), "bias": self.bias}
+
+    @classmethod
+    def from_dict(cls, value: dict[str, Any]) -> Stack:
+        return cls(
+            ks=tuple(int(k) for k in value["ks"]),
+            weights=tuple(float(w) for w in value["weights"]),
+            bias=float(value["bias"]),
+        )
+
+
+def fit_stack(
+    locus_logits: NDArray[Any],
+    knn_probas: Sequence[NDArray[Any]],
+    truth: NDArray[Any],
+    ks: Sequence[int] = STACK_KS,
+    *,
+    penalty: float = 1e-4,
+) -> Stack:
+    """The `Stack` of lowest log-loss on `truth`'s scored cells (graded scores are soft
+    targets), its weights pulled towards LOCUS alone (1 on both LOCUS parts, 0 elsewhere) by
+    `penalty` x their squared distance, which keeps a few validation queries from fitting noise.
+
+    Raises:
+        LocusInputError: shapes that differ, or no scored cell.
+    """
+    y = np.asarray(truth, dtype=np.float64)
+    shapes = {np.shape(locus_logits), y.shape, *(np.shape(p) for p in knn_probas)}
+    if len(shapes) != 1 or len(knn_probas) != len(ks):
+        raise LocusInputError(
+            f"fit_stack: LOCUS logits {np.shape(locus_logits)}, truth {y.shape} and "
+            f"{len(knn_probas)} kNN tables for ks {list(ks)} must all have one shape"
+        )
+    scored = ~np.isnan(y)
+    if not scored.any():
+        raise LocusInputError("fit_stack: no scored cell to fit the stack on")
+    from scipy.optimize import minimize
+
+    x, target = _stack_features(locus_logits, knn_probas, ks)[scored], y[scored]  # (cells, f)
+    start = np.zeros(x.shape[1])
+    start[:2] = 1.0
+
+    def loss(params: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+        weights, bias = params[:-1], params[-1]
+        z = x @ weights + bias
+        p = 0.5 * (1.0 + np.tanh(0.5 * z))  # sigmoid without overflow
+        value = np.mean(np.logaddexp(0.0, z) - target * z)
+        value += penalty * np.sum((weights - start) ** 2)
+        gradient = x.T @ (p - target) / len(target) + 2 * penalty * (weights - start)
+        return float(value), np.append(gradient, np.mean(p - target))
+
+    found = minimize(loss, np.append(start, 0.0), jac=True, method="L-BFGS-B").x
+    return Stack(tuple(int(k) for k in ks), tuple(float(w) for w in found[:-1]), float(found[-1]))
 
 
 class EnsembleRouter(Router):

@@ -90,6 +90,14 @@ class KNNRouter(BaselineRouter):
         self._check_fitted()
         return self._neighbour_means(query_vectors, [self.k_])[0]
 
+    def predict_proba_at(
+        self, query_vectors: NDArray[np.float32], ks: Sequence[int]
+    ) -> list[NDArray[np.float32]]:
+        """P(correct) (n_queries, n_llms) for each k of `ks` (the fitted k aside), from one
+        neighbour search: what `locus.routing.ensemble.Stack` reads."""
+        self._check_fitted()
+        return self._neighbour_means(query_vectors, [int(k) for k in ks])
+
     def _neighbour_means(
         self, query_vectors: NDArray[np.float32], ks: Sequence[int]
     ) -> list[NDArray[np.float32]]:

@@ -21,14 +21,15 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from locus.calibration import evidence_quality_of, fit_time_means
+from locus.calibration import evidence_quality_of, fit_time_means, sigmoid
 from locus.data.text import text_hash
-from locus.errors import LocusInputError, LocusNotFoundError
+from locus.errors import LocusArtifactError, LocusInputError, LocusNotFoundError
 from locus.inference import check_same_encoder, read_for_routing
 from locus.pool import LLMPool
 from locus.routing.base import RouteDecision, Router
-from locus.routing.ensemble import ENSEMBLE_FOLDER, mix
+from locus.routing.ensemble import ENSEMBLE_FOLDER, Stack, mix
 from locus.routing.guard import Guard
+from locus.routing.neighbours import KNNRouter
 from locus.store import Store
 from locus.text.base import TextEncoder
 
@@ -93,13 +94,22 @@ class WorkspaceRouter(Router):
         self.guard = None if not guard else Guard.from_dict(guard)
         self.metadata = routing.metadata
         self.ensemble_weight: float | None = None
+        self.stack: Stack | None = None
         self._knn: Router | None = None
         ensemble = routing.metadata.get("ensemble")
         if ensemble:
             from locus.routing.registry import load_router
 
             self._knn = load_router(folder / str(ensemble.get("folder", ENSEMBLE_FOLDER)))
-            self.ensemble_weight = float(ensemble["weight"])
+            if ensemble.get("stack"):
+                if not isinstance(self._knn, KNNRouter):
+                    raise LocusArtifactError(
+                        f"{folder}: the stack's kNN part is a {type(self._knn).__name__}, "
+                        "expected a kNN router; re-run locus fit"
+                    )
+                self.stack = Stack.from_dict(ensemble["stack"])
+            else:  # an artifact of an earlier version: a mixture of probabilities
+                self.ensemble_weight = float(ensemble["weight"])
             self._knn_column = {llm: i for i, llm in enumerate(self._knn.llm_ids)}
         self.loads = 1
         self.encoded = 0
@@ -128,25 +138,33 @@ class WorkspaceRouter(Router):
 
     def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
         """P(correct) (n_queries, n_llms) for query vectors (n_queries, dq), without torch:
-        LOCUS's, mixed with the artifact's kNN router's where it has one (for the LLMs it was
-        fitted on; an LLM onboarded since has LOCUS's alone until the next fit)."""
+        LOCUS's, combined with the artifact's kNN router's where it has one (`stack`, or an
+        earlier version's mixture), for the LLMs the kNN router was fitted on; an LLM onboarded
+        since has LOCUS's alone until the next fit."""
         vectors = np.asarray(query_vectors, dtype=np.float32)
-        proba = self.predictor.predict_proba(
+        logits = self.predictor.predict_logits(
             self.pool.embeddings,
             vectors,
             evidence_quality_of(self.pool.evidence_means, self.pool.llm_ids),
         )
-        if self._knn is None or self.ensemble_weight is None:
+        proba = sigmoid(logits).astype(np.float32)
+        if self._knn is None:
             return proba
         pairs = [
             (j, self._knn_column[llm])
             for j, llm in enumerate(self.pool.llm_ids)
             if llm in self._knn_column
         ]
-        if pairs:
-            mine, theirs = (list(side) for side in zip(*pairs, strict=True))
-            knn = np.asarray(self._knn.predict_proba(vectors))
-            proba[:, mine] = mix(proba[:, mine], knn[:, theirs], self.ensemble_weight)
+        if not pairs:
+            return proba
+        mine, theirs = (list(side) for side in zip(*pairs, strict=True))
+        if self.stack is not None and isinstance(self._knn, KNNRouter):
+            knn = self._knn.predict_proba_at(vectors, self.stack.ks)
+            combined = self.stack.logits(logits[:, mine], [part[:, theirs] for part in knn])
+            proba[:, mine] = sigmoid(combined)
+        elif self.ensemble_weight is not None:
+            knn_proba = np.asarray(self._knn.predict_proba(vectors))
+            proba[:, mine] = mix(proba[:, mine], knn_proba[:, theirs], self.ensemble_weight)
         return proba
 
     def vectors_for(self, texts: Sequence[str]) -> NDArray[np.float32]:
