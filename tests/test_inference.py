@@ -89,7 +89,9 @@ def test_workspace_router_gives_the_facades_probabilities(workspace: Path) -> No
         # the artifact stacks LOCUS with its kNN router; the numpy path gives the facade's part
         assert router.stack is not None and isinstance(router._knn, KNNRouter)
         columns = [list(router._knn.llm_ids).index(llm) for llm in model.llm_ids_]
-        votes = [vote[:, columns] for vote in router._knn.predict_proba_at(phi, router.stack.ks)]
+        needed = router.stack.needed_ks
+        found = router._knn.predict_proba_at(phi, needed)
+        votes = {k: vote[:, columns] for k, vote in zip(needed, found, strict=True)}
         expected = sigmoid(router.stack.logits(model.predict_logits(phi), votes))
         np.testing.assert_allclose(router.predict_proba(phi), expected, atol=1e-5, rtol=0)
         assert list(router.llm_ids) == list(model.llm_ids_)

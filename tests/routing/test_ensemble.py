@@ -79,16 +79,23 @@ def _planted_cells(seed: int = 0, n: int = 3000, m: int = 5) -> dict[str, np.nda
     return {"truth": truth, "locus": locus, "vote": vote, "noise": rng.uniform(0.2, 0.8, (n, m))}
 
 
-def test_the_stack_routes_by_the_vote_and_keeps_locus_for_difficulty() -> None:
+def test_the_stack_routes_by_the_vote_and_keeps_the_mixture_for_difficulty() -> None:
     from locus.metrics import routing_accuracy
     from locus.routing.ensemble import Stack, fit_stack
 
     train, test = _planted_cells(0), _planted_cells(1)
-    stack = fit_stack(train["locus"], [train["vote"]], train["truth"], ks=(50,))
-    level, deviation = stack.weights[0::2], stack.weights[1::2]
-    assert level[0] > 0.6  # LOCUS keeps the difficulty
-    assert deviation[1] > 0.5  # the vote decides which LLM suits the query
-    stacked = stack.logits(test["locus"], [test["vote"]])
+    stack = fit_stack(
+        train["locus"], {50: train["vote"], 10: train["vote"]}, train["truth"], ks=(50,), mix_k=10
+    )
+    assert stack.needed_ks == (10, 50)
+    assert stack.deviation_weights[1] > 0.5  # the vote decides which LLM suits the query
+    assert stack.deviation_weights[0] > 0.5  # LOCUS adds each LLM's quality, which it lacks
+    votes = {50: test["vote"], 10: test["vote"]}
+    stacked = stack.logits(test["locus"], votes)
+    # the level is the mixture's: averaged over the LLMs, the stack says what the mixture says
+    mixture = mix(1 / (1 + np.exp(-test["locus"])), test["vote"], stack.mix_weight)
+    level = np.log(mixture / (1 - mixture)).mean(axis=1)
+    np.testing.assert_allclose(stacked.mean(axis=1), level, atol=1e-9)
     alone = routing_accuracy(test["locus"], test["truth"])
     assert routing_accuracy(stacked, test["truth"]) > alone + 0.05
     # the vote alone lacks each LLM's quality, which LOCUS's deviation adds
@@ -97,26 +104,31 @@ def test_the_stack_routes_by_the_vote_and_keeps_locus_for_difficulty() -> None:
     assert "knn50" in stack.describe()
 
 
-def test_a_vote_that_knows_nothing_leaves_the_stack_near_locus_alone() -> None:
+def test_a_vote_that_knows_nothing_leaves_the_ranking_to_locus() -> None:
     from locus.routing.ensemble import fit_stack
 
     cells = _planted_cells(2)
-    stack = fit_stack(cells["locus"], [cells["noise"]], cells["truth"], ks=(50,))
-    assert abs(stack.weights[3]) < 0.1 and abs(stack.weights[2]) < 0.2
-    assert stack.weights[0] > 0.6 and stack.weights[1] > 0.6
+    votes = {50: cells["noise"]}
+    stack = fit_stack(cells["locus"], votes, cells["truth"], ks=(50,), mix_k=50)
+    assert abs(stack.deviation_weights[1]) < 0.1
+    assert stack.deviation_weights[0] > 0.6
+    assert stack.mix_weight >= 0.8
 
 
 def test_the_stack_checks_its_inputs() -> None:
     from locus.routing.ensemble import Stack, fit_stack, knn_logits
 
     cells = _planted_cells(3, n=50)
+    locus, vote, truth = cells["locus"], cells["vote"], cells["truth"]
     with pytest.raises(LocusInputError, match="one shape"):
-        fit_stack(cells["locus"], [cells["vote"][:, :2]], cells["truth"], ks=(50,))
-    with pytest.raises(LocusInputError, match="one shape"):
-        fit_stack(cells["locus"], [cells["vote"]], cells["truth"], ks=(50, 500))
+        fit_stack(locus, {50: vote[:, :2]}, truth, ks=(50,), mix_k=50)
+    with pytest.raises(LocusInputError, match="no kNN votes for k = 500"):
+        fit_stack(locus, {50: vote}, truth, ks=(50, 500), mix_k=50)
     with pytest.raises(LocusInputError, match="no scored cell"):
-        fit_stack(cells["locus"], [cells["vote"]], np.full((50, 5), np.nan), ks=(50,))
-    with pytest.raises(LocusInputError, match="needs 4 weights"):
-        Stack(ks=(50,), weights=(1.0, 1.0), bias=0.0)
+        fit_stack(locus, {50: vote}, np.full((50, 5), np.nan), ks=(50,), mix_k=50)
+    with pytest.raises(LocusInputError, match="needs 2 deviation weights"):
+        Stack(ks=(50,), deviation_weights=(1.0,), mix_weight=0.5, mix_k=50)
+    with pytest.raises(LocusInputError, match=r"in \[0, 1\]"):
+        Stack(ks=(50,), deviation_weights=(1.0, 0.0), mix_weight=1.5, mix_k=50)
     # a unanimous vote stays finite: one pseudo-success and one pseudo-failure
     np.testing.assert_allclose(knn_logits(np.array([0.0, 1.0]), 8), [-np.log(9), np.log(9)])

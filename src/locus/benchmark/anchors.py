@@ -180,19 +180,21 @@ def _stacked(
     cache_dir: Path | None,
 ) -> dict[str, np.ndarray]:
     """LOCUS's P(correct) `locus` (for every split of `wanted`) stacked with the votes of a kNN
-    router fitted on the fold at `STACK_KS`, the stack fitted on validation as `locus fit`
-    does (`locus.routing.ensemble.fit_stack`)."""
+    router fitted on the fold, the stack fitted on validation as `locus fit` does
+    (`locus.routing.ensemble.fit_stack`)."""
     knn, _ = fit_method("knn", fold, cache_dir=cache_dir)
     assert isinstance(knn, KNNRouter)
     columns = [list(knn.llm_ids).index(llm) for llm in fold.table.llm_ids]
+    needed = sorted({*STACK_KS, knn.k_})
 
-    def parts(split: str) -> tuple[np.ndarray, list[np.ndarray]]:
-        votes = knn.predict_proba_at(data.vectors[data.rows(split)], STACK_KS)
+    def parts(split: str) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+        found = knn.predict_proba_at(data.vectors[data.rows(split)], needed)
         p = np.clip(locus[split], 1e-7, 1 - 1e-7)
-        return np.log(p) - np.log1p(-p), [vote[:, columns] for vote in votes]
+        votes = {k: vote[:, columns] for k, vote in zip(needed, found, strict=True)}
+        return np.log(p) - np.log1p(-p), votes
 
     by_split = {split: parts(split) for split in wanted}
-    stack = fit_stack(*by_split["val"], data.table.scores[data.rows("val")], STACK_KS)
+    stack = fit_stack(*by_split["val"], data.table.scores[data.rows("val")], mix_k=knn.k_)
     return {split: sigmoid(stack.logits(*by_split[split])) for split in splits}
 
 

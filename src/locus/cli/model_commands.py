@@ -112,9 +112,9 @@ def fit_command(
 
         stack = Stack.from_dict(report.ensemble["stack"])
         stdout_console().print(
-            f"stacked with kNN votes over the {' and '.join(map(str, stack.ks))} nearest "
-            f"training queries, weights on which LLM suits a query / on its difficulty, chosen "
-            f"on validation log-loss: {stack.describe()}",
+            f"stacked with a kNN router over the training scores (votes of the "
+            f"{' and '.join(map(str, stack.ks))} nearest queries), fitted on validation "
+            f"log-loss: {stack.describe()}",
             markup=False,
         )
     if report.guard is not None:

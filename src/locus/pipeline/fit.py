@@ -155,16 +155,19 @@ def _fit_ensemble(
     locus_logits: np.ndarray,
 ) -> tuple[KNNRouter, np.ndarray]:
     """A kNN router on the training scores (its own k chosen on validation) and the `Stack`
-    that combines its votes at `STACK_KS` with LOCUS's validation logits `locus_logits`, of
-    lowest validation log-loss (`locus.routing.ensemble`), recorded in the model's metadata;
-    returns the router and the stacked validation P(correct)."""
+    that combines its votes with LOCUS's validation logits `locus_logits`: the mixture at that
+    k for the level, the votes at `STACK_KS` beside LOCUS for which LLM, fitted on validation
+    log-loss (`locus.routing.ensemble`), recorded in the model's metadata; returns the router
+    and the stacked validation P(correct)."""
     knn = KNNRouter().fit(
         Evidence.from_table(table, vectors, train_rows),
         Evidence.from_table(table, vectors, val_rows),
     )
     columns = [knn.llm_ids.index(i) for i in table.llm_ids]
-    votes = [part[:, columns] for part in knn.predict_proba_at(vectors[val_rows], STACK_KS)]
-    stack = fit_stack(locus_logits, votes, table.scores[val_rows], STACK_KS)
+    needed = sorted({*STACK_KS, knn.k_})
+    found = knn.predict_proba_at(vectors[val_rows], needed)
+    votes = {k: part[:, columns] for k, part in zip(needed, found, strict=True)}
+    stack = fit_stack(locus_logits, votes, table.scores[val_rows], mix_k=knn.k_)
     model.metadata = {
         **model.metadata,
         "ensemble": {

@@ -1,13 +1,13 @@
-"""LOCUS and a kNN router combined: the `Stack` that `locus fit` keeps, and the older mixture.
+"""LOCUS and a kNN router combined: the `Stack` that `locus fit` keeps, and the mixture.
 
 LOCUS and a kNN vote over the same query vectors err differently: LOCUS reads each LLM through
-its embedding, kNN reads the LLM's own scores on the nearest training queries. LOCUS's networks
-rank queries by difficulty well but explain little of which LLM suits which query (on
-split2_model7 the interaction is under 1% of its logit variance), which is what the votes
-carry. `fit_stack` gives each part two weights, one for how hard the query is and one for which
-LLM suits it, fitted by log-loss on validation cells (benchmarks/README, "Stacked"). `mix` and
-`choose_weight` are the mixture of probabilities at one weight that artifacts of earlier
-versions keep, and `EnsembleRouter` mixes any two routers that way.
+its embedding, kNN reads the LLM's own scores on the nearest training queries. A mixture of
+their probabilities (`mix`, its weight by `choose_weight`: the lowest validation log-loss, a
+signal far steadier than validation routing accuracy) is well calibrated, but it lets LOCUS,
+whose networks explain query difficulty and LLM quality and little of which LLM suits which
+query, decide the routing too. The `Stack` keeps the mixture for how likely a query is answered
+and fits, apart, how much each part's ranking of the LLMs on the query counts (`fit_stack`).
+`EnsembleRouter` mixes any two routers; artifacts of earlier versions keep a mixture weight.
 
     >>> import numpy as np
     >>> truth = np.array([[1.0, 0.0], [0.0, 1.0]])
@@ -19,8 +19,8 @@ versions keep, and `EnsembleRouter` mixes any two routers that way.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -79,8 +79,8 @@ def choose_weight(
     return float(min(losses, key=lambda w: (losses[w], -w)))
 
 
-# the kNN router's neighbourhood sizes the stack reads: a local vote and a regional one (about a
-# task's worth of queries); capped per LLM at its training evidence by the router itself
+# the kNN router's neighbourhood sizes whose votes decide which LLM suits a query: a local vote
+# and a regional one (about a task's worth of queries); capped per LLM at its training evidence
 STACK_KS = (50, 500)
 
 
@@ -91,120 +91,149 @@ def knn_logits(proba: NDArray[Any], k: int) -> NDArray[np.float64]:
     return np.log(smoothed) - np.log1p(-smoothed)
 
 
-def _stack_features(locus_logits: NDArray[Any], knn_probas: Sequence[NDArray[Any]],
-                    ks: Sequence[int]) -> NDArray[np.float64]:  # fmt: skip
-    """(n_queries, n_llms, 2 (1 + len(ks))): per part, its mean over the LLMs on the query (how
-    hard the query is) and each LLM's deviation from that mean (which LLM suits it)."""
-    parts = [np.asarray(locus_logits, np.float64)]
-    parts += [knn_logits(p, k) for p, k in zip(knn_probas, ks, strict=True)]
-    features = []
-    for logits in parts:
-        level = np.broadcast_to(logits.mean(axis=1, keepdims=True), logits.shape)
-        features += [level, logits - level]
-    return np.stack(features, axis=-1)
+def _logit(proba: NDArray[Any]) -> NDArray[np.float64]:
+    p = np.clip(np.asarray(proba, np.float64), 1e-6, 1 - 1e-6)
+    return np.log(p) - np.log1p(-p)
+
+
+def _deviations(parts: Sequence[NDArray[np.float64]]) -> NDArray[np.float64]:
+    """(n_queries, n_llms, n_parts): each part's logits less their mean over the LLMs."""
+    return np.stack([part - part.mean(axis=1, keepdims=True) for part in parts], axis=-1)
 
 
 @dataclass(frozen=True)
 class Stack:
-    """LOCUS and a kNN router combined in logit space, each part split in two.
+    """LOCUS and a kNN router combined: the mixture says how likely a query is answered, the
+    stacked deviations say by which LLM.
 
-    logit P(correct) = c + sum over parts of (a_p x level_p(query) + b_p x deviation_p(query,
-    LLM)), the parts being LOCUS's calibrated logit and the kNN router's smoothed logits at each
-    k of `ks`, level the part's mean over the LLMs on the query and deviation an LLM's distance
-    from it. A mixture of probabilities gives one weight to both: the part that ranks queries
-    by difficulty best (LOCUS) then also decides which LLM a query goes to, where LOCUS's
-    networks explain little beyond each LLM's quality. Split, the kNN votes' deviations can
-    carry the routing while LOCUS carries the difficulty (benchmarks/README, "Stacked").
+    logit P(correct) of LLM j on query q = level(q) + sum over parts p of w_p x dev_p(q, j):
+    level(q) is the mean over the LLMs of logit(m x P_LOCUS + (1 - m) x P_kNN at `mix_k`), the
+    probability mixture of earlier versions; the parts are LOCUS's calibrated logit and the kNN
+    router's smoothed logits at each k of `ks`, and dev_p a part's distance from its own mean
+    over the LLMs on the query. The mixture alone gives one weight to both jobs, so the
+    better-calibrated part (LOCUS) also decides which LLM a query goes to, though its networks
+    explain little beyond each LLM's quality; fitted apart, the kNN votes' deviations carry the
+    routing while the level keeps the mixture's calibration (benchmarks/README, "The stack").
 
     Attributes:
-        ks: the kNN neighbourhood sizes, in the order of `weights`' kNN parts.
-        weights: (level, deviation) weight pairs, LOCUS's first, flattened.
-        bias: c.
+        ks: the kNN neighbourhood sizes of the deviation parts.
+        deviation_weights: w_p, LOCUS's first, then one per k of `ks`.
+        mix_weight: m, LOCUS's share in the level's mixture.
+        mix_k: the kNN neighbourhood size of the level's mixture.
     """
 
     ks: tuple[int, ...]
-    weights: tuple[float, ...]
-    bias: float
+    deviation_weights: tuple[float, ...]
+    mix_weight: float
+    mix_k: int
 
     def __post_init__(self) -> None:
-        if len(self.weights) != 2 * (1 + len(self.ks)):
+        if len(self.deviation_weights) != 1 + len(self.ks):
             raise LocusInputError(
-                f"a stack over LOCUS and {len(self.ks)} kNN parts needs "
-                f"{2 * (1 + len(self.ks))} weights, found {len(self.weights)}"
+                f"a stack over LOCUS and {len(self.ks)} kNN parts needs {1 + len(self.ks)} "
+                f"deviation weights, found {len(self.deviation_weights)}"
             )
+        if not 0.0 <= self.mix_weight <= 1.0:
+            raise LocusInputError(f"a mixture weight must lie in [0, 1], found {self.mix_weight}")
+
+    @property
+    def needed_ks(self) -> tuple[int, ...]:
+        """Every kNN neighbourhood size `logits` reads, ascending."""
+        return tuple(sorted({*self.ks, self.mix_k}))
 
     def logits(
-        self, locus_logits: NDArray[Any], knn_probas: Sequence[NDArray[Any]]
+        self, locus_logits: NDArray[Any], votes: Mapping[int, NDArray[Any]]
     ) -> NDArray[np.float64]:
         """Combined logits (n_queries, n_llms) from LOCUS's calibrated logits and the kNN
-        router's P(correct) at each k of `ks`, all over the same LLMs (n_queries, n_llms)."""
-        features = _stack_features(locus_logits, knn_probas, self.ks)
-        return features @ np.asarray(self.weights) + self.bias
+        router's P(correct) at each k of `needed_ks` (`votes[k]`), all over the same LLMs."""
+        locus = np.asarray(locus_logits, np.float64)
+        mixture = mix(0.5 * (1.0 + np.tanh(0.5 * locus)), votes[self.mix_k], self.mix_weight)
+        level = _logit(mixture).mean(axis=1, keepdims=True)
+        parts = [locus, *(knn_logits(votes[k], k) for k in self.ks)]
+        return level + _deviations(parts) @ np.asarray(self.deviation_weights)
 
     def part_names(self) -> list[str]:
-        """ "locus", then "knn<k>" for each k."""
+        """ "locus", then "knn<k>" for each k of `ks`."""
         return ["locus", *(f"knn{k}" for k in self.ks)]
 
     def describe(self) -> str:
-        """One line: each part's weight on which LLM suits the query (deviation) and on how
-        hard the query is (level)."""
-        pairs = zip(self.part_names(), self.weights[0::2], self.weights[1::2], strict=True)
-        return ", ".join(f"{name} {dev:.2f} / {level:.2f}" for name, level, dev in pairs)
+        """One line: the mixture behind the level, then each part's deviation weight."""
+        weights = ", ".join(
+            f"{name} {weight:.2f}"
+            for name, weight in zip(self.part_names(), self.deviation_weights, strict=True)
+        )
+        return f"level from LOCUS {self.mix_weight:.1f} + kNN{self.mix_k}; which LLM: {weights}"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"ks": list(self.ks), "weights": list(self.weights), "bias": self.bias}
+        return {
+            "ks": list(self.ks),
+            "deviation_weights": list(self.deviation_weights),
+            "mix_weight": self.mix_weight,
+            "mix_k": self.mix_k,
+        }
 
     @classmethod
-    def from_dict(cls, value: dict[str, Any]) -> Stack:
+    def from_dict(cls, value: Mapping[str, Any]) -> Stack:
         return cls(
             ks=tuple(int(k) for k in value["ks"]),
-            weights=tuple(float(w) for w in value["weights"]),
-            bias=float(value["bias"]),
+            deviation_weights=tuple(float(w) for w in value["deviation_weights"]),
+            mix_weight=float(value["mix_weight"]),
+            mix_k=int(value["mix_k"]),
         )
 
 
 def fit_stack(
     locus_logits: NDArray[Any],
-    knn_probas: Sequence[NDArray[Any]],
+    votes: Mapping[int, NDArray[Any]],
     truth: NDArray[Any],
-    ks: Sequence[int] = STACK_KS,
     *,
+    ks: Sequence[int] = STACK_KS,
+    mix_k: int,
     penalty: float = 1e-4,
 ) -> Stack:
-    """The `Stack` of lowest log-loss on `truth`'s scored cells (graded scores are soft
-    targets), its weights pulled towards LOCUS alone (1 on both LOCUS parts, 0 elsewhere) by
-    `penalty` x their squared distance, which keeps a few validation queries from fitting noise.
+    """The `Stack` fitted on `truth`'s scored cells (graded scores are soft targets): the
+    mixture's weight by `choose_weight`, then the deviation weights by log-loss with the level
+    held, pulled towards LOCUS's deviations alone (1, 0, ...) by `penalty` x their squared
+    distance. `votes[k]`: the kNN router's P(correct) at every k of `ks` and `mix_k`.
 
     Raises:
-        LocusInputError: shapes that differ, or no scored cell.
+        LocusInputError: shapes that differ, a k without votes, or no scored cell.
     """
+    from scipy.optimize import minimize
+
     y = np.asarray(truth, dtype=np.float64)
-    shapes = {np.shape(locus_logits), y.shape, *(np.shape(p) for p in knn_probas)}
-    if len(shapes) != 1 or len(knn_probas) != len(ks):
+    missing = sorted({*ks, mix_k} - set(votes))
+    if missing:
+        raise LocusInputError(f"fit_stack: no kNN votes for k = {missing[0]}")
+    shapes = {np.shape(locus_logits), y.shape, *(np.shape(votes[k]) for k in (*ks, mix_k))}
+    if len(shapes) != 1:
         raise LocusInputError(
-            f"fit_stack: LOCUS logits {np.shape(locus_logits)}, truth {y.shape} and "
-            f"{len(knn_probas)} kNN tables for ks {list(ks)} must all have one shape"
+            f"fit_stack: LOCUS logits {np.shape(locus_logits)}, truth {y.shape} and the kNN "
+            "votes must all have one shape"
         )
     scored = ~np.isnan(y)
     if not scored.any():
         raise LocusInputError("fit_stack: no scored cell to fit the stack on")
-    from scipy.optimize import minimize
+    locus = np.asarray(locus_logits, np.float64)
+    weight = choose_weight(0.5 * (1.0 + np.tanh(0.5 * locus)), votes[mix_k], y)
+    start = Stack(tuple(int(k) for k in ks), (1.0, *(0.0,) * len(ks)), weight, int(mix_k))
+    held = start.logits(locus, votes)[scored]  # the level plus LOCUS's deviations, (cells,)
+    parts = [locus, *(knn_logits(votes[k], k) for k in ks)]
+    x, target = _deviations(parts)[scored], y[scored]  # (cells, n_parts)
+    offset = held - x[:, 0]
+    prior = np.asarray(start.deviation_weights)
 
-    x, target = _stack_features(locus_logits, knn_probas, ks)[scored], y[scored]  # (cells, f)
-    start = np.zeros(x.shape[1])
-    start[:2] = 1.0
-
-    def loss(params: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
-        weights, bias = params[:-1], params[-1]
-        z = x @ weights + bias
+    def loss(weights: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+        z = offset + x @ weights
         p = 0.5 * (1.0 + np.tanh(0.5 * z))  # sigmoid without overflow
-        value = np.mean(np.logaddexp(0.0, z) - target * z)
-        value += penalty * np.sum((weights - start) ** 2)
-        gradient = x.T @ (p - target) / len(target) + 2 * penalty * (weights - start)
-        return float(value), np.append(gradient, np.mean(p - target))
+        value = np.mean(np.logaddexp(0.0, z) - target * z) + penalty * np.sum(
+            (weights - prior) ** 2
+        )
+        gradient = x.T @ (p - target) / len(target) + 2 * penalty * (weights - prior)
+        return float(value), gradient
 
-    found = minimize(loss, np.append(start, 0.0), jac=True, method="L-BFGS-B").x
-    return Stack(tuple(int(k) for k in ks), tuple(float(w) for w in found[:-1]), float(found[-1]))
+    found = minimize(loss, prior, jac=True, method="L-BFGS-B").x
+    return replace(start, deviation_weights=tuple(float(w) for w in found))
 
 
 class EnsembleRouter(Router):

@@ -159,8 +159,10 @@ class WorkspaceRouter(Router):
             return proba
         mine, theirs = (list(side) for side in zip(*pairs, strict=True))
         if self.stack is not None and isinstance(self._knn, KNNRouter):
-            knn = self._knn.predict_proba_at(vectors, self.stack.ks)
-            combined = self.stack.logits(logits[:, mine], [part[:, theirs] for part in knn])
+            needed = self.stack.needed_ks
+            found = self._knn.predict_proba_at(vectors, needed)
+            votes = {k: part[:, theirs] for k, part in zip(needed, found, strict=True)}
+            combined = self.stack.logits(logits[:, mine], votes)
             proba[:, mine] = sigmoid(combined)
         elif self.ensemble_weight is not None:
             knn_proba = np.asarray(self._knn.predict_proba(vectors))
