@@ -101,42 +101,54 @@ class KNNRouter(BaselineRouter):
     def _neighbour_means(
         self, query_vectors: NDArray[np.float32], ks: Sequence[int]
     ) -> list[NDArray[np.float32]]:
-        """P(correct) for each k of `ks` (n_queries, n_llms), from one neighbour search: per
-        group of LLMs, the max(ks) nearest training queries, ordered by similarity, then the
-        running means of their scores read off at each k."""
+        """P(correct) for each k of `ks` (n_queries, n_llms), from one neighbour search: the
+        2 max(ks) nearest training queries of all, then per group of LLMs the k nearest it was
+        scored on as a set for each k, largest first, each set partitioned out of the one
+        before (no sort). A group scored on at least k of those candidates has its k nearest
+        among them; a group scored on fewer is searched over all its rows."""
         queries = unit_rows(_check_vectors(query_vectors, self.vectors_.shape[1], "kNN router"))
         outs = [
             np.full((len(queries), len(self.llm_ids)), self.prior_, dtype=np.float32) for _ in ks
         ]
-        groups = self._groups()
+        ordered = sorted(set(ks), reverse=True)
+        n_train = len(self.vectors_)
+        depth = min(2 * ordered[0], n_train)
         for start in range(0, len(queries), _BLOCK):
             block = slice(start, start + _BLOCK)
             similarity = queries[block] @ self.vectors_.T  # (b, n_train)
-            for rows, columns, values in groups:
-                top = min(max(ks), len(rows))
-                near_similarity = similarity[:, rows]  # (b, n_rows)
-                if len(ks) == 1:  # routing: the k nearest as a set, no order needed
-                    near = np.argpartition(-near_similarity, top - 1, axis=1)[:, :top]
-                    outs[0][block, columns] = values[near].mean(axis=1)
-                    continue
-                if top < len(rows):
-                    near = np.argpartition(-near_similarity, top - 1, axis=1)[:, :top]  # (b, top)
+            if depth < n_train:
+                candidates = np.argpartition(-similarity, depth - 1, axis=1)[:, :depth]
+            else:
+                candidates = np.broadcast_to(np.arange(n_train), similarity.shape)
+            candidate_similarity = np.take_along_axis(similarity, candidates, axis=1)  # (b, T)
+            for rows, columns, values, position in self._groups():
+                top = min(ordered[0], len(rows))
+                place = position[candidates]  # (b, T): the candidate's row in the group, or -1
+                if ((place >= 0).sum(axis=1) >= top).all():
+                    near_similarity = np.where(place >= 0, candidate_similarity, -np.inf)
+                    near = place
                 else:
-                    near = np.broadcast_to(np.arange(len(rows)), (len(near_similarity), top))
-                order = np.argsort(
-                    -np.take_along_axis(near_similarity, near, axis=1), axis=1, kind="stable"
-                )
-                near = np.take_along_axis(near, order, axis=1)  # nearest first
-                running = np.cumsum(values[near], axis=1, dtype=np.float64)  # (b, top, n_cols)
-                for out, k in zip(outs, ks, strict=True):
+                    near_similarity = similarity[:, rows]  # (b, n_rows)
+                    near = np.broadcast_to(np.arange(len(rows)), near_similarity.shape)
+                for k in ordered:
                     count = min(k, len(rows))
-                    out[block, columns] = running[:, count - 1] / count
+                    if count < near.shape[1]:
+                        nearest = np.argpartition(-near_similarity, count - 1, axis=1)[:, :count]
+                        near = np.take_along_axis(near, nearest, axis=1)  # (b, count)
+                        near_similarity = np.take_along_axis(near_similarity, nearest, axis=1)
+                    means = values[near].mean(axis=1, dtype=np.float64)  # (b, n_cols)
+                    for out, wanted in zip(outs, ks, strict=True):
+                        if wanted == k:
+                            out[block, columns] = means
         return outs
 
-    def _groups(self) -> list[tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float32]]]:
-        """(rows, columns, scores of those rows and columns) per set of LLMs scored on the same
-        training queries: they share one neighbour search. Kept until the scores change (fit,
-        add_llm, load), so routing one query costs one product with the training vectors."""
+    def _groups(
+        self,
+    ) -> list[tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float32], NDArray[np.int64]]]:
+        """(rows, columns, scores of those rows and columns, each training row's place among
+        `rows` or -1) per set of LLMs scored on the same training queries: they share one
+        neighbour search. Kept until the scores change (fit, add_llm, load), so routing one
+        query costs one product with the training vectors."""
         cached = getattr(self, "_grouped", None)
         if cached is not None and cached[0] is self.scores_:
             return cached[1]
@@ -149,7 +161,9 @@ class KNNRouter(BaselineRouter):
             rows = np.flatnonzero(observed[:, columns[0]])
             if len(rows):
                 picked = np.asarray(columns, dtype=np.int64)
-                groups.append((rows, picked, self.scores_[np.ix_(rows, picked)]))
+                position = np.full(len(self.scores_), -1, dtype=np.int64)
+                position[rows] = np.arange(len(rows))
+                groups.append((rows, picked, self.scores_[np.ix_(rows, picked)], position))
         self._grouped = (self.scores_, groups)
         return groups
 
