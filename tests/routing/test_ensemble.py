@@ -132,3 +132,33 @@ def test_the_stack_checks_its_inputs() -> None:
         Stack(ks=(50,), deviation_weights=(1.0, 0.0), mix_weight=1.5, mix_k=50)
     # a unanimous vote stays finite: one pseudo-success and one pseudo-failure
     np.testing.assert_allclose(knn_logits(np.array([0.0, 1.0]), 8), [-np.log(9), np.log(9)])
+
+
+def test_the_base_rate_shift_matches_the_mean_score_and_keeps_the_ranking() -> None:
+    from locus.metrics import routing_accuracy
+    from locus.routing.ensemble import Stack, base_rate_shift
+
+    cells = _planted_cells(4)
+    truth = cells["truth"]
+    logits = cells["locus"] - 1.0  # predicts too low everywhere
+    shift = base_rate_shift(logits, truth)
+    assert 0.5 < shift < 1.5
+    p = 1 / (1 + np.exp(-(logits + shift)))
+    assert abs(p.mean() - truth.mean()) < 1e-6
+    assert routing_accuracy(logits + shift, truth) == routing_accuracy(logits, truth)
+    half = truth.copy()
+    half[::2] = np.nan  # unscored cells do not count
+    p_half = 1 / (1 + np.exp(-(logits + base_rate_shift(logits, half))))
+    assert abs(p_half[1::2].mean() - truth[1::2].mean()) < 1e-6
+    with pytest.raises(LocusInputError, match="differ"):
+        base_rate_shift(logits[:, :2], truth)
+    stack = Stack(ks=(50,), deviation_weights=(1.0, 0.0), mix_weight=1.0, mix_k=50, shift=0.4)
+    votes = {50: cells["vote"]}
+    np.testing.assert_allclose(
+        stack.logits(cells["locus"], votes) - 0.4,
+        Stack(ks=(50,), deviation_weights=(1.0, 0.0), mix_weight=1.0, mix_k=50).logits(
+            cells["locus"], votes
+        ),
+        atol=1e-9,
+    )
+    assert Stack.from_dict(stack.as_dict()) == stack

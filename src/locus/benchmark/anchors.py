@@ -46,7 +46,7 @@ from locus.metrics import (
 )
 from locus.pipeline import WorkspaceTable
 from locus.routing import KNNRouter, PerTaskRouter, Router
-from locus.routing.ensemble import STACK_KS, choose_weight, fit_stack, mix
+from locus.routing.ensemble import STACK_KS, base_rate_shift, choose_weight, fit_stack, mix
 from locus.routing.guard import fit_guard, guarded_proba
 
 __all__ = ["DEFAULT_EVIDENCE", "evidence_fold", "fitted_proba", "run_anchors"]
@@ -139,10 +139,11 @@ def fitted_proba(
     combined method mixes its parts' predictions with the weight chosen on validation."""
     if method in COMBINED:
         first, second = COMBINED[method]
-        wanted = tuple(dict.fromkeys(("val", *splits)))
+        stacked = (first, second) == ("locus", "knn")  # what `locus fit` keeps: the stack
+        wanted = tuple(dict.fromkeys(("train", "val", *splits) if stacked else ("val", *splits)))
         a, a_cached = fitted_proba(first, fold, size, data, splits=wanted,
                                    locus_settings=locus_settings, cache_dir=cache_dir)  # fmt: skip
-        if (first, second) == ("locus", "knn"):  # what `locus fit` keeps: the stack
+        if stacked:
             return _stacked(a, fold, data, wanted, splits, cache_dir), a_cached
         b, b_cached = fitted_proba(second, fold, size, data, splits=wanted,
                                    locus_settings=locus_settings, cache_dir=cache_dir)  # fmt: skip
@@ -195,6 +196,9 @@ def _stacked(
 
     by_split = {split: parts(split) for split in wanted}
     stack = fit_stack(*by_split["val"], data.table.scores[data.rows("val")], mix_k=knn.k_)
+    both = np.concatenate([stack.logits(*by_split[split]) for split in ("train", "val")])
+    truth = data.table.scores[np.concatenate([data.rows("train"), data.rows("val")])]
+    stack = replace(stack, shift=base_rate_shift(both, truth))
     return {split: sigmoid(stack.logits(*by_split[split])) for split in splits}
 
 

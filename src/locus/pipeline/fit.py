@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from locus.locus import Locus
 from locus.nn.config import TrainingConfig
 from locus.nn.training import ProgressCallback
 from locus.pipeline.data import workspace_table
-from locus.routing.ensemble import ENSEMBLE_FOLDER, STACK_KS, fit_stack
+from locus.routing.ensemble import ENSEMBLE_FOLDER, STACK_KS, base_rate_shift, fit_stack
 from locus.routing.evidence import Evidence
 from locus.routing.guard import Guard, fit_guard
 from locus.routing.neighbours import KNNRouter
@@ -165,9 +165,20 @@ def _fit_ensemble(
     )
     columns = [knn.llm_ids.index(i) for i in table.llm_ids]
     needed = sorted({*STACK_KS, knn.k_})
-    found = knn.predict_proba_at(vectors[val_rows], needed)
-    votes = {k: part[:, columns] for k, part in zip(needed, found, strict=True)}
+
+    def votes_on(rows: np.ndarray) -> dict[int, np.ndarray]:
+        found = knn.predict_proba_at(vectors[rows], needed)
+        return {k: part[:, columns] for k, part in zip(needed, found, strict=True)}
+
+    votes = votes_on(val_rows)
     stack = fit_stack(locus_logits, votes, table.scores[val_rows], mix_k=knn.k_)
+    # the base rate from training and validation queries together (`base_rate_shift`)
+    train_logits = stack.logits(
+        model.predict_logits(vectors[train_rows], list(table.llm_ids)), votes_on(train_rows)
+    )
+    both = np.concatenate([train_logits, stack.logits(locus_logits, votes)])
+    truth = table.scores[np.concatenate([train_rows, val_rows])]
+    stack = replace(stack, shift=base_rate_shift(both, truth))
     model.metadata = {
         **model.metadata,
         "ensemble": {

@@ -36,6 +36,7 @@ __all__ = [
     "STACK_KS",
     "EnsembleRouter",
     "Stack",
+    "base_rate_shift",
     "choose_weight",
     "fit_stack",
     "knn_logits",
@@ -120,12 +121,15 @@ class Stack:
         deviation_weights: w_p, LOCUS's first, then one per k of `ks`.
         mix_weight: m, LOCUS's share in the level's mixture.
         mix_k: the kNN neighbourhood size of the level's mixture.
+        shift: added to every logit so that the mean P(correct) over the training and
+            validation cells is their mean score (`base_rate_shift`).
     """
 
     ks: tuple[int, ...]
     deviation_weights: tuple[float, ...]
     mix_weight: float
     mix_k: int
+    shift: float = 0.0
 
     def __post_init__(self) -> None:
         if len(self.deviation_weights) != 1 + len(self.ks):
@@ -150,7 +154,7 @@ class Stack:
         mixture = mix(0.5 * (1.0 + np.tanh(0.5 * locus)), votes[self.mix_k], self.mix_weight)
         level = _logit(mixture).mean(axis=1, keepdims=True)
         parts = [locus, *(knn_logits(votes[k], k) for k in self.ks)]
-        return level + _deviations(parts) @ np.asarray(self.deviation_weights)
+        return level + _deviations(parts) @ np.asarray(self.deviation_weights) + self.shift
 
     def part_names(self) -> list[str]:
         """ "locus", then "knn<k>" for each k of `ks`."""
@@ -170,6 +174,7 @@ class Stack:
             "deviation_weights": list(self.deviation_weights),
             "mix_weight": self.mix_weight,
             "mix_k": self.mix_k,
+            "shift": self.shift,
         }
 
     @classmethod
@@ -179,6 +184,7 @@ class Stack:
             deviation_weights=tuple(float(w) for w in value["deviation_weights"]),
             mix_weight=float(value["mix_weight"]),
             mix_k=int(value["mix_k"]),
+            shift=float(value.get("shift", 0.0)),
         )
 
 
@@ -234,6 +240,33 @@ def fit_stack(
 
     found = minimize(loss, prior, jac=True, method="L-BFGS-B").x
     return replace(start, deviation_weights=tuple(float(w) for w in found))
+
+
+def base_rate_shift(logits: NDArray[Any], truth: NDArray[Any]) -> float:
+    """The constant d for which the mean of sigmoid(logits + d) over `truth`'s scored cells is
+    their mean score. `locus fit` solves it over the training and validation queries together:
+    the calibration's shape needs held-out cells (the networks have seen the training ones),
+    but the base rate is a mean that 8 times more queries estimate better (BFCL: 168
+    validation queries score 0.711 on average, 1,371 training ones 0.725, the test ones 0.750).
+
+    Raises:
+        LocusInputError: shapes that differ, or no scored cell.
+    """
+    z, y = np.asarray(logits, np.float64), np.asarray(truth, np.float64)
+    if z.shape != y.shape:
+        raise LocusInputError(f"base_rate_shift: logits {z.shape} and truth {y.shape} differ")
+    scored = ~np.isnan(y)
+    if not scored.any():
+        raise LocusInputError("base_rate_shift: no scored cell")
+    z, target = z[scored], float(np.clip(y[scored].mean(), 1e-4, 1 - 1e-4))
+    shift = 0.0
+    for _ in range(50):  # Newton on a monotone function of one variable
+        p = 0.5 * (1.0 + np.tanh(0.5 * (z + shift)))
+        gap, slope = float(p.mean()) - target, float(np.mean(p * (1 - p)))
+        if abs(gap) < 1e-9 or slope <= 0:
+            break
+        shift -= float(np.clip(gap / slope, -2.0, 2.0))
+    return shift
 
 
 class EnsembleRouter(Router):
