@@ -256,6 +256,10 @@ def test_the_demo_reuses_only_a_current_artifact(tmp_path: Path) -> None:
         del older["metadata"]["evidence_means"]  # fitted by a version without the term
         config_file.write_text(json.dumps(older))
         assert not artifact_is_current(store)
+        mixture = {**saved, "metadata": dict(saved["metadata"])}
+        mixture["metadata"]["ensemble"] = {"router": "knn", "folder": "knn", "weight": 0.5}
+        config_file.write_text(json.dumps(mixture))  # a version before the stack
+        assert not artifact_is_current(store)
         config_file.write_text(json.dumps(saved))
         assert artifact_is_current(store)
         store.write_batch(

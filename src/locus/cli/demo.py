@@ -62,7 +62,8 @@ def demo_command(
 
 def artifact_is_current(store: Any) -> bool:
     """Whether the workspace's default artifact can be reused: trained on the same data and text
-    encoder, by a version that fits the guard, the calibration and its evidence-quality term.
+    encoder, by a version that fits the guard, the calibration with its evidence-quality term
+    and the stack.
     Reads the artifact's config alone (no torch)."""
     from locus.inference import read_artifact_config
     from locus.routing.workspace import DEFAULT_ARTIFACT, trained_artifact
@@ -75,6 +76,7 @@ def artifact_is_current(store: Any) -> bool:
             and config["text_encoder"]["name"] == store.text_encoder
             and "guard" in metadata  # fitted before the guard and calibration: refit
             and "evidence_means" in metadata  # before the evidence-quality term: refit
+            and "stack" in (metadata.get("ensemble") or {})  # a mixture, before the stack
         )
     except (LocusError, KeyError, TypeError):
         return False
