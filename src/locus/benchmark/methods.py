@@ -196,7 +196,8 @@ def fit_method(
     return router, False
 
 
-# methods made of other methods' fits, mixed on validation (nothing of their own to fit)
+# methods made of other methods' fits, combined on validation (nothing of their own to fit):
+# locus+knn is the stack `locus fit` keeps
 COMBINED = {"locus+knn": ("locus", "knn")}
 # the fits worth a process of their own; the others take well under a second
 SLOW_METHODS = ("locus", "mf", "irt", "cluster")

@@ -63,8 +63,8 @@ def fit_command(
         bool,
         typer.Option(
             "--ensemble/--no-ensemble",
-            help="Mix LOCUS's P(correct) with a kNN router over the training scores (weight "
-            "chosen on validation), or route with LOCUS alone.",
+            help="Stack LOCUS's P(correct) with a kNN router over the training scores (fitted "
+            "on validation), or route with LOCUS alone.",
         ),
     ] = True,
     artifact: ArtifactOption = "default",

@@ -131,7 +131,7 @@ def evaluate_workspace(
     """Routing hit@1/3/5 and correctness metrics on a split, next to baselines, per task.
 
     P(correct) is what `locus route` uses (`WorkspaceRouter`): every LLM by its embedding in
-    the workspace's pool (from its anchors, or its onboarding evidence), mixed with the
+    the workspace's pool (from its anchors, or its onboarding evidence), stacked with the
     artifact's kNN router where it has one. Baselines (best single LLM, best LLM per task) are
     chosen on the training split.
     """

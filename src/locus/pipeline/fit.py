@@ -84,9 +84,9 @@ def fit_workspace(
     `exclude_llms` keeps LLMs out of training entirely (to onboard them later, as a test of
     training-free onboarding). Test queries are never seen. The workspace's pool for `name`
     becomes exactly the trained LLMs, embedded from their anchors. With `ensemble` (the
-    default), a kNN router over the training scores is kept in the artifact and mixed with
-    LOCUS's P(correct) at a weight chosen on validation; the routing guard is chosen on the
-    router's validation P(correct) either way.
+    default), a kNN router over the training scores is kept in the artifact and stacked with
+    LOCUS's P(correct) (`locus.routing.ensemble.Stack`, fitted on validation); the routing
+    guard is chosen on the router's validation P(correct) either way.
     """
     started = time.perf_counter()
     path = artifact_path(store, name)

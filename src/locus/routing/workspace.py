@@ -58,8 +58,10 @@ class WorkspaceRouter(Router):
         costs: mean observed USD cost per query of each LLM that has costs (may be empty).
         guard: the artifact's routing guard (`locus.routing.guard`), None for an artifact
             fitted without one.
-        ensemble_weight: LOCUS's share when mixed with the artifact's kNN router (None: LOCUS
-            alone); `metadata`: the artifact's.
+        stack: how LOCUS is combined with the artifact's kNN router (`locus.routing.ensemble`;
+            None: LOCUS alone, or an earlier version's mixture); ensemble_weight: that
+            mixture's LOCUS share (None unless the artifact has one); `metadata`: the
+            artifact's.
         loads: how many times the artifact was loaded (1 for the router's lifetime).
         encoded, cache_hits: texts encoded, texts served from the store or the memory cache.
     """
