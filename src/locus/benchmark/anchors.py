@@ -46,7 +46,13 @@ from locus.metrics import (
 )
 from locus.pipeline import WorkspaceTable
 from locus.routing import KNNRouter, PerTaskRouter, Router
-from locus.routing.ensemble import STACK_KS, base_rate_shift, choose_weight, fit_stack, mix
+from locus.routing.ensemble import (
+    STACK_KS,
+    choose_weight,
+    fit_locus_knn_stack,
+    knn_votes,
+    mix,
+)
 from locus.routing.guard import fit_guard, guarded_proba
 
 __all__ = ["DEFAULT_EVIDENCE", "evidence_fold", "fitted_proba", "run_anchors"]
@@ -185,21 +191,13 @@ def _stacked(
     (`locus.routing.ensemble.fit_stack`)."""
     knn, _ = fit_method("knn", fold, cache_dir=cache_dir)
     assert isinstance(knn, KNNRouter)
-    columns = [list(knn.llm_ids).index(llm) for llm in fold.table.llm_ids]
-    needed = sorted({*STACK_KS, knn.k_})
-
-    def parts(split: str) -> tuple[np.ndarray, dict[int, np.ndarray]]:
-        found = knn.predict_proba_at(data.vectors[data.rows(split)], needed)
-        p = np.clip(locus[split], 1e-7, 1 - 1e-7)
-        votes = {k: vote[:, columns] for k, vote in zip(needed, found, strict=True)}
-        return np.log(p) - np.log1p(-p), votes
-
-    by_split = {split: parts(split) for split in wanted}
-    stack = fit_stack(*by_split["val"], data.table.scores[data.rows("val")], mix_k=knn.k_)
-    both = np.concatenate([stack.logits(*by_split[split]) for split in ("train", "val")])
-    truth = data.table.scores[np.concatenate([data.rows("train"), data.rows("val")])]
-    stack = replace(stack, shift=base_rate_shift(both, truth))
-    return {split: sigmoid(stack.logits(*by_split[split])) for split in splits}
+    ids, needed = list(fold.table.llm_ids), sorted({*STACK_KS, knn.k_})
+    votes = {s: knn_votes(knn, data.vectors[data.rows(s)], ids, needed) for s in wanted}
+    p = {s: np.clip(locus[s], 1e-7, 1 - 1e-7) for s in wanted}
+    logits = {s: np.log(p[s]) - np.log1p(-p[s]) for s in wanted}
+    truth = {s: data.table.scores[data.rows(s)] for s in ("train", "val")}
+    stack = fit_locus_knn_stack(logits, votes, truth, mix_k=knn.k_)
+    return {s: sigmoid(stack.logits(logits[s], votes[s])) for s in splits}
 
 
 def _uncalibrated(proba: dict[str, np.ndarray], truth: np.ndarray) -> dict[str, float]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from locus.locus import Locus
 from locus.nn.config import TrainingConfig
 from locus.nn.training import ProgressCallback
 from locus.pipeline.data import workspace_table
-from locus.routing.ensemble import ENSEMBLE_FOLDER, STACK_KS, base_rate_shift, fit_stack
+from locus.routing.ensemble import ENSEMBLE_FOLDER, STACK_KS, fit_locus_knn_stack, knn_votes
 from locus.routing.evidence import Evidence
 from locus.routing.guard import Guard, fit_guard
 from locus.routing.neighbours import KNNRouter
@@ -163,22 +163,12 @@ def _fit_ensemble(
         Evidence.from_table(table, vectors, train_rows),
         Evidence.from_table(table, vectors, val_rows),
     )
-    columns = [knn.llm_ids.index(i) for i in table.llm_ids]
-    needed = sorted({*STACK_KS, knn.k_})
-
-    def votes_on(rows: np.ndarray) -> dict[int, np.ndarray]:
-        found = knn.predict_proba_at(vectors[rows], needed)
-        return {k: part[:, columns] for k, part in zip(needed, found, strict=True)}
-
-    votes = votes_on(val_rows)
-    stack = fit_stack(locus_logits, votes, table.scores[val_rows], mix_k=knn.k_)
-    # the base rate from training and validation queries together (`base_rate_shift`)
-    train_logits = stack.logits(
-        model.predict_logits(vectors[train_rows], list(table.llm_ids)), votes_on(train_rows)
-    )
-    both = np.concatenate([train_logits, stack.logits(locus_logits, votes)])
-    truth = table.scores[np.concatenate([train_rows, val_rows])]
-    stack = replace(stack, shift=base_rate_shift(both, truth))
+    ids, needed = list(table.llm_ids), sorted({*STACK_KS, knn.k_})
+    rows = {"train": train_rows, "val": val_rows}
+    votes = {split: knn_votes(knn, vectors[r], ids, needed) for split, r in rows.items()}
+    logits = {"train": model.predict_logits(vectors[train_rows], ids), "val": locus_logits}
+    truth = {split: table.scores[r] for split, r in rows.items()}
+    stack = fit_locus_knn_stack(logits, votes, truth, mix_k=knn.k_)
     model.metadata = {
         **model.metadata,
         "ensemble": {
@@ -188,7 +178,7 @@ def _fit_ensemble(
             "k": knn.k_,
         },
     }
-    return knn, sigmoid(stack.logits(locus_logits, votes))
+    return knn, sigmoid(stack.logits(locus_logits, votes["val"]))
 
 
 def _save_knn(knn: KNNRouter, folder: Path) -> None:

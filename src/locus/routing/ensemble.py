@@ -22,13 +22,17 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from locus.calibration import sigmoid
 from locus.errors import LocusArtifactError, LocusInputError
 from locus.routing.base import Router
+
+if TYPE_CHECKING:
+    from locus.routing.neighbours import KNNRouter
 
 __all__ = [
     "ENSEMBLE_FILE",
@@ -38,12 +42,14 @@ __all__ = [
     "Stack",
     "base_rate_shift",
     "choose_weight",
+    "fit_locus_knn_stack",
     "fit_stack",
     "knn_logits",
+    "knn_votes",
     "mix",
 ]
 
-# where an artifact keeps the router LOCUS is mixed with (`locus fit`: a kNN router)
+# where an artifact keeps the router LOCUS is combined with (`locus fit`: a kNN router)
 ENSEMBLE_FOLDER = "knn"
 # a saved EnsembleRouter: this file and its two routers' folders, `first/` and `second/`
 ENSEMBLE_FILE = "ensemble.json"
@@ -151,13 +157,13 @@ class Stack:
         """Combined logits (n_queries, n_llms) from LOCUS's calibrated logits and the kNN
         router's P(correct) at each k of `needed_ks` (`votes[k]`), all over the same LLMs."""
         locus = np.asarray(locus_logits, np.float64)
-        mixture = mix(0.5 * (1.0 + np.tanh(0.5 * locus)), votes[self.mix_k], self.mix_weight)
+        mixture = mix(sigmoid(locus), votes[self.mix_k], self.mix_weight)
         level = _logit(mixture).mean(axis=1, keepdims=True)
         parts = [locus, *(knn_logits(votes[k], k) for k in self.ks)]
         return level + _deviations(parts) @ np.asarray(self.deviation_weights) + self.shift
 
     def part_names(self) -> list[str]:
-        """ "locus", then "knn<k>" for each k of `ks`."""
+        """The parts' names: locus, then knn<k> for each k of `ks`."""
         return ["locus", *(f"knn{k}" for k in self.ks)]
 
     def describe(self) -> str:
@@ -221,7 +227,7 @@ def fit_stack(
     if not scored.any():
         raise LocusInputError("fit_stack: no scored cell to fit the stack on")
     locus = np.asarray(locus_logits, np.float64)
-    weight = choose_weight(0.5 * (1.0 + np.tanh(0.5 * locus)), votes[mix_k], y)
+    weight = choose_weight(sigmoid(locus), votes[mix_k], y)
     start = Stack(tuple(int(k) for k in ks), (1.0, *(0.0,) * len(ks)), weight, int(mix_k))
     held = start.logits(locus, votes)[scored]  # the level plus LOCUS's deviations, (cells,)
     parts = [locus, *(knn_logits(votes[k], k) for k in ks)]
@@ -231,7 +237,7 @@ def fit_stack(
 
     def loss(weights: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
         z = offset + x @ weights
-        p = 0.5 * (1.0 + np.tanh(0.5 * z))  # sigmoid without overflow
+        p = sigmoid(z)
         value = np.mean(np.logaddexp(0.0, z) - target * z) + penalty * np.sum(
             (weights - prior) ** 2
         )
@@ -261,12 +267,39 @@ def base_rate_shift(logits: NDArray[Any], truth: NDArray[Any]) -> float:
     z, target = z[scored], float(np.clip(y[scored].mean(), 1e-4, 1 - 1e-4))
     shift = 0.0
     for _ in range(50):  # Newton on a monotone function of one variable
-        p = 0.5 * (1.0 + np.tanh(0.5 * (z + shift)))
+        p = sigmoid(z + shift)
         gap, slope = float(p.mean()) - target, float(np.mean(p * (1 - p)))
         if abs(gap) < 1e-9 or slope <= 0:
             break
         shift -= float(np.clip(gap / slope, -2.0, 2.0))
     return shift
+
+
+def knn_votes(
+    knn: KNNRouter, query_vectors: NDArray[np.float32], llm_ids: Sequence[str], ks: Sequence[int]
+) -> dict[int, NDArray[np.float32]]:
+    """{k: the kNN router's P(correct) (n_queries, n_llms) at k}, columns in `llm_ids`' order,
+    every k from one neighbour search."""
+    columns = [list(knn.llm_ids).index(llm) for llm in llm_ids]
+    found = knn.predict_proba_at(query_vectors, ks)
+    return {int(k): part[:, columns] for k, part in zip(ks, found, strict=True)}
+
+
+def fit_locus_knn_stack(
+    logits: Mapping[str, NDArray[Any]],
+    votes: Mapping[str, Mapping[int, NDArray[Any]]],
+    truth: Mapping[str, NDArray[Any]],
+    *,
+    mix_k: int,
+) -> Stack:
+    """The stack `locus fit` keeps, from LOCUS's calibrated logits, the kNN votes (`knn_votes`
+    at `STACK_KS` and `mix_k`) and the scores of the "train" and "val" splits: `fit_stack` on
+    validation, then the `base_rate_shift` over both splits."""
+    stack = fit_stack(logits["val"], votes["val"], truth["val"], mix_k=mix_k)
+    both = np.concatenate([stack.logits(logits[s], votes[s]) for s in ("train", "val")])
+    return replace(
+        stack, shift=base_rate_shift(both, np.concatenate([truth["train"], truth["val"]]))
+    )
 
 
 class EnsembleRouter(Router):
