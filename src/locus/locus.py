@@ -24,18 +24,16 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
-from locus.artifact import Artifact, load_artifact, save_artifact
+from locus._locus_io import load_into, save_locus
 from locus.calibration import (
     EVIDENCE_MEANS,
     Calibration,
     evidence_quality_of,
     fit_calibration,
-    fit_time_means,
     sigmoid,
 )
 from locus.data.table import ScoreTable
 from locus.errors import LocusArtifactError, LocusInputError, LocusNotFittedError
-from locus.inference import check_same_encoder
 from locus.nn.config import TrainingConfig
 from locus.nn.embedding import embed_many
 from locus.pool import LLMPool
@@ -384,32 +382,13 @@ class Locus:
         self.metadata = {**self.metadata, "calibration": calibration.as_dict()}
         return calibration
 
-    # -- persistence -----------------------------------------------------------------------
+    # -- persistence (`locus._locus_io`) ---------------------------------------------------
 
     def save(self, path: str | Path, *, also: Callable[[Path], None] | None = None) -> Path:
         """Write the artifact folder (config.json, anchors.json, weights.safetensors);
         `also(folder)` adds files to it before it replaces the old one."""
         self._check_fitted()
-        return save_artifact(
-            Artifact(
-                encoder=self.encoder_,
-                predictor=self.predictor_,
-                training=self.config,
-                text_encoder_name=self.text_encoder_name_,
-                query_dim=self.query_dim_,
-                evidence_bound=self.evidence_bound_,
-                llm_ids=self.llm_ids_,
-                llm_embeddings=self.llm_embeddings_,
-                evidence_counts=self.evidence_counts_,
-                anchors=self.anchors_,
-                history=self.history_,
-                best_step=self.best_step_,
-                metadata=self.metadata,
-                reference_queries=self.reference_queries_,
-            ),
-            path,
-            also=also,
-        )
+        return save_locus(self, path, also=also)
 
     @classmethod
     def load(
@@ -435,60 +414,12 @@ class Locus:
                 weights that do not fit the recorded configuration; an artifact trained with
                 another text encoder than the workspace's.
         """
-        folder = Path(path)
-        artifact = load_artifact(folder, device=device)
-        model = cls(artifact.training, text_encoder=text_encoder, device=device)
-        model.encoder_ = artifact.encoder
-        model.predictor_ = artifact.predictor
-        model._snapshot = LLMPool(
-            artifact.llm_ids,
-            artifact.llm_embeddings,
-            artifact.evidence_counts,
-            evidence_means=fit_time_means(artifact.metadata),
-        )
-        model.anchors_ = artifact.anchors
-        model.history_ = artifact.history
-        model.best_step_ = artifact.best_step
-        model.query_dim_ = artifact.query_dim
-        model.text_encoder_name_ = artifact.text_encoder_name
-        model.evidence_bound_ = artifact.evidence_bound
-        model.metadata = artifact.metadata
-        model.reference_queries_ = artifact.reference_queries
-        store = model._open_workspace(folder, workspace)
-        if store is None:
-            model.pool_, model._snapshot = model._snapshot, None
-            return model
-        try:
-            check_same_encoder(folder.name, artifact.text_encoder_name, store.text_encoder)
-        except LocusArtifactError:
-            model.close()
-            raise
-        fit_id = artifact.metadata.get("fit_id")
-        model.pool_ = LLMPool.from_store(
-            store, folder.name, model._snapshot, fit_id=None if fit_id is None else str(fit_id)
-        )
+        model = cls(text_encoder=text_encoder, device=device)
+        load_into(model, Path(path), device=device, workspace=workspace)
         return model
 
     _snapshot: LLMPool | None = None
     reference_queries_: NDArray[np.float32] | None = None
-
-    def _open_workspace(
-        self, folder: Path, workspace: Store | str | os.PathLike[str] | Literal["auto"] | None
-    ) -> Store | None:
-        from locus.store import Store
-        from locus.store._core import DB_NAME
-
-        if workspace is None:
-            return None
-        if isinstance(workspace, Store):
-            return workspace
-        if workspace == "auto":
-            root = folder.resolve().parent.parent
-            if folder.resolve().parent.name != "artifacts" or not (root / DB_NAME).is_file():
-                return None
-            workspace = root
-        self._owned_store = Store.open(workspace, create=False)
-        return self._owned_store
 
     def close(self) -> None:
         """Close the workspace this Locus opened itself (a `Store` passed in stays open)."""
