@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from locus.artifact import Artifact, load_artifact, save_artifact
-from locus.calibration import fit_time_means
 from locus.errors import LocusArtifactError
 from locus.inference import check_same_encoder
-from locus.pool import LLMPool
+from locus.pool import artifact_pools
 
 if TYPE_CHECKING:
     from locus.locus import Locus
@@ -67,12 +66,6 @@ def load_into(
     model.config = artifact.training
     model.encoder_ = artifact.encoder
     model.predictor_ = artifact.predictor
-    model._snapshot = LLMPool(
-        artifact.llm_ids,
-        artifact.llm_embeddings,
-        artifact.evidence_counts,
-        evidence_means=fit_time_means(artifact.metadata),
-    )
     model.anchors_ = artifact.anchors
     model.history_ = artifact.history
     model.best_step_ = artifact.best_step
@@ -82,18 +75,21 @@ def load_into(
     model.metadata = artifact.metadata
     model.reference_queries_ = artifact.reference_queries
     store = _open_workspace(model, folder, workspace)
-    if store is None:
-        model.pool_, model._snapshot = model._snapshot, None
-        return
-    try:
-        check_same_encoder(folder.name, artifact.text_encoder_name, store.text_encoder)
-    except LocusArtifactError:
-        model.close()
-        raise
-    fit_id = artifact.metadata.get("fit_id")
-    model.pool_ = LLMPool.from_store(
-        store, folder.name, model._snapshot, fit_id=None if fit_id is None else str(fit_id)
+    if store is not None:
+        try:
+            check_same_encoder(folder.name, artifact.text_encoder_name, store.text_encoder)
+        except LocusArtifactError:
+            model.close()
+            raise
+    snapshot, model.pool_ = artifact_pools(
+        artifact.llm_ids,
+        artifact.llm_embeddings,
+        artifact.evidence_counts,
+        artifact.metadata,
+        store,
+        folder.name,
     )
+    model._snapshot = None if store is None else snapshot
 
 
 def _open_workspace(

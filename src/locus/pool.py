@@ -18,17 +18,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from locus.calibration import fit_time_means
 from locus.errors import LocusInputError, LocusNotFoundError
 
 if TYPE_CHECKING:
     from locus.store import Store
 
-__all__ = ["LLMPool"]
+__all__ = ["LLMPool", "artifact_pools"]
 
 logger = logging.getLogger(__name__)
 
@@ -274,6 +275,30 @@ class LLMPool:
         """Bind this pool to a workspace and write it there whole, marked as `fit_id`'s."""
         self._store, self.artifact, self._fit_id = store, artifact, fit_id
         self.replace_all(self.llm_ids, self.embeddings, self.evidence_counts)
+
+
+def artifact_pools(
+    llm_ids: Sequence[str],
+    llm_embeddings: ArrayLike,
+    evidence_counts: Sequence[int] | NDArray[np.integer],
+    metadata: Mapping[str, Any],
+    store: Store | None = None,
+    artifact: str | None = None,
+) -> tuple[LLMPool, LLMPool]:
+    """(an artifact's fit-time pool, the pool to route with) from what the artifact keeps: its
+    LLMs, their embeddings and evidence counts, and its metadata (the fit-time evidence means,
+    the `fit_id`). The pool to route with is the workspace's for `artifact` (`from_store`) when
+    `store` is given, else the fit-time pool itself."""
+    snapshot = LLMPool(
+        llm_ids, llm_embeddings, evidence_counts, evidence_means=fit_time_means(metadata)
+    )
+    if store is None or artifact is None:
+        return snapshot, snapshot
+    fit_id = metadata.get("fit_id")
+    live = LLMPool.from_store(
+        store, artifact, snapshot, fit_id=None if fit_id is None else str(fit_id)
+    )
+    return snapshot, live
 
 
 def _fit_key(artifact: str) -> str:

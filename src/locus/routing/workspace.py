@@ -21,11 +21,11 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from locus.calibration import evidence_quality_of, fit_time_means, sigmoid
+from locus.calibration import evidence_quality_of, sigmoid
 from locus.data.text import text_hash
 from locus.errors import LocusArtifactError, LocusInputError, LocusNotFoundError
 from locus.inference import check_same_encoder, read_for_routing
-from locus.pool import LLMPool
+from locus.pool import artifact_pools
 from locus.routing.base import RouteDecision, Router
 from locus.routing.ensemble import ENSEMBLE_FOLDER, Stack, mix
 from locus.routing.guard import Guard
@@ -79,15 +79,13 @@ class WorkspaceRouter(Router):
         check_same_encoder(folder.name, routing.text_encoder_name, store.text_encoder)
         self.predictor = routing.predictor
         self.text_encoder_name = routing.text_encoder_name
-        self._snapshot = LLMPool(
+        self._snapshot, self.pool = artifact_pools(
             routing.llm_ids,
             routing.llm_embeddings,
             routing.evidence_counts,
-            evidence_means=fit_time_means(routing.metadata),
-        )
-        fit_id = routing.metadata.get("fit_id")
-        self.pool = LLMPool.from_store(
-            store, folder.name, self._snapshot, fit_id=None if fit_id is None else str(fit_id)
+            routing.metadata,
+            store,
+            folder.name,
         )
         self.store = store
         self.artifact = artifact
