@@ -269,7 +269,7 @@ def test_onboarding_suite_on_planted_families(data: WorkspaceTable, tmp_path: Pa
 
 
 def test_hull_keeps_only_points_no_cheaper_point_beats() -> None:
-    from locus.benchmark.cost import hull, hull_accuracy_at
+    from locus.routing.frontier import hull, hull_accuracy_at
 
     points = np.array([[1.0, 0.5], [2.0, 0.55], [3.0, 0.8], [4.0, 0.7], [5.0, 0.9], [0.5, 0.2]])
     curve = hull(points)
@@ -279,6 +279,23 @@ def test_hull_keeps_only_points_no_cheaper_point_beats() -> None:
     assert hull_accuracy_at(curve, 9.0) == pytest.approx(0.9) and np.isnan(
         hull_accuracy_at(curve, 0.1)
     )
+
+
+def test_frontier_metrics_on_a_known_frontier() -> None:
+    from locus.routing.frontier import frontier_metrics
+
+    curve = np.array([[1.0, 0.5], [3.0, 0.9]])
+    figures = frontier_metrics(curve, strong=(4.0, 0.9), weak=(1.0, 0.5), high=4.0)
+    assert figures["cost_share_at_100"] == pytest.approx(3 / 4)
+    # 95% of 0.9 = 0.855 is reached at 1 + (0.855 - 0.5) / 0.4 x 2 = 2.775
+    assert figures["cost_share_at_95"] == pytest.approx(2.775 / 4)
+    assert figures["aiq"] == pytest.approx((2 * 0.7 + 1 * 0.9) / 3, abs=1e-3)
+    # the gap recovered rises 0 -> 1 over [1, 3] and stays 1 over [3, 4]
+    assert figures["apgr"] == pytest.approx((2 * 0.5 + 1.0) / 3, abs=1e-3)
+    assert figures["cpt50"] == pytest.approx(2.0 / 4) and figures["cpt80"] == pytest.approx(2.6 / 4)
+    assert figures["accuracy_at_cheapest_cost"] == pytest.approx(0.5)
+    never = frontier_metrics(curve, strong=(4.0, 0.95), weak=(1.0, 0.5), high=4.0)
+    assert np.isnan(never["cost_share_at_100"]) and never["max_accuracy"] == pytest.approx(0.9)
 
 
 def test_cost_suite_on_a_planted_pool_with_prices(tmp_path: Path) -> None:
@@ -293,18 +310,34 @@ def test_cost_suite_on_a_planted_pool_with_prices(tmp_path: Path) -> None:
     path = build_planted_workspace(tmp_path / "ws", rows)
     with Store.open(path) as store:
         data = workspace_table(store)
-    result = run_cost(data, seeds=[0], methods=["knn", "best-single"], cache_dir=tmp_path / "c")
+    result = run_cost(
+        data, seeds=[0], folds=3, methods=["knn", "best-single"], cache_dir=tmp_path / "c"
+    )
     knn, single = result["summary"]["knn"], result["summary"]["best-single"]
+    # k-fold: every query is a test query once, so the singles are read on all of them
+    assert result["queries"]["scored_and_priced_by_every_llm"] == data.table.n_queries
+    every_math = [v for llm, v in result["single_llms"].items() if llm.startswith("math-")]
+    assert all(v["cost"] == pytest.approx(1e-2) for v in every_math)
+    assert result["cost_model_relative_error"]["mean"] < 1e-6  # prices are per LLM here
     # knowing who is right where, kNN is more accurate than any single LLM at every price
     assert knn["aiq"]["mean"] > single["aiq"]["mean"] + 0.1
     assert knn["aiq"]["mean"] > result["static_mix"]["aiq"]
     assert knn["max_accuracy"]["mean"] > result["best_single"]["accuracy"] + 0.2
     # ... and matches the best single LLM for less than it costs
-    assert knn["cost_to_match_best_single"]["mean"] < result["best_single"]["cost"]
-    points = np.array(result["per_seed"]["knn"][0]["points"])
-    assert points[0, 1] == pytest.approx(knn["max_accuracy"]["mean"])  # weight 0: most accurate
+    assert knn["cost_share_at_100"]["mean"] < 1.0 and knn["apgr"]["mean"] > 0.9
+    assert single["max_accuracy"]["mean"] <= result["best_single"]["accuracy"] + 1e-9
+    points = np.array(result["per_seed"]["knn"][0]["points"]["cost-weight"])
+    quality = np.array(result["per_seed"]["knn"][0]["points"]["quality"])
+    # the frontier's best point is the best of both sweeps
+    best = max(points[:, 1].max(), quality[:, 1].max())
+    assert best == pytest.approx(knn["max_accuracy"]["mean"])
     assert points[-1, 0] == pytest.approx(1e-4)  # the largest weight: only the cheapest LLMs
-    assert "| knn |" in cost_table(result)
+    assert quality[-1, 0] == pytest.approx(1e-4)  # any success will do: the cheapest
+    # a budget tuned on each fold's validation queries holds on its test queries
+    for share in ("0.1", "0.25", "0.6"):
+        check = result["per_seed"]["knn"][0]["budgets"][share]
+        assert check["spent_over_budget"] <= 1.15, (share, check)
+    assert "| **knn** |" in cost_table(result)  # the first method is the default, in bold
     assert plot_cost(result, tmp_path / "cost.png").read_bytes()[:4] == b"\x89PNG"
 
 

@@ -271,3 +271,33 @@ def test_the_demo_reuses_only_a_current_artifact(tmp_path: Path) -> None:
             kind="table",
         )  # fmt: skip
         assert not artifact_is_current(store)  # the data changed
+
+
+def test_cli_route_quality_and_budget(run_cli: Run, trained: Path, tmp_path: Path) -> None:
+    query = "integral derivative matrix limit"
+    unpriced = run_cli("route", query, "-w", trained, "--quality", "0.9")
+    assert unpriced.exit_code == 2 and "quality needs each LLM's cost" in unpriced.stderr
+    for flag, value, message in [
+        ("--quality", "1.5", "quality must lie in (0, 1]"),
+        ("--quality", "0", "quality must lie in (0, 1]"),
+        ("--budget", "-1", "budget must be a number > 0"),
+        ("--cost-weight", "-2", "cost_weight must be a finite number >= 0"),
+    ]:
+        bad = run_cli("route", query, "-w", trained, flag, value)
+        assert bad.exit_code == 2 and message in bad.stderr and bad.stderr.count("\n") == 1
+    rows = planted_rows()
+    priced = build_planted_workspace(
+        tmp_path / "priced",
+        rows.assign(cost_usd=np.where(rows["llm_id"].str.startswith("math-"), 0.02, 0.001)),
+    )
+    with Store.open(priced) as store:
+        fit_workspace(store, small_config(max_steps=30))
+    strict = run_cli("route", query, "-w", priced, "--quality", "0.95", "--json").json()
+    assert strict[0]["llm_id"].startswith("math-")
+    assert strict[0]["cost_usd"] == pytest.approx(0.02) and 0 < strict[0]["p_correct"] <= 1
+    cheap = run_cli("route", query, "-w", priced, "--budget", "0.001", "--json").json()
+    assert not cheap[0]["llm_id"].startswith("math-")
+    text = run_cli("route", query, "-w", priced, "--quality", "0.95")
+    assert text.exit_code == 0 and "expected $0.020000" in text.stdout
+    both = run_cli("route", query, "-w", priced, "--quality", "0.9", "--budget", "0.01")
+    assert both.exit_code == 2 and "choose one decision rule" in both.stderr

@@ -195,10 +195,48 @@ def test_cost_knob_moves_choices_to_cheaper_llms(
     assert all(not c.llm_id.startswith("math-") for d in capped for c in d.ranked)
     with pytest.raises(LocusInputError, match="raise max_cost"):
         router.route(vectors, costs=costs, max_cost=0.001)
-    with pytest.raises(LocusInputError, match="need per-LLM costs"):
+    with pytest.raises(LocusInputError, match="needs each LLM's cost per query"):
         router.route(vectors, cost_weight=1.0)
     with pytest.raises(LocusInputError, match="cost for every candidate"):
         router.route(vectors, costs={"math-0": 1.0}, cost_weight=1.0)
+
+
+def test_quality_rule_takes_the_cheapest_llm_within_the_share_of_the_best(
+    case: tuple[RouterCase, Router], planted: Planted
+) -> None:
+    _, router = case
+    vectors, _ = _test_vectors(planted)
+    costs = _costs(router)
+    proba = np.asarray(router.predict_proba(vectors), dtype=np.float64)
+    spent = []
+    for share in (1.0, 0.95, 0.8, 0.5, 1e-3):
+        decisions = router.route(vectors, top=len(router.llm_ids), costs=costs, quality=share)
+        for row, decision in enumerate(decisions):
+            best = proba[row].max()
+            within = [j for j, p in enumerate(proba[row]) if p >= share * best - 1e-9]
+            cheapest = min(costs[router.llm_ids[j]] for j in within)
+            assert decision.p_correct >= share * best - 1e-6
+            assert costs[decision.llm_id] == pytest.approx(cheapest)
+            # the fallback order: the LLMs within the share by cost, then the rest
+            shown = [c.llm_id for c in decision.ranked[: len(within)]]
+            assert sorted(shown) == sorted(router.llm_ids[j] for j in within)
+        spent.append(sum(costs[d.llm_id] for d in decisions))
+    assert spent == sorted(spent, reverse=True)
+    # per-query costs (n_queries, n_llms): the same choices as the mapping they repeat
+    matrix = np.tile([costs[llm] for llm in router.llm_ids], (len(vectors), 1))
+    same = router.route(vectors, costs=matrix, quality=0.8)
+    assert [d.llm_id for d in same] == [
+        d.llm_id for d in router.route(vectors, costs=costs, quality=0.8)
+    ]
+    for bad in (0.0, -0.5, 1.5, float("nan")):
+        with pytest.raises(LocusInputError, match=r"quality must lie in \(0, 1\]"):
+            router.route(vectors, costs=costs, quality=bad)
+    with pytest.raises(LocusInputError, match="choose one decision rule"):
+        router.route(vectors, costs=costs, quality=0.9, cost_weight=1.0)
+    with pytest.raises(LocusInputError, match="quality needs a cost for every candidate"):
+        router.route(vectors, costs={"math-0": 1.0}, quality=0.9)
+    with pytest.raises(LocusInputError, match=r"shape \(2, 3\)"):
+        router.route(vectors, costs=np.ones((2, 3)), quality=0.9)
 
 
 def test_unavailable_llms_are_never_chosen(

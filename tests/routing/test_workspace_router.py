@@ -10,7 +10,7 @@ import pytest
 
 from locus.data.batch import ImportBatch
 from locus.errors import LocusInputError, LocusNotFoundError
-from locus.pipeline import embed_workspace_llms, fit_workspace
+from locus.pipeline import embed_workspace_llms, fit_workspace, workspace_table
 from locus.routing import WorkspaceRouter
 from locus.store import Store
 from locus.text import HashingEncoder
@@ -214,3 +214,72 @@ def test_without_the_ensemble_the_router_is_locus_alone(tmp_path: Path) -> None:
         np.testing.assert_allclose(
             router.predict_proba(phi), load_workspace_locus(store).predict_proba(phi), atol=1e-5
         )
+
+
+def test_quality_and_budget_rules_end_to_end(workspace: Path) -> None:
+    with Store.open(workspace) as store:
+        router = WorkspaceRouter(store, text_encoder=HashingEncoder(ENCODER_DIM))
+        assert router.cost_model is not None  # the workspace has per-query costs
+        math_text = ["integral derivative matrix limit polynomial"]
+        expected = router.expected_costs(router.vectors_for(math_text))[0]
+        by_llm = dict(zip(router.llm_ids, expected, strict=True))
+        assert by_llm["math-0"] == pytest.approx(0.02) and by_llm["law-0"] == pytest.approx(0.001)
+        # only the math group is likely right on a math query (0.9 against 0.2)
+        strict = router.route_texts(math_text, quality=0.95)[0]
+        assert strict.llm_id.startswith("math-") and strict.cost_usd == pytest.approx(0.02)
+        loose = router.route_texts(math_text, quality=0.1)[0]
+        assert not loose.llm_id.startswith("math-") and loose.cost_usd == pytest.approx(0.001)
+        # a budget: the cost weight tuned on the fit's validation queries keeps them under it
+        data = workspace_table(store)
+        texts = [data.table.query_texts[i] for i in data.rows("test")]
+        free = router.route_texts(texts, guarded=False)
+        budget = 0.004  # a fifth of the math LLMs' price; a third of the queries are math
+        weight = router.cost_weight_for_budget(budget)
+        assert weight > 0
+        tight = router.route_texts(texts, budget=budget)
+        spent = float(np.mean([d.cost_usd for d in tight]))
+        assert spent < float(np.mean([d.cost_usd for d in free]))
+        assert spent <= budget * 1.5  # tuned on validation, re-checked here on test
+        assert router.cost_weight_for_budget(budget) == weight  # cached
+        with pytest.raises(LocusInputError, match="below the cheapest routing"):
+            router.route_texts(texts, budget=0.0005)
+        for bad in ({"budget": 0.0}, {"budget": -1.0}, {"quality": 1.2}, {"quality": 0.0}):
+            with pytest.raises(LocusInputError, match="must"):
+                router.route_texts(math_text, **bad)
+        with pytest.raises(LocusInputError, match="choose one decision rule"):
+            router.route_texts(math_text, quality=0.9, budget=0.01)
+
+
+def test_per_query_costs_are_predicted_from_the_query(tmp_path: Path) -> None:
+    rows = planted_rows()
+    # every LLM pays 10x on law queries (long answers); math LLMs are dear everywhere
+    base = np.where(rows["llm_id"].str.startswith("math-"), 0.02, 0.001)
+    costs = base * np.where(rows["task"] == "law", 10.0, 1.0)
+    path = build_planted_workspace(tmp_path / "ws", rows.assign(cost_usd=costs))
+    with Store.open(path) as store:
+        fit_workspace(store, small_config(max_steps=30))
+        router = WorkspaceRouter(store, text_encoder=HashingEncoder(ENCODER_DIM))
+        law, bio = router.route_texts(
+            ["court statute jury tort appeal", "cell enzyme gene protein membrane"], top=12
+        )
+    law_cost = {c.llm_id: c.cost_usd for c in law.ranked}
+    bio_cost = {c.llm_id: c.cost_usd for c in bio.ranked}
+    assert law_cost["biology-0"] == pytest.approx(0.01, rel=0.3)
+    assert bio_cost["biology-0"] == pytest.approx(0.001, rel=0.3)
+    assert law_cost["math-0"] == pytest.approx(0.2, rel=0.3)
+
+
+def test_an_artifact_without_priced_validation_queries_cannot_take_a_budget(
+    tmp_path: Path,
+) -> None:
+    path = build_planted_workspace(tmp_path / "ws")  # no costs at all
+    with Store.open(path) as store:
+        fit_workspace(store, small_config(max_steps=20))
+        router = WorkspaceRouter(store, text_encoder=HashingEncoder(ENCODER_DIM))
+        assert router.cost_model is None and router.costs == {}
+        with pytest.raises(LocusInputError, match="no priced validation queries"):
+            router.route_texts(["court jury"], budget=0.01)
+        with pytest.raises(LocusInputError, match="quality needs each LLM's cost"):
+            router.route_texts(["court jury"], quality=0.9)
+        decision = router.route_texts(["court jury"])[0]  # accuracy routing needs no price
+        assert decision.cost_usd is None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Collection, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import pytest
@@ -37,13 +37,19 @@ class RankedRouter:
 
     llm_ids = ("a", "b", "c", "d")
 
+    costs: ClassVar[dict[str, float]] = {"a": 0.004, "b": 0.003, "c": 0.002, "d": 0.001}
+
     def route_texts(
         self, texts: Sequence[str], *, top: int = 3, cost_weight: float = 0.0,
+        quality: float | None = None, budget: float | None = None,
         max_cost: float | None = None, unavailable: Collection[str] = (),
     ) -> list[RouteDecision]:  # fmt: skip
         ranked = [llm for llm in self.llm_ids if llm not in unavailable]
+        if quality is not None or budget is not None or cost_weight:
+            ranked = ranked[::-1]  # any cost rule: the cheapest first
         candidates = tuple(
-            RankedLLM(llm, 0.9 - 0.1 * i, None, 0.9 - 0.1 * i) for i, llm in enumerate(ranked)
+            RankedLLM(llm, 0.9 - 0.1 * i, self.costs[llm], 0.9 - 0.1 * i)
+            for i, llm in enumerate(ranked)
         )
         return [RouteDecision(ranked[0], 0.9, None, candidates[:top]) for _ in texts]
 
@@ -197,7 +203,14 @@ def test_a_429_with_retry_after_holds_the_llm() -> None:
             "no text",
         ),
         ("/v1/chat/completions", {**CHAT, "model": "gpt-9"}, 400, "unknown model 'gpt-9'"),
-        ("/v1/chat/completions", {**CHAT, "model": "locus:cost=x"}, 400, "locus:cost=W"),
+        ("/v1/chat/completions", {**CHAT, "model": "locus:cost=x"}, 400, "expected cost=W"),
+        ("/v1/chat/completions", {**CHAT, "model": "locus:quality=1.5"}, 400, "(0, 1]"),
+        ("/v1/chat/completions", {**CHAT, "model": "locus:quality=0"}, 400, "(0, 1]"),
+        ("/v1/chat/completions", {**CHAT, "model": "locus:budget=-1"}, 400, "budget must"),
+        ("/v1/chat/completions", {**CHAT, "model": "locus:speed=1"}, 400, "quality=S"),
+        ("/v1/route", {"text": "q", "quality": 1.5}, 400, "quality must lie in (0, 1]"),
+        ("/v1/route", {"text": "q", "quality": 0.9, "budget": 0.1}, 400, "choose one"),
+        ("/v1/route", {"text": "q", "budget": 0}, 400, "budget must be a number > 0"),
         ("/v1/chat/completions", {**CHAT, "unavailable": ["zeta"]}, 400, "unknown LLM 'zeta'"),
         ("/v1/chat/completions", {**CHAT, "pad": "x" * 30_000}, 413, "body over"),
         ("/v1/route", {"text": "a", "texts": ["b"]}, 400, "not both"),
@@ -216,6 +229,23 @@ def test_bad_input_is_a_4xx_with_a_one_line_json_error(
     assert response.status_code == status, response.text
     error = response.json()["error"]
     assert message in error["message"] and "\n" not in error["message"]
+
+
+@pytest.mark.parametrize("model", ["locus:quality=0.95", "locus:budget=0.002", "locus:cost=10"])
+def test_a_cost_rule_in_the_model_name_reaches_the_router_and_the_headers(model: str) -> None:
+    response, fake, _ = chat({"d": ["ok"]}, {**CHAT, "model": model})
+    assert response.status_code == 200, response.text
+    # the planted router puts the cheapest LLM first under any cost rule
+    assert response.headers["x-locus-llm"] == "d" and fake.requests == {"d": 1}
+    assert response.headers["x-locus-p-correct"] == "0.9000"
+    assert float(response.headers["x-locus-expected-cost-usd"]) == pytest.approx(0.001)
+
+
+def test_accuracy_routing_reports_the_predicted_success_of_the_llm_that_answered() -> None:
+    response, _, _ = chat({"a": ["500"], "b": ["ok"]})
+    assert response.headers["x-locus-llm"] == "b"  # a failed: b's own prediction is reported
+    assert response.headers["x-locus-p-correct"] == "0.8000"
+    assert float(response.headers["x-locus-expected-cost-usd"]) == pytest.approx(0.003)
 
 
 def test_without_keys_writes_are_refused() -> None:
@@ -245,7 +275,8 @@ def test_route_models_health_ready_and_metrics() -> None:
         batch = post(app, "/v1/route", {"texts": ["x", "y"], "top": 2}).json()["decisions"]
         assert [len(d["ranked"]) for d in batch] == [2, 2]
         names = [m["id"] for m in post(app, "/v1/models").json()["data"]]
-        assert names[:2] == ["locus", "locus:cost=0.5"] and set(names[2:]) == {"a", "b", "c", "d"}
+        assert names[:3] == ["locus", "locus:quality=0.95", "locus:cost=10"]
+        assert set(names[3:]) == {"a", "b", "c", "d"}
         assert post(app, "/health").json() == {"status": "ok"}
         assert fake.requests == {}  # none of these called an upstream
         ready = post(app, "/ready")

@@ -1,19 +1,36 @@
-"""The `cost` suite: accuracy against dollars as the cost weight sweeps (RouterBench's protocol).
+"""The `cost` suite: accuracy against dollars, k-fold over queries (RouterBench's protocol).
 
-Every method is fitted on all training scores (the same fold per seed as the anchors suite's
-"all", so fits are shared through the cache). On the test queries every LLM was scored and
-priced on, a router picks, per query, the LLM with the best P(correct) - w x expected cost,
-where an LLM's expected cost is its mean cost per training query (what a router knows before
-answering); the pick is charged its real cost on that query. Sweeping w from 0 to "only the
-cheapest" traces (mean cost, mean accuracy) points; per router:
+For each seed the queries are cut into `folds` hash folds (`locus.data.splits.kfold_splits`):
+each fold is tested once by methods fitted on the others (one eighth of them for validation),
+so every query that every LLM was scored and priced on is a test query once per seed, and the
+figures of a seed are read off the pooled out-of-fold predictions. Before answering, a router
+knows each LLM's predicted cost on the query (`locus.routing.costs.CostModel`, fitted on the
+fold's training queries; `cost_model="mean"`: each LLM's mean training cost); the pick is
+charged its real cost. Two decision rules sweep each method from the most accurate to the
+cheapest routing:
 
-- the non-decreasing convex hull of its points, and its area (AIQ, RouterBench's figure): the
-  mean of the hull's accuracy over the cost range from the cheapest to the most expensive
-  single LLM (points beyond the range are clipped, the hull is flat after its last point);
-- the cheapest cost at which its hull reaches the most accurate single LLM's accuracy;
-- its hull's accuracy at the cheapest single LLM's cost;
-- against the best static mix of LLMs at equal cost: the convex hull of the single LLMs'
-  (cost, accuracy) points, which any mix of two LLMs lies on or under.
+- `cost-weight`: the best P(correct) - w x predicted cost, w from 0 to "only the cheapest";
+- `quality`: the cheapest LLM whose P(correct) is at least s x the best on the query, s from 1
+  down to 0.
+
+Each sweep gives (mean cost, accuracy) points; a method's frontier is the non-decreasing convex
+hull of both sweeps' points (a user can use either rule, and mixing two settings reaches every
+point between). Read off it, per seed:
+
+- AIQ (RouterBench): the mean of the frontier's accuracy over the cost range from the cheapest
+  to the most expensive single LLM;
+- the cost to reach 100% and 95% of the most accurate single LLM's ("the strong LLM")
+  accuracy, as a share of its cost;
+- the accuracy at the cheapest single LLM's cost;
+- APGR (RouteLLM's average performance gap recovered, over cost): the mean over the cost range
+  from the cheapest single LLM's cost to the strong LLM's of (accuracy - the cheapest LLM's) /
+  (the strong LLM's - the cheapest LLM's); CPT(x): the cost, as a share of the strong LLM's,
+  at which x of that gap is recovered;
+- the best static mix: the hull of the single LLMs' (cost, accuracy) points, read the same way;
+- `moved`: at the cost weight that sends about half the queries off the strong LLM, how often
+  the cheaper pick was right, beside how often the strong LLM was, on those queries;
+- `budgets`: the cost weight tuned on each fold's validation queries to stay under a budget
+  (a share of the strong LLM's cost, RouteLLM's threshold calibration), re-checked on test.
 """
 
 from __future__ import annotations
@@ -29,83 +46,122 @@ from locus._progress import ProgressFactory, no_progress
 from locus.benchmark._stats import mean_sd
 from locus.benchmark.anchors import evidence_fold, fitted_proba
 from locus.benchmark.methods import METHODS
+from locus.data.splits import kfold_splits
 from locus.errors import LocusInputError
 from locus.pipeline import WorkspaceTable
+from locus.routing.costs import CostModel
+from locus.routing.frontier import RULES, frontier_metrics, hull, sweep, sweep_settings
+from locus.routing.rules import pick_cost_weight, tune_cost_weight
 
-__all__ = ["COST_METHODS", "hull", "hull_accuracy_at", "run_cost"]
+__all__ = ["COST_METHODS", "COST_MODELS", "run_cost"]
 
-COST_METHODS = ("locus", "locus+knn", "knn", "cluster", "mf", "irt", "per-task", "best-single")
-
-
-def hull(points: np.ndarray) -> np.ndarray:
-    """The non-decreasing upper convex hull of (cost, accuracy) points, sorted by cost: no point
-    on it is beaten by a cheaper one, and mixing two routers reaches every point on it."""
-    order = np.lexsort((-points[:, 1], points[:, 0]))
-    kept: list[np.ndarray] = []
-    for point in points[order]:
-        if kept and point[1] <= kept[-1][1]:
-            continue  # costs more, not more accurate
-        while len(kept) >= 2:
-            (x1, y1), (x2, y2) = kept[-2], kept[-1]
-            # drop the middle point if it lies on or under the chord to the new point
-            if (y2 - y1) * (point[0] - x1) <= (point[1] - y1) * (x2 - x1):
-                kept.pop()
-            else:
-                break
-        kept.append(point)
-    return np.array(kept)
+COST_METHODS = ("locus+knn", "locus", "knn", "cluster", "mf", "irt", "per-task", "best-single")
+COST_MODELS = ("knn", "mean")
+# budgets re-checked on test, as shares of the strong LLM's mean cost
+BUDGET_SHARES = (0.1, 0.25, 0.6)
 
 
-def hull_accuracy_at(curve: np.ndarray, cost: float) -> float:
-    """Accuracy of the hull at `cost` (NaN below its cheapest point, flat after its last)."""
-    if cost < curve[0, 0] * (1 - 1e-9):  # equal costs summed in another order still count
-        return float("nan")
-    return float(np.interp(cost, curve[:, 0], curve[:, 1]))
+def _fold_predictions(
+    data: WorkspaceTable,
+    parts: list[np.ndarray],
+    seed: int,
+    methods: Sequence[str],
+    cost_model: str,
+    cache_dir: Path | None,
+    locus_settings: dict[str, Any] | None,
+    step: Any,
+) -> tuple[dict[str, np.ndarray], np.ndarray, list[dict[str, Any]]]:
+    """Out-of-fold P(correct) per method and predicted costs (n_queries, n_llms), and per fold
+    what the budget check needs (validation rows, their P(correct) and predicted costs)."""
+    costs = data.table.costs
+    assert costs is not None
+    shape = data.table.scores.shape
+    proba = {method: np.full(shape, np.nan) for method in methods}
+    predicted = np.full(shape, np.nan)
+    folds: list[dict[str, Any]] = []
+    for splits in parts:
+        fold_data = data.with_splits(splits)
+        train, val, test = (fold_data.rows(s) for s in ("train", "val", "test"))
+        fold = evidence_fold(fold_data, "all", seed)
+        if cost_model == "knn":
+            model = CostModel().fit(data.vectors[train], costs[train], data.table.llm_ids)
+            predicted[test] = model.predict(data.vectors[test])
+            val_costs = model.predict(data.vectors[val])
+        else:
+            means = np.nanmean(costs[train], axis=0)
+            predicted[test] = means[None, :]
+            val_costs = np.broadcast_to(means, (len(val), len(means)))
+        val_proba = {}
+        for method in methods:
+            both, _ = fitted_proba(
+                method, fold, "all", fold_data, splits=("val", "test"),
+                locus_settings=locus_settings, cache_dir=cache_dir,
+            )  # fmt: skip
+            proba[method][test] = both["test"]
+            val_proba[method] = both["val"]
+            step(1)
+        folds.append({"test": test, "val": val, "val_proba": val_proba, "val_costs": val_costs})
+    return proba, predicted, folds
 
 
-def _area(curve: np.ndarray, low: float, high: float) -> float:
-    """Mean hull accuracy over [low, high] (0 where the hull has no point yet)."""
-    grid = np.linspace(low, high, 512)
-    values = np.where(grid < curve[0, 0], 0.0, np.interp(grid, curve[:, 0], curve[:, 1]))
-    if high <= low:
-        return float(values[0])
-    area = np.sum((values[1:] + values[:-1]) / 2 * np.diff(grid))  # trapezoid rule
-    return float(area / (high - low))
+def _moved(
+    proba: np.ndarray, predicted: np.ndarray, truth: np.ndarray, strong: int
+) -> dict[str, float]:
+    """At the cost weight that moves the share of queries off the strong LLM nearest one half:
+    that share, the accuracy of the cheaper picks on the moved queries, and the strong LLM's
+    own accuracy on them (a router that ranks LLMs per query well moves queries the strong LLM
+    would not have got more right)."""
+    best: dict[str, float] = {}
+    for weight in sweep_settings("cost-weight", predicted):
+        chosen = pick_cost_weight(proba, predicted, float(weight))
+        moved = chosen != strong
+        if not best or abs(moved.mean() - 0.5) < abs(best["share"] - 0.5):
+            rows = np.flatnonzero(moved)
+            best = {
+                "share": float(moved.mean()),
+                "picked_accuracy": float(truth[rows, chosen[rows]].mean()) if len(rows) else 0.0,
+                "strong_accuracy": float(truth[rows, strong].mean()) if len(rows) else 0.0,
+            }
+    return best
 
 
-def _cost_to_reach(curve: np.ndarray, accuracy: float) -> float:
-    """Cheapest cost at which the hull reaches `accuracy` (NaN if it never does)."""
-    above = np.flatnonzero(curve[:, 1] >= accuracy)
-    if len(above) == 0:
-        return float("nan")
-    i = int(above[0])
-    if i == 0:
-        return float(curve[0, 0])
-    (x1, y1), (x2, y2) = curve[i - 1], curve[i]
-    return float(x1 + (accuracy - y1) * (x2 - x1) / (y2 - y1))
-
-
-def _sweep(
-    proba: np.ndarray, expected: np.ndarray, truth: np.ndarray, real: np.ndarray
-) -> np.ndarray:
-    """(cost, accuracy) per cost weight, from 0 to past the weight that picks the cheapest."""
-    spread = np.ptp(expected) or 1.0
-    weights = np.concatenate([[0.0], np.geomspace(1e-3, 1e3, 61) / spread])
-    available = ~np.isnan(truth)
-    points = []
-    for weight in weights:
-        utility = np.where(available, proba - weight * expected[None, :], -np.inf)
-        pick = np.argmax(utility, axis=1)
-        rows = np.arange(len(pick))
-        points.append((float(np.nanmean(real[rows, pick])), float(np.mean(truth[rows, pick]))))
-    return np.array(points)
+def _budget_check(
+    folds: list[dict[str, Any]],
+    method: str,
+    proba: np.ndarray,
+    predicted: np.ndarray,
+    truth: np.ndarray,
+    real: np.ndarray,
+    complete: np.ndarray,
+    strong_cost: float,
+) -> dict[str, dict[str, float]]:
+    """Per budget share: the test mean real cost / budget and test accuracy when each fold's
+    cost weight is tuned on its validation queries to stay under the budget."""
+    out = {}
+    for share in BUDGET_SHARES:
+        budget = share * strong_cost
+        chosen = np.full(len(truth), -1)
+        for fold in folds:
+            weight = tune_cost_weight(fold["val_proba"][method], fold["val_costs"], budget)
+            rows = fold["test"]
+            chosen[rows] = pick_cost_weight(proba[rows], predicted[rows], weight)
+        rows = np.flatnonzero(complete)
+        picks = chosen[rows]
+        out[f"{share:g}"] = {
+            "budget": budget,
+            "spent_over_budget": float(real[rows, picks].mean() / budget),
+            "accuracy": float(truth[rows, picks].mean()),
+        }
+    return out
 
 
 def run_cost(
     data: WorkspaceTable,
     *,
     seeds: Sequence[int] = (0, 1, 2),
+    folds: int = 5,
     methods: Sequence[str] = COST_METHODS,
+    cost_model: str = "knn",
     cache_dir: Path | None = None,
     locus_settings: dict[str, Any] | None = None,
     progress: ProgressFactory = no_progress,
@@ -113,7 +169,8 @@ def run_cost(
     """Run the suite on a pool with per-query costs; a JSON-ready dict.
 
     Raises:
-        LocusInputError: the pool has no costs, or an unknown method.
+        LocusInputError: the pool has no costs, an unknown method or cost model, fewer than 2
+            folds, or no query every LLM was scored and priced on.
     """
     costs = data.table.costs
     if costs is None or np.isnan(costs).all():
@@ -127,90 +184,118 @@ def run_cost(
             f"method {unknown[0]!r} is not in the cost suite; expected some of "
             f"{', '.join(COST_METHODS)}"
         )
+    if cost_model not in COST_MODELS:
+        raise LocusInputError(
+            f"unknown cost model {cost_model!r}; expected one of {', '.join(COST_MODELS)}"
+        )
+    if not seeds:
+        raise LocusInputError("a suite needs at least one seed")
     if "per-task" in methods and all(t is None for t in data.table.tasks):
         methods = [m for m in methods if m != "per-task"]
-    train, test = data.rows("train"), data.rows("test")
     # queries every LLM was scored and priced on: a single LLM and a router are then charged
     # and scored on the same queries
-    complete = ~np.isnan(data.table.scores[test]).any(axis=1) & ~np.isnan(costs[test]).any(axis=1)
+    complete = ~np.isnan(data.table.scores).any(axis=1) & ~np.isnan(costs).any(axis=1)
     if not complete.any():
         raise LocusInputError(
-            "the cost suite needs test queries that every LLM was scored and priced on; none is"
+            "the cost suite needs queries that every LLM was scored and priced on; none is"
         )
-    test = test[complete]
-    truth, real = data.table.scores[test], costs[test]
-    expected = np.nanmean(np.where(np.isnan(costs[train]), np.nan, costs[train]), axis=0)
-    if np.isnan(expected).any():
-        missing = [data.table.llm_ids[i] for i in np.flatnonzero(np.isnan(expected))]
-        raise LocusInputError(f"no training cost for LLM {missing[0]!r}; the suite needs one")
-    singles = np.array(
-        [
-            (float(np.nanmean(real[:, j])), float(np.nanmean(truth[:, j])))
-            for j in range(truth.shape[1])
-        ]
-    )
-    low, high = float(singles[:, 0].min()), float(singles[:, 0].max())
-    best = int(np.argmax(singles[:, 1]))
-    cheapest = int(np.argmin(singles[:, 0]))
-    mix = hull(singles)
+    truth = data.table.scores[complete].astype(np.float64)
+    real = costs[complete].astype(np.float64)
+    singles = np.column_stack([real.mean(axis=0), truth.mean(axis=0)])  # (n_llms, 2)
+    high = float(singles[:, 0].max())
+    strong, weak = int(np.argmax(singles[:, 1])), int(np.argmin(singles[:, 0]))
+    strong_point = (float(singles[strong, 0]), float(singles[strong, 1]))
+    weak_point = (float(singles[weak, 0]), float(singles[weak, 1]))
+    static_mix = hull(singles)
     started = time.perf_counter()
+    keys = list(data.table.text_hashes)
     per_seed: dict[str, list[dict[str, Any]]] = {m: [] for m in methods}
-    with progress("cost suite", total=len(seeds) * len(methods)) as step:
+    cost_errors = []
+    with progress("cost suite", total=len(seeds) * folds * len(methods)) as step:
         for seed in seeds:
-            fold = evidence_fold(data, "all", seed)
+            parts = kfold_splits(keys, folds=folds, seed=seed)
+            proba, predicted, fold_info = _fold_predictions(
+                data, parts, seed, methods, cost_model, cache_dir, locus_settings, step
+            )
+            expected = predicted[complete]
+            cost_errors.append(float(np.mean(np.abs(expected - real)) / np.mean(real)))
             for method in methods:
-                both, cached = fitted_proba(
-                    method, fold, "all", data, locus_settings=locus_settings, cache_dir=cache_dir
-                )
-                proba = both["test"][complete]
-                points = _sweep(proba, expected, truth, real)
-                curve = hull(points)
-                at_cheapest = hull_accuracy_at(curve, float(singles[cheapest, 0]))
+                p = proba[method][complete]
+                sweeps = {rule: sweep(rule, p, expected, truth, real) for rule in RULES}
+                curve = hull(np.concatenate(list(sweeps.values())))
                 per_seed[method].append(
                     {
                         "seed": seed,
-                        "points": points.tolist(),
-                        "hull": curve.tolist(),
-                        "aiq": _area(np.clip(curve, [low, 0], [high, 1]), low, high),
-                        "max_accuracy": float(curve[:, 1].max()),
-                        "cost_to_match_best_single": _cost_to_reach(curve, float(singles[best, 1])),
-                        "accuracy_at_cheapest_cost": at_cheapest,
-                        "static_mix_accuracy_at_that_cost": hull_accuracy_at(
-                            mix, float(singles[cheapest, 0])
+                        **frontier_metrics(curve, strong_point, weak_point, high),
+                        "rules": {
+                            rule: frontier_metrics(hull(points), strong_point, weak_point, high)
+                            for rule, points in sweeps.items()
+                        },
+                        "moved": _moved(p, expected, truth, strong),
+                        "budgets": _budget_check(
+                            fold_info,
+                            method,
+                            proba[method],
+                            predicted,
+                            data.table.scores.astype(np.float64),
+                            costs,
+                            complete,
+                            strong_point[0],
                         ),
-                        "cached_fit": cached,
+                        "hull": curve.tolist(),
+                        "points": {rule: points.tolist() for rule, points in sweeps.items()},
                     }
                 )
-                step(1)
-    metrics = ("aiq", "max_accuracy", "cost_to_match_best_single", "accuracy_at_cheapest_cost")
+    metrics = ("aiq", "max_accuracy", "cost_share_at_100", "cost_share_at_95",
+               "accuracy_at_cheapest_cost", "apgr", "cpt50", "cpt80")  # fmt: skip
     return {
         "suite": "cost",
         "seeds": list(seeds),
+        "folds": folds,
+        "cost_model": cost_model,
         "methods": list(methods),
         "llms": data.table.n_llms,
-        "queries": {
-            **{s: len(data.rows(s)) for s in ("train", "val", "test")},
-            "test_scored_by_every_llm": len(test),
-        },
+        "queries": {"all": data.table.n_queries, "scored_and_priced_by_every_llm": len(truth)},
         "encoder": data.encoder,
+        "cost_model_relative_error": mean_sd(cost_errors),
         "single_llms": {
             llm: {"cost": float(c), "accuracy": float(a)}
             for llm, (c, a) in zip(data.table.llm_ids, singles, strict=True)
         },
         "best_single": {
-            "llm_id": data.table.llm_ids[best],
-            "cost": float(singles[best, 0]),
-            "accuracy": float(singles[best, 1]),
+            "llm_id": data.table.llm_ids[strong],
+            "cost": strong_point[0],
+            "accuracy": strong_point[1],
         },
         "cheapest_single": {
-            "llm_id": data.table.llm_ids[cheapest],
-            "cost": float(singles[cheapest, 0]),
-            "accuracy": float(singles[cheapest, 1]),
+            "llm_id": data.table.llm_ids[weak],
+            "cost": weak_point[0],
+            "accuracy": weak_point[1],
         },
-        "static_mix": {"hull": mix.tolist(), "aiq": _area(mix, low, high)},
+        "static_mix": {
+            "hull": static_mix.tolist(),
+            **frontier_metrics(static_mix, strong_point, weak_point, high),
+        },
         "per_seed": per_seed,
         "summary": {
-            method: {metric: mean_sd([run[metric] for run in runs]) for metric in metrics}
+            method: {
+                **{metric: mean_sd([run.get(metric) for run in runs]) for metric in metrics},
+                "moved_picked_accuracy": mean_sd([r["moved"]["picked_accuracy"] for r in runs]),
+                "moved_strong_accuracy": mean_sd([r["moved"]["strong_accuracy"] for r in runs]),
+                "moved_share": mean_sd([r["moved"]["share"] for r in runs]),
+                **{
+                    f"{rule}_{metric}": mean_sd([r["rules"][rule].get(metric) for r in runs])
+                    for rule in RULES
+                    for metric in ("aiq", "cost_share_at_100", "cost_share_at_95")
+                },
+                **{
+                    f"budget_{share:g}_{metric}": mean_sd(
+                        [r["budgets"][f"{share:g}"][metric] for r in runs]
+                    )
+                    for share in BUDGET_SHARES
+                    for metric in ("spent_over_budget", "accuracy")
+                },
+            }
             for method, runs in per_seed.items()
         },
         "wall_seconds": time.perf_counter() - started,

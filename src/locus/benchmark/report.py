@@ -62,68 +62,77 @@ def write_suite_json(result: dict[str, Any], path: Path, pool: str) -> Path:
 
 
 def plot_cost(result: dict[str, Any], path: Path, title: str = "") -> Path:
-    """Accuracy vs mean cost per query: each method's hull (seed 0's points), the single LLMs
-    and their hull (the best static mix)."""
-    plt = pyplot()
-    figure, axis = plt.subplots(figsize=(8, 5.2))
-    for method in result["methods"]:
+    """Accuracy against mean cost per query (log scale): each method's frontier (seed 0's
+    pooled out-of-fold predictions; `locus.routing.frontier.plot_frontiers`), every single LLM
+    as a labelled point, the best static mix of single LLMs."""
+    from locus.routing.frontier import plot_frontiers
+
+    frontiers = {}
+    for i, method in enumerate(result["methods"]):
         run = result["per_seed"][method][0]
-        curve = np.array(run["hull"])
-        style = {"linewidth": 2.6, "zorder": 5} if method == "locus" else {"linewidth": 1.3}
-        aiq = result["summary"][method]["aiq"]["mean"]
-        axis.plot(curve[:, 0], curve[:, 1], marker=".", label=f"{method} (AIQ {aiq:.3f})", **style)
-    singles = result["single_llms"]
-    xs = [v["cost"] for v in singles.values()]
-    ys = [v["accuracy"] for v in singles.values()]
-    axis.scatter(xs, ys, color="black", s=14, zorder=6, label="single LLMs")
-    for name, value in singles.items():
-        axis.annotate(name.split("/")[-1][:18], (value["cost"], value["accuracy"]), fontsize=6,
-                      xytext=(3, 2), textcoords="offset points")  # fmt: skip
-    mix = np.array(result["static_mix"]["hull"])
-    axis.plot(mix[:, 0], mix[:, 1], color="grey", linestyle="--",
-              label=f"best static mix (AIQ {result['static_mix']['aiq']:.3f})")  # fmt: skip
-    axis.set_xscale("log")
-    axis.set_xlabel("mean cost per test query (USD)")
-    axis.set_ylabel("test accuracy")
-    axis.grid(alpha=0.3)
-    axis.legend(fontsize=7)
-    axis.set_title(
-        title or f"cost suite: {result['llms']} LLMs, {result['queries']['test']} test queries"
+        figures = {key: result["summary"][method][key]["mean"] for key in _LEGEND}
+        label = f"{method} (default)" if i == 0 else method
+        frontiers[label] = (np.array(run["hull"]), figures)
+    singles = {llm: (v["cost"], v["accuracy"]) for llm, v in result["single_llms"].items()}
+    return plot_frontiers(
+        singles,
+        frontiers,
+        path,
+        title=title
+        or f"cost suite: {result['llms']} LLMs, "
+        f"{result['queries']['scored_and_priced_by_every_llm']} queries",
+        note=f"Every query tested once per seed ({result['folds']} folds x "
+        f"{len(result['seeds'])} seeds); figures are means over seeds.",
     )
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+
+
+_LEGEND = ("aiq", "cost_share_at_100", "cost_share_at_95")
 
 
 def cost_table(result: dict[str, Any]) -> str:
-    """Markdown: per method AIQ, best accuracy, cost to match the best single LLM, accuracy at
-    the cheapest LLM's cost (mean ± sd over seeds)."""
+    """Markdown: per method the frontier's AIQ, the cost shares at which it reaches 100% and
+    95% of the strong LLM's accuracy, APGR, CPT(50%) / CPT(80%), the accuracy at the cheapest
+    LLM's cost, and the budget re-check (mean ± sd over seeds), then the static mix."""
     best, cheapest = result["best_single"], result["cheapest_single"]
     lines = [
-        "| method | AIQ | max accuracy | cost to match "
-        f"{best['llm_id']} ({best['accuracy']:.4f} at {best['cost']:.2e}) | accuracy at "
-        f"{cheapest['llm_id']}'s cost ({cheapest['cost']:.2e}) |",
-        "|---|---|---|---|---|",
+        f"strong LLM {best['llm_id']} ({best['accuracy']:.4f} at {best['cost']:.2e} USD per "
+        f"query); cheapest {cheapest['llm_id']} ({cheapest['accuracy']:.4f} at "
+        f"{cheapest['cost']:.2e}); costs as shares of the strong LLM's",
+        "",
+        "| method | AIQ | cost at 100% | cost at 95% | APGR | CPT(50%) | CPT(80%) | accuracy at "
+        "the cheapest's cost | budget 25%: spent, accuracy |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
 
-    def cell(value: dict[str, float], digits: int = 4, sci: bool = False) -> str:
+    def cell(value: dict[str, float], digits: int = 4, percent: bool = False) -> str:
         if math.isnan(value["mean"]):
-            return "not reached"
-        if sci:
-            return f"{value['mean']:.2e} ± {value['sd']:.1e}"
+            return "never"
+        if percent:
+            return f"{100 * value['mean']:.1f}% ± {100 * value['sd']:.1f}"
         return f"{value['mean']:.{digits}f} ± {value['sd']:.{digits}f}"
 
-    for method in result["methods"]:
+    for i, method in enumerate(result["methods"]):
         s = result["summary"][method]
-        name = f"**{method}**" if method == "locus" else method
+        name = f"**{method}**" if i == 0 else method
         lines.append(
-            f"| {name} | {cell(s['aiq'])} | {cell(s['max_accuracy'])} | "
-            f"{cell(s['cost_to_match_best_single'], sci=True)} | "
-            f"{cell(s['accuracy_at_cheapest_cost'])} |"
+            f"| {name} | {cell(s['aiq'])} | {cell(s['cost_share_at_100'], percent=True)} | "
+            f"{cell(s['cost_share_at_95'], percent=True)} | {cell(s['apgr'], 3)} | "
+            f"{cell(s['cpt50'], percent=True)} | {cell(s['cpt80'], percent=True)} | "
+            f"{cell(s['accuracy_at_cheapest_cost'])} | "
+            f"{cell(s['budget_0.25_spent_over_budget'], 2)}, "
+            f"{cell(s['budget_0.25_accuracy'])} |"
         )
-    lines.append(f"| static mix of single LLMs | {result['static_mix']['aiq']:.4f} | | | |")
+    mix = result["static_mix"]
+
+    def fixed(key: str, percent: bool = False) -> str:
+        value = mix.get(key, float("nan"))
+        return cell({"mean": value, "sd": 0.0}, 4 if key != "apgr" else 3, percent)
+
+    lines.append(
+        f"| static mix of single LLMs | {fixed('aiq')} | {fixed('cost_share_at_100', True)} | "
+        f"{fixed('cost_share_at_95', True)} | {fixed('apgr')} | {fixed('cpt50', True)} | "
+        f"{fixed('cpt80', True)} | {fixed('accuracy_at_cheapest_cost')} | |"
+    )
     return "\n".join(lines)
 
 

@@ -21,7 +21,7 @@ SUITES = {
     "anchors": "seen LLMs, unseen queries, A scores of evidence per LLM",
     "efficiency": "the evidence each method needs to match LOCUS at 128 and 256 (from anchors)",
     "onboarding": "families held out of training, onboarded from k of their scores",
-    "cost": "accuracy against USD as the cost weight sweeps (needs per-query costs)",
+    "cost": "accuracy against USD as the decision rules sweep, k-fold (needs per-query costs)",
 }
 
 
@@ -84,6 +84,20 @@ def benchmark_command(
             "the cores, at most 4); figures move only by floating-point order.",
         ),
     ] = None,
+    folds: Annotated[
+        int,
+        typer.Option(
+            "--folds", min=2, help="cost: k-fold over queries, every query tested once per seed."
+        ),
+    ] = 5,
+    cost_model: Annotated[
+        str,
+        typer.Option(
+            "--cost-model",
+            help="cost: what a router expects an LLM to cost on a query: 'knn' (its costs on "
+            "the nearest training queries) or 'mean' (its mean cost per query).",
+        ),
+    ] = "knn",
     workspace: WorkspaceOption = None,
     quiet: QuietOption = False,
     as_json: JsonOption = False,
@@ -122,7 +136,7 @@ def benchmark_command(
         )
         return
     if suite == "cost":
-        _cost(data, name, seeds, methods, cache_root, out, quiet, as_json)
+        _cost(data, name, seeds, methods, folds, cost_model, cache_root, out, quiet, as_json)
         return
     chosen = list(methods or METHODS)
     cache = cache_root / "anchors"
@@ -218,6 +232,8 @@ def _cost(
     name: str,
     seeds: list[int] | None,
     methods: list[str] | None,
+    folds: int,
+    cost_model: str,
     cache_root: Path,
     out: Path,
     quiet: bool,
@@ -230,7 +246,9 @@ def _cost(
         data,
         seeds=seeds or [0, 1, 2],
         methods=methods or list(COST_METHODS),
-        cache_dir=cache_root / "anchors",  # the anchors suite's "all" fits, shared
+        folds=folds,
+        cost_model=cost_model,
+        cache_dir=cache_root / "anchors",
         progress=progress_bars(quiet or as_json),
     )
     json_path, png_path = _save(result, out, f"cost-{name}", name, plot_cost)
@@ -239,7 +257,9 @@ def _cost(
         return
     console = stdout_console()
     console.print(
-        f"cost on {name}: {result['llms']} LLMs, {result['queries']['test']:,} test queries; "
+        f"cost on {name}: {result['llms']} LLMs, "
+        f"{result['queries']['scored_and_priced_by_every_llm']:,} queries each tested once per "
+        f"seed ({result['folds']} folds x {len(result['seeds'])} seeds); "
         f"{result['wall_seconds']:.0f} s"
     )
     console.print(cost_table(result), markup=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -160,19 +161,89 @@ def embed_command(
 @app.command("evaluate")
 def evaluate_command(
     split: Annotated[str, typer.Option("--split", help="val or test.")] = "test",
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot",
+            help="With per-query costs: write the accuracy-cost frontier to this PNG.",
+        ),
+    ] = None,
     artifact: ArtifactOption = "default",
     workspace: WorkspaceOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Routing hit@1/3/5 and correctness metrics on a split, next to baselines, per task."""
+    """Routing hit@1/3/5 and correctness metrics on a split, next to baselines, per task;
+    with per-query costs, what each decision rule costs and keeps."""
     from locus.pipeline import evaluate_workspace
 
     with open_store(workspace, create=False) as store:
         result = evaluate_workspace(store, name=artifact, split=split)
+    if plot is not None:
+        if result.savings is None:
+            raise LocusInputError(
+                "--plot draws accuracy against cost: the workspace needs per-query costs (a "
+                "cost_usd column) and an artifact fitted with them"
+            )
+        _plot_savings(result, plot)
     if as_json:
         print_json(result.as_dict())
         return
     _render_evaluation(result)
+    if result.savings is not None:
+        _render_savings(result.savings)
+    if plot is not None:
+        stdout_console().print(f"wrote {plot}")
+
+
+def _plot_savings(result: Any, path: Path) -> None:
+    import numpy as np
+
+    from locus.routing.frontier import plot_frontiers
+
+    savings = result.savings
+    plot_frontiers(
+        savings.singles,
+        {"LOCUS router (both rules)": (np.array(savings.hull), savings.frontier)},
+        path,
+        title=f"{result.split} split, {savings.queries:,} queries, {result.llms} LLMs "
+        f"(artifact {result.artifact})",
+    )
+
+
+def _render_savings(savings: Any) -> None:
+    from rich.table import Table
+
+    from locus.routing.frontier import describe_frontier
+
+    console = stdout_console()
+    strong, cheapest = savings.strong, savings.cheapest
+    table = Table(
+        title=f"what each decision rule costs ({savings.queries:,} queries every LLM was scored "
+        "and priced on)",
+        title_justify="left",
+    )
+    for column in ("rule", "accuracy", "USD per query", f"of {strong['llm_id']}'s cost"):
+        table.add_column(column, justify="left" if column == "rule" else "right")
+    table.add_row(f"{strong['llm_id']} alone", f"{strong['accuracy']:.4f}",
+                  f"{strong['cost']:.2e}", "100%")  # fmt: skip
+    share = cheapest["cost"] / strong["cost"]
+    table.add_row(f"{cheapest['llm_id']} alone", f"{cheapest['accuracy']:.4f}",
+                  f"{cheapest['cost']:.2e}", f"{share:.0%}")  # fmt: skip
+    for row in savings.rules:
+        if row["rule"] == "quality":
+            name = f"--quality {row['setting']:g}"
+        elif row["rule"] == "budget":
+            name = f"--budget {row['setting']:.2e}"
+        else:
+            name = "accuracy routing (locus route)"
+        table.add_row(name, f"{row['accuracy']:.4f}", f"{row['cost']:.2e}",
+                      f"{row['cost_share']:.0%}")  # fmt: skip
+    console.print(table)
+    console.print(
+        f"the router's frontier {describe_frontier(savings.frontier)} (AIQ "
+        f"{savings.frontier['aiq']:.4f}); the best static mix of single LLMs "
+        f"{describe_frontier(savings.static_mix)} (AIQ {savings.static_mix['aiq']:.4f})"
+    )
 
 
 def _render_evaluation(result: Any) -> None:

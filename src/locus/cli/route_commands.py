@@ -21,11 +21,33 @@ def route_command(
         Path | None, typer.Option("--file", "-f", help="Route each line of this file.")
     ] = None,
     top: Annotated[int, typer.Option("--top", min=1, help="Candidates to show.")] = 3,
+    quality: Annotated[
+        float | None,
+        typer.Option(
+            "--quality",
+            help="The cheapest LLM whose P(correct) is at least this share of the best LLM's "
+            "on the query, in (0, 1] (e.g. 0.95).",
+        ),
+    ] = None,
+    budget: Annotated[
+        float | None,
+        typer.Option(
+            "--budget",
+            help="Mean USD per query to stay under: a cost weight tuned on the fit's "
+            "validation queries (e.g. 0.001 = 1 USD per 1,000 queries).",
+        ),
+    ] = None,
     cost_weight: Annotated[
-        float, typer.Option("--cost-weight", min=0.0, help="P(correct) traded per USD.")
+        float,
+        typer.Option(
+            "--cost-weight",
+            help="Rank by P(correct) - W x expected USD per query (W = 10: one point of "
+            "P(correct) is worth 0.1 cent per query).",
+        ),
     ] = 0.0,
     max_cost: Annotated[
-        float | None, typer.Option("--max-cost", min=0.0, help="Max USD per query.")
+        float | None,
+        typer.Option("--max-cost", help="No LLM expected to cost more USD on the query."),
     ] = None,
     unavailable: Annotated[
         list[str] | None, typer.Option("--unavailable", help="An LLM never to choose.")
@@ -50,6 +72,8 @@ def route_command(
         top=top,
         cost_weight=cost_weight,
         max_cost=max_cost,
+        quality=quality,
+        budget=budget,
         unavailable=unavailable or (),
         guarded=not no_guard,
         as_json=as_json,
@@ -64,6 +88,8 @@ def route_and_render(
     top: int = 3,
     cost_weight: float = 0.0,
     max_cost: float | None = None,
+    quality: float | None = None,
+    budget: float | None = None,
     unavailable: tuple[str, ...] | list[str] = (),
     guarded: bool = True,
     as_json: bool = False,
@@ -80,6 +106,8 @@ def route_and_render(
             top=top,
             cost_weight=cost_weight,
             max_cost=max_cost,
+            quality=quality,
+            budget=budget,
             unavailable=unavailable,
             guarded=guarded,
         )
@@ -101,7 +129,7 @@ def route_and_render(
         others = ", ".join(f"{c.llm_id} {c.p_correct:.2f}" for c in decision.runners_up)
         console.print(
             f"[bold]{decision.llm_id}[/] P(correct) {decision.p_correct:.2f}"
-            + (f"  ${decision.cost_usd:.6f}" if decision.cost_usd is not None else "")
+            + (f"  expected ${decision.cost_usd:.6f}" if decision.cost_usd is not None else "")
             + (f"  (then {others})" if others else "")
             + ("  [dim](held by the guard)[/]" if decision.held else "")
             + f"\n  {shown!r}"

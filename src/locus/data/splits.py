@@ -17,7 +17,13 @@ import numpy as np
 
 from locus.errors import LocusInputError
 
-__all__ = ["DEFAULT_FRACTIONS", "assign_splits", "held_out_llms", "split_of"]
+__all__ = [
+    "DEFAULT_FRACTIONS",
+    "assign_splits",
+    "held_out_llms",
+    "kfold_splits",
+    "split_of",
+]
 
 DEFAULT_FRACTIONS = (0.8, 0.1, 0.1)
 _NAMES = ("train", "val", "test")
@@ -63,6 +69,35 @@ def assign_splits(
         for i, split in enumerate(given):
             if split is not None:
                 out[i] = split
+    return out
+
+
+def kfold_splits(
+    keys: Sequence[str], *, folds: int, seed: int = 0, val_share: float = 0.125
+) -> list[np.ndarray]:
+    """k-fold over queries: `folds` arrays of split names (n,), the f-th testing the queries
+    of hash bucket f, so that over the folds every query is tested exactly once; of the other
+    queries, `val_share` (by a second hash) are validation, the rest training. A pure function
+    of (seed, key), like `split_of`.
+
+    >>> parts = kfold_splits([f"q{i}" for i in range(100)], folds=5)
+    >>> sum(int((p == "test").sum()) for p in parts)
+    100
+
+    Raises:
+        LocusInputError: fewer than 2 folds, or a validation share outside [0, 1).
+    """
+    if folds < 2:
+        raise LocusInputError(f"k-fold needs at least 2 folds, found {folds}")
+    if not 0.0 <= val_share < 1.0:
+        raise LocusInputError(f"the validation share must lie in [0, 1), found {val_share}")
+    bucket = np.array([min(int(_unit(seed, f"fold\x1f{k}") * folds), folds - 1) for k in keys])
+    val = np.array([_unit(seed, f"val\x1f{k}") < val_share for k in keys], dtype=bool)
+    out = []
+    for fold in range(folds):
+        names = np.where(val, "val", "train").astype(object)
+        names[bucket == fold] = "test"
+        out.append(names)
     return out
 
 

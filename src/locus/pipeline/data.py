@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -38,6 +38,18 @@ class WorkspaceTable:
     def rows(self, split: str) -> np.ndarray:
         """Row indices of one split."""
         return np.flatnonzero(self.splits == split)
+
+    def with_splits(self, splits: np.ndarray) -> WorkspaceTable:
+        """The same table and vectors under other splits (n_queries,), e.g. one k-fold's.
+
+        Raises:
+            LocusInputError: a splits array of another length.
+        """
+        if len(splits) != len(self.splits):
+            raise LocusInputError(
+                f"splits for {len(splits):,} queries; the table has {len(self.splits):,}"
+            )
+        return replace(self, splits=np.asarray(splits, dtype=object))
 
     def subsample(self, n_queries: int, seed: int) -> WorkspaceTable:
         """`n_queries` queries drawn at random (by `seed`), each split in proportion, so a

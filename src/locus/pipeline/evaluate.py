@@ -12,15 +12,19 @@ from typing import Any
 import numpy as np
 
 from locus import metrics
+from locus.data.table import ScoreTable
 from locus.errors import LocusInputError
 from locus.pipeline.data import workspace_table
+from locus.routing.frontier import frontier_metrics, frontier_of, hull
 from locus.routing.guard import guarded_proba
+from locus.routing.rules import pick_cost_weight, pick_quality
 from locus.routing.workspace import DEFAULT_ARTIFACT, WorkspaceRouter
 from locus.store import Store
 
 __all__ = [
     "Baselines",
     "CorrectnessMetrics",
+    "CostSavings",
     "Evaluation",
     "RoutingMetrics",
     "TaskEvaluation",
@@ -100,6 +104,36 @@ class TaskEvaluation:
 
 
 @dataclass(frozen=True)
+class CostSavings:
+    """What the router's decision rules buy, on the split's queries that every LLM was scored
+    and priced on: each LLM's expected cost per query from the artifact's cost model, charged
+    its real cost.
+
+    Attributes:
+        queries: the queries measured.
+        strong: the most accurate LLM on them: llm_id, accuracy, cost (mean USD per query).
+        cheapest: the cheapest LLM on them, the same fields.
+        rules: one row per rule and setting: rule, setting, accuracy, cost, cost_share (of the
+            strong LLM's cost).
+        frontier: `locus.routing.frontier.frontier_metrics` of the router's frontier (both
+            rules swept); static_mix: the same of the best static mix of single LLMs.
+        singles: {llm_id: (cost, accuracy)}; hull: the router's frontier [(cost, accuracy)].
+    """
+
+    queries: int
+    strong: dict[str, Any]
+    cheapest: dict[str, Any]
+    rules: list[dict[str, Any]]
+    frontier: dict[str, float]
+    static_mix: dict[str, float]
+    singles: dict[str, tuple[float, float]]
+    hull: list[tuple[float, float]]
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
 class Evaluation:
     """`evaluate_workspace`'s result; `as_dict()` is the `--json` form."""
 
@@ -111,9 +145,11 @@ class Evaluation:
     correctness: CorrectnessMetrics
     baselines: Baselines
     per_task: dict[str, TaskEvaluation] = field(default_factory=dict)
+    savings: CostSavings | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
+            "savings": None if self.savings is None else self.savings.as_dict(),
             "artifact": self.artifact,
             "split": self.split,
             "queries": self.queries,
@@ -133,7 +169,8 @@ def evaluate_workspace(
     P(correct) is what `locus route` uses (`WorkspaceRouter`): every LLM by its embedding in
     the workspace's pool (from its anchors, or its onboarding evidence), stacked with the
     artifact's kNN router where it has one. Baselines (best single LLM, best LLM per task) are
-    chosen on the training split.
+    chosen on the training split. On a workspace with per-query costs, `savings` says what
+    each decision rule costs and keeps (`CostSavings`).
     """
     if split not in ("val", "test"):
         raise LocusInputError(f"split must be 'val' or 'test', found {split!r}")
@@ -197,4 +234,74 @@ def evaluate_workspace(
             random=float(np.nanmean(np.nanmean(truth, axis=1))),
         ),
         per_task=per_task,
+        savings=_savings(router, table, data.vectors[rows], rows, proba, routed, truth, llm_ids),
+    )
+
+
+QUALITY_SETTINGS = (1.0, 0.95, 0.9, 0.8)
+BUDGET_SHARES = (0.25, 0.5)
+
+
+def _savings(
+    router: WorkspaceRouter,
+    table: ScoreTable,
+    vectors: np.ndarray,
+    rows: np.ndarray,
+    proba: np.ndarray,
+    routed: np.ndarray,
+    truth: np.ndarray,
+    llm_ids: list[str],
+) -> CostSavings | None:
+    """`CostSavings` on the queries every LLM was scored and priced on; None without costs."""
+    if table.costs is None or router.cost_model is None:
+        return None
+    real = table.costs[rows].astype(np.float64)
+    complete = ~np.isnan(truth).any(axis=1) & ~np.isnan(real).any(axis=1)
+    columns = [list(router.llm_ids).index(llm) for llm in llm_ids]
+    predicted = router.expected_costs(vectors)[:, columns]
+    complete &= ~np.isnan(predicted).any(axis=1)
+    if complete.sum() < 2:
+        return None
+    p, c, y, r = proba[complete], predicted[complete], truth[complete], real[complete]
+    singles = {llm: (float(r[:, j].mean()), float(y[:, j].mean())) for j, llm in enumerate(llm_ids)}
+    strong = max(singles, key=lambda llm: singles[llm][1])
+    cheapest = min(singles, key=lambda llm: singles[llm][0])
+    strong_cost = singles[strong][0]
+    every = np.arange(len(p))
+
+    def row(rule: str, setting: Any, chosen: np.ndarray) -> dict[str, Any]:
+        cost = float(r[every, chosen].mean())
+        return {
+            "rule": rule,
+            "setting": setting,
+            "accuracy": float(y[every, chosen].mean()),
+            "cost": cost,
+            "cost_share": cost / strong_cost,
+        }
+
+    # accuracy routing as `locus route` does it: with the guard where the artifact has one
+    rules = [row("accuracy", None, np.argmax(routed[complete], axis=1))]
+    rules += [row("quality", s, pick_quality(p, c, s)) for s in QUALITY_SETTINGS]
+    for share in BUDGET_SHARES:
+        try:
+            weight = router.cost_weight_for_budget(share * strong_cost)
+        except LocusInputError:
+            continue  # below the cheapest routing, or no validation queries kept
+        rules.append(row("budget", share * strong_cost, pick_cost_weight(p, c, weight)))
+    curve = frontier_of(p, c, y, r)
+    points = np.array(list(singles.values()))
+    high = float(points[:, 0].max())
+    return CostSavings(
+        queries=int(complete.sum()),
+        strong={"llm_id": strong, "accuracy": singles[strong][1], "cost": strong_cost},
+        cheapest={
+            "llm_id": cheapest,
+            "accuracy": singles[cheapest][1],
+            "cost": singles[cheapest][0],
+        },
+        rules=rules,
+        frontier=frontier_metrics(curve, singles[strong], singles[cheapest], high),
+        static_mix=frontier_metrics(hull(points), singles[strong], singles[cheapest], high),
+        singles=singles,
+        hull=[(float(x), float(a)) for x, a in curve],
     )

@@ -23,6 +23,7 @@ from locus.locus import Locus
 from locus.nn.config import TrainingConfig
 from locus.nn.training import ProgressCallback
 from locus.pipeline.data import workspace_table
+from locus.routing.costs import COST_FOLDER, CostModel
 from locus.routing.ensemble import ENSEMBLE_FOLDER, STACK_KS, fit_locus_knn_stack, knn_votes
 from locus.routing.evidence import Evidence
 from locus.routing.guard import Guard, fit_guard
@@ -127,7 +128,16 @@ def fit_workspace(
     guard = None if val_proba is None else _fit_guard(val_proba, table, train_rows, val_rows)
     if guard is not None:
         model.metadata = {**model.metadata, "guard": guard.as_dict()}
-    model.save(path, also=None if knn is None else lambda folder: _save_knn(knn, folder))
+    cost_model = _fit_cost_model(table, data.vectors, train_rows)
+
+    def also(folder: Path) -> None:
+        if knn is not None:
+            knn.save(folder / ENSEMBLE_FOLDER)
+        if cost_model is not None:
+            cost_model.save(folder / COST_FOLDER)
+            CostModel.save_validation(folder / COST_FOLDER, data.vectors[val_rows])
+
+    model.save(path, also=also)
     publish_artifact(store, name)
     model.pool_.bind(store, name, fit_id=model.metadata["fit_id"])
     best = max((h.get("val_routing_accuracy", math.nan) for h in model.history_), default=0.0)
@@ -181,8 +191,14 @@ def _fit_ensemble(
     return knn, sigmoid(stack.logits(locus_logits, votes["val"]))
 
 
-def _save_knn(knn: KNNRouter, folder: Path) -> None:
-    knn.save(folder / ENSEMBLE_FOLDER)
+def _fit_cost_model(
+    table: ScoreTable, vectors: np.ndarray, train_rows: np.ndarray
+) -> CostModel | None:
+    """Each LLM's per-query cost from the training queries' costs (`locus.routing.costs`);
+    None where the workspace has no per-query costs."""
+    if table.costs is None or np.isnan(table.costs[train_rows]).all():
+        return None
+    return CostModel().fit(vectors[train_rows], table.costs[train_rows], table.llm_ids)
 
 
 def _fit_guard(

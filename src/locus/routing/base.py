@@ -30,8 +30,48 @@ from numpy.typing import NDArray
 
 from locus.errors import LocusInputError, LocusNotFoundError
 from locus.routing.guard import Guard, guarded_proba
+from locus.routing.rules import DecisionRule
 
-__all__ = ["RankedLLM", "RouteDecision", "Router"]
+__all__ = ["Costs", "RankedLLM", "RouteDecision", "Router", "cost_matrix"]
+
+# USD per query of each LLM: the same for every query (a mapping by llm_id), or per query
+# (an array (n_queries, n_llms) in a router's `llm_ids` order, NaN where unknown)
+Costs = Mapping[str, float] | NDArray[np.floating[Any]]
+
+
+def cost_matrix(costs: Costs | None, llm_ids: Sequence[str], n_queries: int) -> NDArray[np.float64]:
+    """`costs` as an array (n_queries, n_llms), NaN where unknown.
+
+    Raises:
+        LocusInputError: an array of another shape.
+    """
+    if costs is None:
+        return np.full((n_queries, len(llm_ids)), np.nan)
+    if isinstance(costs, Mapping):
+        row = np.array([float(costs.get(llm, np.nan)) for llm in llm_ids], dtype=np.float64)
+        return np.broadcast_to(row, (n_queries, len(llm_ids))).copy()
+    matrix = np.asarray(costs, dtype=np.float64)
+    if matrix.shape != (n_queries, len(llm_ids)):
+        raise LocusInputError(
+            f"per-query costs have shape {matrix.shape}; expected (n_queries, n_llms) = "
+            f"({n_queries}, {len(llm_ids)})"
+        )
+    return matrix
+
+
+def _priced_llms(costs: Costs | None, llm_ids: Sequence[str]) -> set[str]:
+    """The LLMs with a known cost (for an array: known on every query)."""
+    if costs is None:
+        return set()
+    if isinstance(costs, Mapping):
+        return {llm for llm, usd in costs.items() if usd is not None and math.isfinite(usd)}
+    matrix = np.asarray(costs, dtype=np.float64)
+    if matrix.ndim != 2 or matrix.shape[1] != len(llm_ids):
+        raise LocusInputError(
+            f"per-query costs have shape {matrix.shape}; expected (n_queries, n_llms) with "
+            f"n_llms = {len(llm_ids)}"
+        )
+    return {llm for j, llm in enumerate(llm_ids) if np.isfinite(matrix[:, j]).all()}
 
 
 @dataclass(frozen=True)
@@ -99,55 +139,87 @@ class Router(ABC):
         query_vectors: NDArray[np.float32],
         *,
         top: int = 3,
-        costs: Mapping[str, float] | None = None,
+        costs: Costs | None = None,
         cost_weight: float = 0.0,
         max_cost: float | None = None,
+        quality: float | None = None,
         unavailable: Collection[str] = (),
         guard: Guard | None = None,
     ) -> list[RouteDecision]:
-        """Send each query to the LLM with the best P(correct) - cost_weight x cost.
+        """Send each query to an LLM by one decision rule.
+
+        - accuracy (the default): the highest P(correct);
+        - `cost_weight` w > 0: the highest utility P(correct) - w x cost, w in P(correct) per
+          USD per query (0.5: half a percentage point of success is worth 1 cent per query);
+        - `quality` s in (0, 1]: the cheapest LLM whose P(correct) is at least s x the best
+          candidate's on that query (s = 1: the best, cheapest among ties).
+        A mean cost per query (a budget) is a cost weight tuned on validation queries:
+        `locus.routing.rules.tune_cost_weight`, or the workspace router's `budget`.
 
         Args:
             query_vectors: (n_queries, dq).
             top: candidates to report per query (the chosen one first).
-            costs: expected USD cost per query of each LLM; needed for `cost_weight` > 0 (every
-                candidate must have one) and `max_cost` (LLMs without a cost are excluded).
-            cost_weight: P(correct) traded per dollar; 0 ignores cost.
-            max_cost: LLMs costing more per query are not candidates.
+            costs: USD per query of each LLM: a mapping (the same for every query) or an array
+                (n_queries, n_llms) in `llm_ids` order (a `CostModel`'s prediction, NaN where
+                unknown). Needed by `cost_weight`, `quality` (every candidate must have one)
+                and `max_cost` (an LLM without a cost is no candidate).
+            cost_weight: P(correct) traded per USD per query; 0 ignores cost.
+            max_cost: an LLM whose cost on a query is higher is no candidate for it.
+            quality: the share of the best candidate's P(correct) the cheapest LLM must reach.
             unavailable: LLMs never to choose (down, rate-limited, not allowed).
-            guard: stay on `guard.default` unless another candidate's utility is higher by more
-                than `guard.margin` (`locus.routing.guard`); no effect when the default is
-                not a candidate (unavailable, over `max_cost`, or not in the pool).
+            guard: accuracy routing only: stay on `guard.default` unless another candidate's
+                P(correct) is higher by more than `guard.margin` (`locus.routing.guard`); no
+                effect when the default is not a candidate, or with a cost rule.
 
         Raises:
             LocusInputError: a bad knob, unknown costs, or no candidate left.
         """
-        candidates = self._candidates(top, costs, cost_weight, max_cost, unavailable)
+        DecisionRule(cost_weight=cost_weight, quality=quality)  # one rule, valid values
+        candidates = self._candidates(top, costs, cost_weight, max_cost, quality, unavailable)
         proba = np.asarray(self.predict_proba(query_vectors), dtype=np.float64)
         if proba.ndim != 2 or proba.shape[1] != len(self.llm_ids):
             raise ValueError(
                 f"{type(self).__name__}.predict_proba returned {proba.shape}; expected "
                 f"(n_queries, {len(self.llm_ids)})"
             )
-        cost_of = dict(costs or {})
         columns = np.array([index for index, _ in candidates], dtype=np.int64)
         names = [llm for _, llm in candidates]
-        cost = np.array([cost_of.get(llm, 0.0) for llm in names], dtype=np.float64)
+        cost = cost_matrix(costs, self.llm_ids, len(proba))[:, columns]  # (n_queries, n_cand)
         chosen_proba = proba[:, columns]  # (n_queries, n_candidates)
-        utility = chosen_proba - cost_weight * cost[None, :]
-        ranking, held = utility, np.zeros(len(utility), dtype=bool)
-        if guard is not None and guard.default in names:
-            default = names.index(guard.default)
-            ranking = guarded_proba(utility, default, guard.margin)
-            held = (ranking.argmax(axis=1) == default) & (utility.argmax(axis=1) != default)
-        order = np.argsort(-ranking, axis=1, kind="stable")[:, :top]
+        allowed = np.ones_like(chosen_proba, dtype=bool)
+        if max_cost is not None:
+            allowed = cost <= max_cost * (1 + 1e-12)  # NaN: unknown, never allowed
+            empty = np.flatnonzero(~allowed.any(axis=1))
+            if len(empty):
+                raise LocusInputError(
+                    f"no LLM costs at most {max_cost:g} USD on query {int(empty[0])} (the "
+                    f"cheapest there costs {np.nanmin(cost[empty[0]]):.6g}); raise max_cost"
+                )
+        priced = np.nan_to_num(cost, nan=0.0)
+        utility = chosen_proba - cost_weight * priced
+        ranking, held = np.where(allowed, utility, -np.inf), np.zeros(len(utility), dtype=bool)
+        if quality is not None:
+            best = np.where(allowed, chosen_proba, -np.inf).max(axis=1, keepdims=True)
+            eligible = allowed & (chosen_proba >= quality * best - 1e-12)
+            # eligible LLMs by cost (then P(correct)), the others by P(correct), barred last
+            group = np.where(eligible, 0, np.where(allowed, 1, 2))
+            within = np.where(eligible, priced, -chosen_proba)
+            order = np.lexsort((-chosen_proba, within, group), axis=1)[:, :top]
+        else:
+            no_cost_rule = cost_weight == 0
+            if guard is not None and no_cost_rule and guard.default in names:
+                default = names.index(guard.default)
+                guarded = guarded_proba(ranking, default, guard.margin)
+                held = (guarded.argmax(axis=1) == default) & (ranking.argmax(axis=1) != default)
+                ranking = guarded
+            order = np.argsort(-ranking, axis=1, kind="stable")[:, :top]
         decisions = []
         for row, ranked in enumerate(order):
             entries = tuple(
                 RankedLLM(
                     llm_id=names[c],
                     p_correct=float(chosen_proba[row, c]),
-                    cost_usd=cost_of.get(names[c]),
+                    cost_usd=None if math.isnan(cost[row, c]) else float(cost[row, c]),
                     utility=float(utility[row, c]),
                 )
                 for c in ranked
@@ -167,16 +239,15 @@ class Router(ABC):
     def _candidates(
         self,
         top: int,
-        costs: Mapping[str, float] | None,
+        costs: Costs | None,
         cost_weight: float,
         max_cost: float | None,
+        quality: float | None,
         unavailable: Collection[str],
     ) -> list[tuple[int, str]]:
         """(column, llm_id) of every LLM that may be chosen, after validating the knobs."""
-        if not cost_weight >= 0 or not math.isfinite(cost_weight):
-            raise LocusInputError(f"cost_weight must be a finite number >= 0, found {cost_weight}")
         if max_cost is not None and not max_cost >= 0:
-            raise LocusInputError(f"max_cost must be >= 0, found {max_cost}")
+            raise LocusInputError(f"max_cost must be >= 0 USD per query, found {max_cost}")
         if top < 1:
             raise LocusInputError(f"top must be >= 1, found {top}")
         known, down = set(self.llm_ids), set(unavailable)
@@ -186,33 +257,33 @@ class Router(ABC):
                 f"unavailable LLM {strangers[0]!r} is not in the pool; expected some of "
                 f"{', '.join(list(self.llm_ids)[:5])}{', ...' if len(known) > 5 else ''}"
             )
-        cost_of = dict(costs or {})
-        if (cost_weight > 0 or max_cost is not None) and not cost_of:
+        priced = _priced_llms(costs, self.llm_ids)
+        rule = (
+            "cost_weight" if cost_weight > 0 else "quality" if quality is not None else "max_cost"
+        )
+        if (cost_weight > 0 or quality is not None or max_cost is not None) and not priced:
             raise LocusInputError(
-                "cost_weight / max_cost need per-LLM costs; import scores with a cost_usd column "
-                "(library: pass costs={llm_id: usd})"
+                f"{rule} needs each LLM's cost per query; import scores with a cost_usd column "
+                "or give prices in the LLM catalog (cost_per_query, or price_in_per_mtok and "
+                "price_out_per_mtok: `locus llms import`); library: costs={llm_id: usd}"
             )
         candidates = [(i, llm) for i, llm in enumerate(self.llm_ids) if llm not in down]
         if max_cost is not None:
-            candidates = [
-                (i, llm) for i, llm in candidates if cost_of.get(llm, math.inf) <= max_cost
-            ]
-        if cost_weight > 0:
-            unpriced = [llm for _, llm in candidates if llm not in cost_of]
+            candidates = [(i, llm) for i, llm in candidates if llm in priced]
+        if cost_weight > 0 or quality is not None:
+            unpriced = [llm for _, llm in candidates if llm not in priced]
             if unpriced:
                 raise LocusInputError(
-                    f"cost_weight needs a cost for every candidate; {len(unpriced)} have none, "
-                    f"e.g. {unpriced[0]!r}; import their costs, pass them as unavailable, or use "
-                    "cost_weight 0"
+                    f"{rule} needs a cost for every candidate LLM; {len(unpriced)} have none, "
+                    f"e.g. {unpriced[0]!r}: give its price (cost_per_query in the LLM catalog, "
+                    "or scores with cost_usd), or pass it as unavailable"
                 )
         if not candidates:
-            cheapest = min(cost_of.values()) if cost_of else None
             raise LocusInputError(
                 "no LLM is left to route to"
                 + (
-                    f": none costs at most {max_cost} USD per query (the cheapest costs "
-                    f"{cheapest:.6g}); raise max_cost"
-                    if max_cost is not None and cheapest is not None
+                    "; none has a known cost for max_cost"
+                    if max_cost is not None and priced
                     else "; every LLM is unavailable"
                 )
             )

@@ -27,9 +27,11 @@ from locus.errors import LocusArtifactError, LocusInputError, LocusNotFoundError
 from locus.inference import check_same_encoder, read_for_routing
 from locus.pool import artifact_pools
 from locus.routing.base import RouteDecision, Router
+from locus.routing.costs import COST_FOLDER, CostModel
 from locus.routing.ensemble import ENSEMBLE_FOLDER, Stack, mix
 from locus.routing.guard import Guard
 from locus.routing.neighbours import KNNRouter
+from locus.routing.rules import DecisionRule, tune_cost_weight
 from locus.store import Store
 from locus.text.base import TextEncoder
 
@@ -55,7 +57,10 @@ class WorkspaceRouter(Router):
         cache_size: new texts whose vectors are kept in memory.
 
     Attributes:
-        costs: mean observed USD cost per query of each LLM that has costs (may be empty).
+        costs: USD per query of each LLM with a known cost: its mean observed cost, else the
+            catalog's cost_per_query (may be empty).
+        cost_model: the artifact's per-query cost model (`locus.routing.costs`), None for a
+            workspace without per-query costs or an artifact fitted before it.
         guard: the artifact's routing guard (`locus.routing.guard`), None for an artifact
             fitted without one.
         stack: how LOCUS is combined with the artifact's kNN router (`locus.routing.ensemble`;
@@ -89,7 +94,13 @@ class WorkspaceRouter(Router):
         )
         self.store = store
         self.artifact = artifact
-        self.costs = store.llm_costs()
+        self.costs = _known_costs(store)
+        self.cost_model: CostModel | None = None
+        self._validation_vectors: NDArray[np.float32] | None = None
+        if (folder / COST_FOLDER).is_dir():
+            self.cost_model = CostModel.load(folder / COST_FOLDER)
+            self._validation_vectors = CostModel.validation_vectors(folder / COST_FOLDER)
+        self._tuned: dict[tuple[float, frozenset[str]], float] = {}
         guard = routing.metadata.get("guard")
         self.guard = None if not guard else Guard.from_dict(guard)
         self.metadata = routing.metadata
@@ -204,6 +215,45 @@ class WorkspaceRouter(Router):
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
 
+    def expected_costs(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float64]:
+        """(n_queries, n_llms) USD each LLM of the pool is expected to cost on each query: the
+        artifact's cost model where it prices the LLM, else the LLM's entry in `costs`, NaN
+        where neither knows."""
+        vectors = np.atleast_2d(np.asarray(query_vectors, dtype=np.float32))
+        ids = list(self.pool.llm_ids)
+        known = np.array([self.costs.get(llm, np.nan) for llm in ids], dtype=np.float64)
+        out = np.tile(known, (len(vectors), 1))
+        if self.cost_model is not None:
+            predicted = self.cost_model.predict(vectors)
+            for j, llm in enumerate(ids):
+                if llm in self.cost_model.llm_ids_:
+                    column = predicted[:, self.cost_model.llm_ids_.index(llm)]
+                    out[:, j] = np.where(np.isnan(column), out[:, j], column)
+        return out
+
+    def cost_weight_for_budget(self, budget: float, unavailable: Collection[str] = ()) -> float:
+        """The cost weight whose routing of the fit's validation queries costs at most `budget`
+        USD per query on average (`tune_cost_weight`), over the LLMs not `unavailable`.
+
+        Raises:
+            LocusInputError: the artifact has no validation queries with costs (fitted without
+                costs, or before version 0.9: re-run `locus fit`), or a budget below the
+                cheapest routing.
+        """
+        if self._validation_vectors is None or not len(self._validation_vectors):
+            raise LocusInputError(
+                f"artifact {self.artifact!r} has no priced validation queries to tune a budget "
+                "on; import per-query costs (a cost_usd column) and re-run `locus fit`, or use "
+                "quality or cost_weight"
+            )
+        key = (float(budget), frozenset(unavailable))
+        if key not in self._tuned:
+            keep = [j for j, llm in enumerate(self.pool.llm_ids) if llm not in set(unavailable)]
+            proba = self.predict_proba(self._validation_vectors)[:, keep]
+            costs = self.expected_costs(self._validation_vectors)[:, keep]
+            self._tuned[key] = tune_cost_weight(proba, costs, budget)
+        return self._tuned[key]
+
     def route_texts(
         self,
         texts: Sequence[str],
@@ -211,26 +261,51 @@ class WorkspaceRouter(Router):
         top: int = 3,
         cost_weight: float = 0.0,
         max_cost: float | None = None,
+        quality: float | None = None,
+        budget: float | None = None,
         unavailable: Collection[str] = (),
         guarded: bool = True,
     ) -> list[RouteDecision]:
-        """Route query texts with the workspace's costs and, unless `guarded` is False, the
-        artifact's guard (the default LLM unless another clears the margin chosen at fit
-        time); see `Router.route` for the knobs."""
+        """Route query texts with each LLM's expected cost on each (`expected_costs`) and,
+        for accuracy routing unless `guarded` is False, the artifact's guard (the default LLM
+        unless another clears the margin chosen at fit time). `budget`: a mean USD per query
+        to stay under, as the cost weight tuned on the fit's validation queries
+        (`cost_weight_for_budget`); see `Router.route` for the other knobs.
+
+        Raises:
+            LocusInputError: more than one of cost_weight, quality and budget, a bad value, or
+                an LLM without a cost where the rule needs one.
+        """
+        DecisionRule(cost_weight=cost_weight, quality=quality, budget=budget)  # one, valid
+        if budget is not None:
+            cost_weight = self.cost_weight_for_budget(budget, unavailable)
+        vectors = self.vectors_for(texts)
+        known = self.cost_model is not None or bool(self.costs)
         return self.route(
-            self.vectors_for(texts),
+            vectors,
             top=top,
-            costs=self.costs,
+            costs=self.expected_costs(vectors) if known else None,
             cost_weight=cost_weight,
             max_cost=max_cost,
+            quality=quality,
             unavailable=unavailable,
-            guard=self.guard if guarded else None,
+            guard=self.guard if guarded and budget is None else None,
         )
 
     def refresh(self) -> None:
         """Re-read the pool and costs from the workspace (LLMs onboarded since loading)."""
         self.pool.refresh(self._snapshot)
-        self.costs = self.store.llm_costs()
+        self.costs = _known_costs(self.store)
+        self._tuned.clear()
+
+
+def _known_costs(store: Store) -> dict[str, float]:
+    """USD per query of each LLM: its mean observed cost, else its catalog cost_per_query."""
+    costs = store.llm_costs()
+    for llm, metadata in store.llm_metadata().items():
+        if llm not in costs and metadata.get("cost_per_query") is not None:
+            costs[llm] = float(metadata["cost_per_query"])
+    return costs
 
 
 def artifact_path(store: Store, name: str) -> Path:

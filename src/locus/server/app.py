@@ -1,12 +1,15 @@
 """`create_app`: the HTTP API of `locus serve`.
 
-    POST /v1/route              {"text": "..."} or {"texts": [...]}, cost_weight, max_cost,
-                                unavailable -> ranked LLMs, P(correct), cost, fallback order
+    POST /v1/route              {"text": "..."} or {"texts": [...]}, one of quality, budget,
+                                cost_weight; max_cost, unavailable -> ranked LLMs,
+                                P(correct), expected cost, fallback order
     POST /v1/llms/{id}/scores   {"scores": [{query_text, score}, ...]}: onboard or refine the
                                 LLM live (no retraining), kept in the store; needs a key
     POST /v1/chat/completions   OpenAI-compatible, non-streaming and SSE streaming; model
-                                "locus", "locus:cost=W" or an llm_id; x-locus-* headers
-                                (a stream's cost is in its usage chunk, not a header)
+                                "locus", "locus:quality=S", "locus:budget=B",
+                                "locus:cost=W" or an llm_id; x-locus-* headers (the
+                                answering LLM, its predicted P(correct) and expected cost;
+                                a stream's cost is in its usage chunk, not a header)
     GET  /v1/models             the pool and the routing names
     GET  /health                liveness (no upstream calls)
     GET  /ready                 the router is loaded and at least one LLM can be reached
@@ -28,6 +31,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from locus.errors import LocusError, LocusInputError
+from locus.routing.rules import DecisionRule
 from locus.server.gateway import ROUTING_MODEL, Gateway, GatewayError
 from locus.server.settings import ServerSettings
 
@@ -72,12 +76,20 @@ class ServiceRouter:
     def llm_ids(self) -> list[str]:
         return list(self.router.llm_ids)
 
+    @property
+    def priced(self) -> bool:
+        """True when every LLM has a cost, so the cost rules can route."""
+        costs = getattr(self.router, "costs", None) or {}
+        return all(llm in costs for llm in self.llm_ids)
+
     def decide(
         self,
         texts: Sequence[str],
         *,
         top: int,
         cost_weight: float = 0.0,
+        quality: float | None = None,
+        budget: float | None = None,
         max_cost: float | None = None,
         unavailable: Sequence[str] = (),
     ) -> list[Any]:
@@ -85,18 +97,36 @@ class ServiceRouter:
             self._follow_store()
             return list(
                 self.router.route_texts(
-                    list(texts), top=top, cost_weight=cost_weight, max_cost=max_cost,
-                    unavailable=unavailable,
+                    list(texts), top=top, cost_weight=cost_weight, quality=quality,
+                    budget=budget, max_cost=max_cost, unavailable=unavailable,
                 )
             )  # fmt: skip
 
     def rank(
-        self, texts: Sequence[str], *, cost_weight: float = 0.0, unavailable: Sequence[str] = ()
-    ) -> list[list[str]]:
+        self,
+        texts: Sequence[str],
+        *,
+        cost_weight: float = 0.0,
+        quality: float | None = None,
+        budget: float | None = None,
+        unavailable: Sequence[str] = (),
+    ) -> list[list[Any]]:
+        """Every candidate per text, best first (the gateway's fallback order)."""
         decisions = self.decide(
-            texts, top=len(self.llm_ids), cost_weight=cost_weight, unavailable=unavailable
-        )
-        return [[c.llm_id for c in d.ranked] for d in decisions]
+            texts, top=len(self.llm_ids), cost_weight=cost_weight, quality=quality,
+            budget=budget, unavailable=unavailable,
+        )  # fmt: skip
+        return [list(d.ranked) for d in decisions]
+
+
+def _predicted_headers(predicted: Any) -> dict[str, str]:
+    """x-locus-p-correct and x-locus-expected-cost-usd of the answering LLM, where known."""
+    headers = {}
+    if predicted is not None and predicted.p_correct == predicted.p_correct:  # not NaN
+        headers["x-locus-p-correct"] = f"{predicted.p_correct:.4f}"
+    if predicted is not None and predicted.cost_usd is not None:
+        headers["x-locus-expected-cost-usd"] = f"{predicted.cost_usd:.8f}"
+    return headers
 
 
 def _error(status: int, message: str, kind: str) -> Any:
@@ -189,6 +219,10 @@ def create_app(
             raise _Bad(400, "expected a JSON object body", "invalid_request")
         return data
 
+    def priced_rules() -> list[str]:
+        """The decision rules /v1/models lists: the cost rules only where every LLM is priced."""
+        return ["quality=0.95", "cost=10"] if router.priced else []
+
     def check_unavailable(value: Any) -> list[str]:
         if value is None:
             return []
@@ -255,7 +289,8 @@ def create_app(
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
         now = int(time.time())
-        names = [ROUTING_MODEL, f"{ROUTING_MODEL}:cost=0.5", *router.llm_ids]
+        names = [ROUTING_MODEL, *(f"{ROUTING_MODEL}:{rule}" for rule in priced_rules()),
+                 *router.llm_ids]  # fmt: skip
         return {
             "object": "list",
             "data": [
@@ -281,14 +316,17 @@ def create_app(
             raise _Bad(400, "a text is empty; expected query text to route", "invalid_request")
         top = int(number(data, "top", settings.top) or settings.top)
         weight = number(data, "cost_weight", 0.0) or 0.0
+        quality = number(data, "quality", None)
+        budget = number(data, "budget", None)
+        DecisionRule(cost_weight=weight, quality=quality, budget=budget)  # one rule, in range
         max_cost = number(data, "max_cost", None)
         unavailable = check_unavailable(data.get("unavailable"))
 
         # one routing call: the whole ranking is the fallback order, its head the answer
         decisions = await anyio.to_thread.run_sync(
             lambda: router.decide(
-                texts, top=len(router.llm_ids), cost_weight=weight, max_cost=max_cost,
-                unavailable=unavailable,
+                texts, top=len(router.llm_ids), cost_weight=weight, quality=quality,
+                budget=budget, max_cost=max_cost, unavailable=unavailable,
             )
         )  # fmt: skip
         answers = [
@@ -315,6 +353,7 @@ def create_app(
                 headers={
                     "x-locus-llm": streamed.llm_id,
                     "x-locus-attempts": str(streamed.attempts),
+                    **_predicted_headers(streamed.predicted),
                     "cache-control": "no-cache",
                 },
             )
@@ -323,6 +362,7 @@ def create_app(
             "x-locus-llm": answer.llm_id,
             "x-locus-attempts": str(answer.attempts),
             "x-locus-cost-usd": "" if answer.cost_usd is None else f"{answer.cost_usd:.8f}",
+            **_predicted_headers(answer.predicted),
         }
         return JSONResponse(answer.payload, headers=headers)
 

@@ -19,6 +19,8 @@ from typing import Any
 import anyio
 
 from locus.errors import LocusInputError
+from locus.routing.base import RankedLLM
+from locus.routing.rules import DecisionRule
 from locus.server.breaker import CircuitBreaker
 from locus.server.metrics import Metrics
 from locus.server.settings import ServerSettings
@@ -46,6 +48,7 @@ class ChatAnswer:
     attempts: int
     cost_usd: float | None
     failed: list[dict[str, Any]] = field(default_factory=list)
+    predicted: RankedLLM | None = None  # the router's P(correct) and expected cost for it
 
     @property
     def fell_back(self) -> bool:
@@ -60,38 +63,40 @@ class StreamAnswer:
     attempts: int
     events: AsyncIterator[bytes]
     failed: list[dict[str, Any]] = field(default_factory=list)
+    predicted: RankedLLM | None = None
 
 
 def _sse(data: Any) -> bytes:
     return b"data: " + json.dumps(data, separators=(",", ":")).encode() + b"\n\n"
 
 
-def parse_model(name: object, llm_ids: Collection[str]) -> tuple[str | None, float]:
-    """The model name -> (a fixed llm_id or None to route, the cost weight).
+def parse_model(name: object, llm_ids: Collection[str]) -> tuple[str | None, DecisionRule]:
+    """The model name -> (a fixed llm_id or None to route, the decision rule): `locus`
+    (accuracy), `locus:cost=W`, `locus:quality=S`, `locus:budget=B` (`locus.routing.rules`).
 
     Raises:
-        LocusInputError: not a string, an unknown model, a malformed `locus:cost=W`.
+        LocusInputError: not a string, an unknown model, a malformed or out-of-range rule.
     """
     if not isinstance(name, str) or not name:
-        raise LocusInputError(f"model must be {ROUTING_MODEL!r}, 'locus:cost=W' or an llm_id")
+        raise LocusInputError(
+            f"model must be {ROUTING_MODEL!r}, 'locus:quality=S', 'locus:budget=B', "
+            "'locus:cost=W' or an llm_id"
+        )
     if name in llm_ids:
-        return name, 0.0
+        return name, DecisionRule()
     if name == ROUTING_MODEL:
-        return None, 0.0
+        return None, DecisionRule()
     head, sep, tail = name.partition(":")
     if head == ROUTING_MODEL and sep:
-        key, eq, value = tail.partition("=")
         try:
-            weight = float(value) if key == "cost" and eq else -1.0
-        except ValueError:
-            weight = -1.0
-        if weight >= 0:
-            return None, weight
-        raise LocusInputError(f"model {name!r}: expected locus:cost=W with a number W >= 0")
+            return None, DecisionRule.parse(tail)
+        except LocusInputError as error:
+            raise LocusInputError(f"model {name!r}: {error}") from None
     shown = ", ".join(sorted(llm_ids)[:5])
     raise LocusInputError(
-        f"unknown model {name!r}; expected {ROUTING_MODEL!r}, 'locus:cost=0.3' or an llm_id "
-        f"({shown}, ...; GET /v1/models lists them)"
+        f"unknown model {name!r}; expected {ROUTING_MODEL!r}, 'locus:quality=0.95', "
+        f"'locus:budget=0.001', 'locus:cost=10' or an llm_id ({shown}, ...; GET /v1/models "
+        "lists them)"
     )
 
 
@@ -99,7 +104,8 @@ class Gateway:
     """Chat requests through the router to the LLMs' endpoints.
 
     Args:
-        route: texts + knobs -> ranked llm_ids per text (the workspace router's ranking).
+        route: texts + unavailable + a decision rule's keywords -> the ranked candidates per
+            text (`ServiceRouter.rank`: the workspace router's ranking).
         upstreams: the endpoints.
         prices: llm_id -> metadata with price_in_per_mtok / price_out_per_mtok /
             cost_per_query, for the cost of an answer.
@@ -108,7 +114,7 @@ class Gateway:
 
     def __init__(
         self,
-        route: Callable[..., list[list[str]]],
+        route: Callable[..., list[list[RankedLLM]]],
         upstreams: Upstreams,
         *,
         prices: Mapping[str, Mapping[str, Any]] | None = None,
@@ -128,12 +134,19 @@ class Gateway:
         self.clock = clock
 
     def fallback_order(
-        self, text: str, fixed: str | None, cost_weight: float, unavailable: Sequence[str] = ()
-    ) -> list[str]:
-        """LLMs to try for one text, first choice first: those with an endpoint."""
-        [ranked] = self.route([text], cost_weight=cost_weight, unavailable=unavailable)
-        order = [fixed, *[llm for llm in ranked if llm != fixed]] if fixed else list(ranked)
-        return [llm for llm in order if llm in self.upstreams.endpoints]
+        self,
+        text: str,
+        fixed: str | None,
+        rule: DecisionRule,
+        unavailable: Sequence[str] = (),
+    ) -> list[RankedLLM]:
+        """The candidates to try for one text, first choice first: those with an endpoint."""
+        [ranked] = self.route([text], unavailable=unavailable, **rule.as_kwargs())
+        if fixed:
+            ranked = sorted(ranked, key=lambda candidate: candidate.llm_id != fixed)
+            if not any(candidate.llm_id == fixed for candidate in ranked):
+                ranked = [RankedLLM(fixed, float("nan"), None, float("nan")), *ranked]
+        return [c for c in ranked if c.llm_id in self.upstreams.endpoints]
 
     async def chat(
         self, body: Mapping[str, Any], text: str, *, unavailable: Sequence[str] = ()
@@ -148,9 +161,11 @@ class Gateway:
         async def call(llm: str, timeout: float) -> dict[str, Any]:
             return await self.upstreams.complete(llm, body, timeout=timeout)
 
-        llm, payload, attempts, failed = await self._first_success(body, text, unavailable, call)
+        llm, payload, attempts, failed, predicted = await self._first_success(
+            body, text, unavailable, call
+        )
         payload = {**payload, "model": llm}
-        return ChatAnswer(payload, llm, attempts, self.cost(llm, payload), failed)
+        return ChatAnswer(payload, llm, attempts, self.cost(llm, payload), failed, predicted)
 
     async def stream(
         self, body: Mapping[str, Any], text: str, *, unavailable: Sequence[str] = ()
@@ -166,8 +181,10 @@ class Gateway:
                 stall_s=self.settings.stall_timeout_s,
             )  # fmt: skip
 
-        llm, upstream, attempts, failed = await self._first_success(body, text, unavailable, call)
-        return StreamAnswer(llm, attempts, self._events(llm, upstream), failed)
+        llm, upstream, attempts, failed, predicted = await self._first_success(
+            body, text, unavailable, call
+        )
+        return StreamAnswer(llm, attempts, self._events(llm, upstream), failed, predicted)
 
     async def _events(self, llm: str, upstream: UpstreamStream) -> AsyncIterator[bytes]:
         try:
@@ -200,13 +217,15 @@ class Gateway:
         text: str,
         unavailable: Sequence[str],
         call: Callable[[str, float], Awaitable[Any]],
-    ) -> tuple[str, Any, int, list[dict[str, Any]]]:
+    ) -> tuple[str, Any, int, list[dict[str, Any]], RankedLLM | None]:
         """Walk the fallback order until `call(llm, timeout)` succeeds."""
-        fixed, weight = parse_model(body.get("model"), self.upstreams.endpoints)
+        fixed, rule = parse_model(body.get("model"), self.upstreams.endpoints)
         # routing encodes new texts (milliseconds of CPU): off the event loop
-        order = await anyio.to_thread.run_sync(
-            lambda: self.fallback_order(text, fixed, weight, unavailable)
+        ranked = await anyio.to_thread.run_sync(
+            lambda: self.fallback_order(text, fixed, rule, unavailable)
         )
+        candidate_of = {c.llm_id: c for c in ranked}
+        order = list(candidate_of)
         if not order:
             raise GatewayError(503, "no LLM with an endpoint is available", kind="unavailable")
         started = self.clock()
@@ -236,7 +255,7 @@ class Gateway:
             self.metrics.choices.labels(llm).inc()
             if attempts > 1:
                 self.metrics.fallbacks.inc()
-            return llm, result, attempts, failed
+            return llm, result, attempts, failed, candidate_of[llm]
         summary = "; ".join(f"{f['llm_id']}: {f['kind']}" for f in failed) or "no attempt"
         timed_out = any(f["kind"] == "timeout" for f in failed)
         raise GatewayError(
