@@ -218,11 +218,11 @@ def _render_savings(savings: Any) -> None:
     console = stdout_console()
     strong, cheapest = savings.strong, savings.cheapest
     table = Table(
-        title=f"what each decision rule costs ({savings.queries:,} queries every LLM was scored "
-        "and priced on)",
+        title=f"what each decision rule costs on {savings.queries:,} queries every LLM was "
+        f"scored and priced on (cost share: of {strong['llm_id']}'s, the most accurate)",
         title_justify="left",
     )
-    for column in ("rule", "accuracy", "USD per query", f"of {strong['llm_id']}'s cost"):
+    for column in ("rule", "accuracy", "USD/query", "cost share"):
         table.add_column(column, justify="left" if column == "rule" else "right")
     table.add_row(f"{strong['llm_id']} alone", f"{strong['accuracy']:.4f}",
                   f"{strong['cost']:.2e}", "100%")  # fmt: skip

@@ -142,6 +142,11 @@ def _share(value: float) -> str:
     return "never" if math.isnan(value) else f"{100 * value:.0f}%"
 
 
+def _reach(level: int, figures: Mapping[str, float]) -> str:
+    share = figures[f"cost_share_at_{level}"]
+    return f"never {level}%" if math.isnan(share) else f"{level}% at {100 * share:.0f}%"
+
+
 def plot_frontiers(
     singles: Mapping[str, tuple[float, float]],
     frontiers: Mapping[str, tuple[np.ndarray, Mapping[str, float]]],
@@ -165,16 +170,15 @@ def plot_frontiers(
     strong = points[int(np.argmax(points[:, 1]))]
     weak = points[int(np.argmin(points[:, 0]))]
     static = hull(points)
-    figure, axis = plt.subplots(figsize=(9.5, 6.2))
+    figure, axis = plt.subplots(figsize=(10, 6.2))
     colours = plt.get_cmap("tab10")
     for i, (name, (curve, figures)) in enumerate(frontiers.items()):
         first = i == 0
         axis.plot(
             curve[:, 0], curve[:, 1], marker="." if first else None, color=colours(i % 10),
             linewidth=2.6 if first else 1.2, zorder=5 if first else 3,
-            label=f"{name}: AIQ {figures['aiq']:.3f}, 100% at "
-            f"{_share(figures['cost_share_at_100'])}, 95% at "
-            f"{_share(figures['cost_share_at_95'])}",
+            label=f"{name}: AIQ {figures['aiq']:.3f}, {_reach(100, figures)}, "
+            f"{_reach(95, figures)}",
         )  # fmt: skip
     mix = frontier_metrics(static, tuple(strong), tuple(weak), float(points[:, 0].max()))
     axis.plot(static[:, 0], static[:, 1], color="grey", linestyle="--", zorder=2,
@@ -191,16 +195,14 @@ def plot_frontiers(
     axis.set_xlabel("mean cost per query (USD, log scale)")
     axis.set_ylabel("accuracy")
     axis.grid(alpha=0.3, which="both")
-    axis.legend(fontsize=7, loc="lower right")
     axis.set_title(title)
-    figure.text(
-        0.01, 0.005,
-        "AIQ: mean accuracy of a frontier over the single LLMs' cost range. 100% / 95% at x%: "
-        "the cost, as a share of the most accurate LLM's, at which the frontier reaches its "
-        "accuracy (dotted lines) or 95% of it." + (f" {note}" if note else ""),
-        fontsize=7, wrap=True,
-    )  # fmt: skip
-    figure.tight_layout(rect=(0, 0.03, 1, 1))
+    # the legend and the definitions under the axes, where they cover no point or label
+    axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.1), ncol=2,
+                title="AIQ: mean accuracy of a frontier over the single LLMs' cost range. 100% "
+                "/ 95% at x%: the cost, as a share of the most accurate LLM's, at which it "
+                "reaches that LLM's accuracy (dotted lines) or 95% of it." +
+                (f"\n{note}" if note else ""), title_fontsize=7)  # fmt: skip
+    axis.get_legend()._legend_box.align = "left"  # the definitions read as a paragraph
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110, bbox_inches="tight")
