@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ from locus.data.batch import ImportBatch
 from locus.errors import LocusInputError, LocusNotFoundError
 from locus.pipeline import embed_workspace_llms, fit_workspace, workspace_table
 from locus.routing import WorkspaceRouter
+from locus.routing.costs import COST_FOLDER
 from locus.store import Store
 from locus.text import HashingEncoder
 from tests.nn.conftest import small_config
@@ -269,7 +271,7 @@ def test_per_query_costs_are_predicted_from_the_query(tmp_path: Path) -> None:
     assert law_cost["math-0"] == pytest.approx(0.2, rel=0.3)
 
 
-def test_an_artifact_without_priced_validation_queries_cannot_take_a_budget(
+def test_without_prices_the_cost_rules_say_what_is_missing(
     tmp_path: Path,
 ) -> None:
     path = build_planted_workspace(tmp_path / "ws")  # no costs at all
@@ -277,9 +279,14 @@ def test_an_artifact_without_priced_validation_queries_cannot_take_a_budget(
         fit_workspace(store, small_config(max_steps=20))
         router = WorkspaceRouter(store, text_encoder=HashingEncoder(ENCODER_DIM))
         assert router.cost_model is None and router.costs == {}
-        with pytest.raises(LocusInputError, match="no priced validation queries"):
+        with pytest.raises(LocusInputError, match="budget needs a cost for every candidate"):
             router.route_texts(["court jury"], budget=0.01)
         with pytest.raises(LocusInputError, match="quality needs each LLM's cost"):
             router.route_texts(["court jury"], quality=0.9)
         decision = router.route_texts(["court jury"])[0]  # accuracy routing needs no price
         assert decision.cost_usd is None
+        # an artifact of an earlier version keeps no validation queries: a budget says so
+        shutil.rmtree(path / "artifacts" / "default" / COST_FOLDER)
+        older = WorkspaceRouter(store, text_encoder=HashingEncoder(ENCODER_DIM))
+        with pytest.raises(LocusInputError, match="keeps no validation queries"):
+            older.route_texts(["court jury"], budget=0.01)

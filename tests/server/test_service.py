@@ -89,6 +89,19 @@ def test_the_service_routes_and_answers_over_real_http(
                 assert answer.headers["x-locus-cost-usd"] == "0.00100000"
                 models = {m["id"] for m in client.get("/v1/models").json()["data"]}
                 assert {"locus", "math-3", "law-0"} <= models
+                # a cost rule through the real router: only the priced LLMs with an endpoint
+                # are weighed; the answer says what the router predicted for it
+                for model in ("locus:quality=0.9", "locus:budget=0.001", "locus:cost=10"):
+                    priced = client.post(
+                        "/v1/chat/completions",
+                        json={"model": model, "messages": [{"role": "user", "content": "cell"}]},
+                    )
+                    assert priced.status_code == 200, (model, priced.text)
+                    assert priced.headers["x-locus-llm"] in SERVED
+                    assert 0 < float(priced.headers["x-locus-p-correct"]) <= 1
+                    assert float(priced.headers["x-locus-expected-cost-usd"]) == 0.001
+                too_low = client.post("/v1/route", json={"text": "cell enzyme", "quality": 1.5})
+                assert too_low.status_code == 400 and "(0, 1]" in too_low.text
 
 
 def test_serve_refuses_no_auth_off_loopback(trained: Path, run_cli: Run) -> None:

@@ -135,6 +135,8 @@ def fit_workspace(
             knn.save(folder / ENSEMBLE_FOLDER)
         if cost_model is not None:
             cost_model.save(folder / COST_FOLDER)
+        if len(val_rows):  # what a budget is tuned on, priced by the cost model or catalog
+            (folder / COST_FOLDER).mkdir(exist_ok=True)
             CostModel.save_validation(folder / COST_FOLDER, data.vectors[val_rows])
 
     model.save(path, also=also)

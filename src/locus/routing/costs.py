@@ -30,8 +30,8 @@ from locus.routing.evidence import read_router_folder, unit_rows, write_router_f
 
 __all__ = ["COST_FOLDER", "VALIDATION_FILE", "CostModel"]
 
-# where an artifact keeps its cost model (only when the workspace had per-query costs), and
-# beside it the fit's validation query vectors, which a budget is tuned on
+# where an artifact keeps its cost model (only when the workspace had per-query costs) and
+# the fit's validation query vectors, which a budget is tuned on (always)
 COST_FOLDER = "costs"
 VALIDATION_FILE = "validation.safetensors"
 _KIND = "cost-model"

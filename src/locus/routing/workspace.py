@@ -29,6 +29,7 @@ from locus.pool import artifact_pools
 from locus.routing.base import RouteDecision, Router
 from locus.routing.costs import COST_FOLDER, CostModel
 from locus.routing.ensemble import ENSEMBLE_FOLDER, Stack, mix
+from locus.routing.evidence import ROUTER_FILE
 from locus.routing.guard import Guard
 from locus.routing.neighbours import KNNRouter
 from locus.routing.rules import DecisionRule, tune_cost_weight
@@ -97,8 +98,9 @@ class WorkspaceRouter(Router):
         self.costs = _known_costs(store)
         self.cost_model: CostModel | None = None
         self._validation_vectors: NDArray[np.float32] | None = None
-        if (folder / COST_FOLDER).is_dir():
+        if (folder / COST_FOLDER / ROUTER_FILE).exists():
             self.cost_model = CostModel.load(folder / COST_FOLDER)
+        if (folder / COST_FOLDER).is_dir():
             self._validation_vectors = CostModel.validation_vectors(folder / COST_FOLDER)
         self._tuned: dict[tuple[float, frozenset[str]], float] = {}
         guard = routing.metadata.get("guard")
@@ -242,15 +244,22 @@ class WorkspaceRouter(Router):
         """
         if self._validation_vectors is None or not len(self._validation_vectors):
             raise LocusInputError(
-                f"artifact {self.artifact!r} has no priced validation queries to tune a budget "
-                "on; import per-query costs (a cost_usd column) and re-run `locus fit`, or use "
-                "quality or cost_weight"
+                f"artifact {self.artifact!r} keeps no validation queries to tune a budget on "
+                "(fitted by an earlier version, or without validation queries); re-run "
+                "`locus fit`, or use quality or cost_weight"
             )
         key = (float(budget), frozenset(unavailable))
         if key not in self._tuned:
             keep = [j for j, llm in enumerate(self.pool.llm_ids) if llm not in set(unavailable)]
             proba = self.predict_proba(self._validation_vectors)[:, keep]
             costs = self.expected_costs(self._validation_vectors)[:, keep]
+            unpriced = [self.pool.llm_ids[keep[j]] for j in np.flatnonzero(np.isnan(costs).any(0))]
+            if unpriced:
+                raise LocusInputError(
+                    f"budget needs a cost for every candidate LLM; {len(unpriced)} have none, "
+                    f"e.g. {unpriced[0]!r}: give its price (cost_per_query in the LLM catalog, "
+                    "or scores with cost_usd), or pass it as unavailable"
+                )
             self._tuned[key] = tune_cost_weight(proba, costs, budget)
         return self._tuned[key]
 

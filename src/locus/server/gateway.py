@@ -110,6 +110,7 @@ class Gateway:
         prices: llm_id -> metadata with price_in_per_mtok / price_out_per_mtok /
             cost_per_query, for the cost of an answer.
         clock: monotonic seconds (tests).
+        llm_ids: the pool's LLMs now (a cost rule leaves out those without an endpoint).
     """
 
     def __init__(
@@ -122,9 +123,11 @@ class Gateway:
         metrics: Metrics | None = None,
         breaker: CircuitBreaker | None = None,
         clock: Callable[[], float] = time.monotonic,
+        llm_ids: Callable[[], Sequence[str]] = tuple,
     ) -> None:
         self.settings = settings or ServerSettings()
         self.route = route
+        self.llm_ids = llm_ids
         self.upstreams = upstreams
         self.prices = dict(prices or {})
         self.metrics = metrics or Metrics()
@@ -141,6 +144,12 @@ class Gateway:
         unavailable: Sequence[str] = (),
     ) -> list[RankedLLM]:
         """The candidates to try for one text, first choice first: those with an endpoint."""
+        if rule.uses_cost:
+            # a cost rule weighs only LLMs that can answer: one without an endpoint (and so
+            # perhaps without a price) is no candidate
+            served = self.upstreams.endpoints
+            idle = [llm for llm in self.llm_ids() if llm not in served and llm not in unavailable]
+            unavailable = [*unavailable, *idle]
         [ranked] = self.route([text], unavailable=unavailable, **rule.as_kwargs())
         if fixed:
             ranked = sorted(ranked, key=lambda candidate: candidate.llm_id != fixed)

@@ -63,6 +63,7 @@ def build_app(
         Upstreams(endpoints, transport=transport),
         prices={llm: catalog.get(llm, {}) for llm in router.llm_ids},
         settings=settings,
+        llm_ids=lambda: router.llm_ids,
     )
     from locus.server.onboard import LiveOnboarding
 
