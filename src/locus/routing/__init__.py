@@ -1,7 +1,12 @@
 """Routing: the `Router` interface, the LOCUS router and the long-lived workspace router.
 
-base.py           Router (predict_proba -> route once: top-k, cost, budget, unavailable),
-                  RouteDecision, RankedLLM
+base.py           Router (predict_proba -> route once: top-k, the decision rules, max cost,
+                  unavailable), RouteDecision, RankedLLM
+rules.py          DecisionRule (accuracy, cost weight, quality, budget), tune_cost_weight
+costs.py          CostModel: each LLM's cost on a query, from the nearest training queries
+frontier.py       accuracy against cost: sweeps, hull, AIQ / cost shares / APGR, the plot
+guard.py          Guard: stay with the best single LLM unless another clears a margin
+ensemble.py       the Stack of LOCUS and kNN votes `locus fit` keeps; EnsembleRouter
 locus_router.py   LocusRouter: the LOCUS predictor over a pool
 workspace.py      WorkspaceRouter: artifact + pool + costs + text encoder, loaded once
 evidence.py       Evidence (what baselines are fitted on), the router folder format
@@ -20,10 +25,12 @@ from locus.routing.baselines import (
     PerTaskRouter,
     RandomRouter,
 )
+from locus.routing.costs import CostModel
 from locus.routing.evidence import Evidence
 from locus.routing.learned import IRTRouter, MFRouter
 from locus.routing.neighbours import ClusterRouter, KNNRouter
 from locus.routing.registry import BASELINE_ROUTERS, load_router, make_baseline
+from locus.routing.rules import DecisionRule, tune_cost_weight
 from locus.routing.workspace import DEFAULT_ARTIFACT, WorkspaceRouter, artifact_path
 
 if TYPE_CHECKING:
@@ -35,6 +42,8 @@ __all__ = [
     "BaselineRouter",
     "BestSingleRouter",
     "ClusterRouter",
+    "CostModel",
+    "DecisionRule",
     "Evidence",
     "IRTRouter",
     "KNNRouter",
@@ -50,6 +59,7 @@ __all__ = [
     "artifact_path",
     "load_router",
     "make_baseline",
+    "tune_cost_weight",
 ]
 
 
