@@ -338,6 +338,9 @@ def test_cost_suite_on_a_planted_pool_with_prices(tmp_path: Path) -> None:
         check = result["per_seed"]["knn"][0]["budgets"][share]
         assert check["spent_over_budget"] <= 1.15, (share, check)
     assert "| **knn** |" in cost_table(result)  # the first method is the default, in bold
+    assert 0.5 < knn["auroc"]["mean"] <= 1 and knn["log_loss"]["mean"] > 0
+    small = run_cost(data, seeds=[0, 1], folds=3, methods=["knn"], queries=300)
+    assert small["subsample"] == 300 and small["queries"]["scored_and_priced_by_every_llm"] == 300
     assert plot_cost(result, tmp_path / "cost.png").read_bytes()[:4] == b"\x89PNG"
 
 

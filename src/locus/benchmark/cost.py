@@ -43,11 +43,12 @@ from typing import Any
 import numpy as np
 
 from locus._progress import ProgressFactory, no_progress
-from locus.benchmark._stats import mean_sd
+from locus.benchmark._stats import log_loss, mean_sd
 from locus.benchmark.anchors import evidence_fold, fitted_proba
 from locus.benchmark.methods import METHODS
 from locus.data.splits import kfold_splits
 from locus.errors import LocusInputError
+from locus.metrics import correctness_metrics
 from locus.pipeline import WorkspaceTable
 from locus.routing.costs import CostModel
 from locus.routing.frontier import RULES, frontier_metrics, hull, sweep, sweep_settings
@@ -155,6 +156,28 @@ def _budget_check(
     return out
 
 
+def _reference(
+    pool: WorkspaceTable,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(mask of the queries every LLM was scored and priced on, their scores, their costs, each
+    LLM's (mean cost, accuracy) on them): a single LLM and a router are charged and scored on
+    the same queries.
+
+    Raises:
+        LocusInputError: no such query.
+    """
+    costs = pool.table.costs
+    assert costs is not None
+    complete = ~np.isnan(pool.table.scores).any(axis=1) & ~np.isnan(costs).any(axis=1)
+    if not complete.any():
+        raise LocusInputError(
+            "the cost suite needs queries that every LLM was scored and priced on; none is"
+        )
+    truth = pool.table.scores[complete].astype(np.float64)
+    real = costs[complete].astype(np.float64)
+    return complete, truth, real, np.column_stack([real.mean(axis=0), truth.mean(axis=0)])
+
+
 def run_cost(
     data: WorkspaceTable,
     *,
@@ -162,11 +185,14 @@ def run_cost(
     folds: int = 5,
     methods: Sequence[str] = COST_METHODS,
     cost_model: str = "knn",
+    queries: int | None = None,
     cache_dir: Path | None = None,
     locus_settings: dict[str, Any] | None = None,
     progress: ProgressFactory = no_progress,
 ) -> dict[str, Any]:
-    """Run the suite on a pool with per-query costs; a JSON-ready dict.
+    """Run the suite on a pool with per-query costs; a JSON-ready dict. `queries`: each seed
+    on its own random subsample of that many queries (`WorkspaceTable.subsample`), a small
+    pool drawn from a large one; the single LLMs' figures are then means over the seeds.
 
     Raises:
         LocusInputError: the pool has no costs, an unknown method or cost model, fewer than 2
@@ -192,30 +218,23 @@ def run_cost(
         raise LocusInputError("a suite needs at least one seed")
     if "per-task" in methods and all(t is None for t in data.table.tasks):
         methods = [m for m in methods if m != "per-task"]
-    # queries every LLM was scored and priced on: a single LLM and a router are then charged
-    # and scored on the same queries
-    complete = ~np.isnan(data.table.scores).any(axis=1) & ~np.isnan(costs).any(axis=1)
-    if not complete.any():
-        raise LocusInputError(
-            "the cost suite needs queries that every LLM was scored and priced on; none is"
-        )
-    truth = data.table.scores[complete].astype(np.float64)
-    real = costs[complete].astype(np.float64)
-    singles = np.column_stack([real.mean(axis=0), truth.mean(axis=0)])  # (n_llms, 2)
-    high = float(singles[:, 0].max())
-    strong, weak = int(np.argmax(singles[:, 1])), int(np.argmin(singles[:, 0]))
-    strong_point = (float(singles[strong, 0]), float(singles[strong, 1]))
-    weak_point = (float(singles[weak, 0]), float(singles[weak, 1]))
-    static_mix = hull(singles)
+    pools = {seed: data if queries is None else data.subsample(queries, seed) for seed in seeds}
+    references = {seed: _reference(pool) for seed, pool in pools.items()}
     started = time.perf_counter()
-    keys = list(data.table.text_hashes)
     per_seed: dict[str, list[dict[str, Any]]] = {m: [] for m in methods}
     cost_errors = []
     with progress("cost suite", total=len(seeds) * folds * len(methods)) as step:
         for seed in seeds:
-            parts = kfold_splits(keys, folds=folds, seed=seed)
+            pool, (complete, truth, real, singles) = pools[seed], references[seed]
+            strong, weak = int(np.argmax(singles[:, 1])), int(np.argmin(singles[:, 0]))
+            strong_point = (float(singles[strong, 0]), float(singles[strong, 1]))
+            weak_point = (float(singles[weak, 0]), float(singles[weak, 1]))
+            high = float(singles[:, 0].max())
+            pool_costs = pool.table.costs
+            assert pool_costs is not None  # checked above, kept by subsample
+            parts = kfold_splits(list(pool.table.text_hashes), folds=folds, seed=seed)
             proba, predicted, fold_info = _fold_predictions(
-                data, parts, seed, methods, cost_model, cache_dir, locus_settings, step
+                pool, parts, seed, methods, cost_model, cache_dir, locus_settings, step
             )
             expected = predicted[complete]
             cost_errors.append(float(np.mean(np.abs(expected - real)) / np.mean(real)))
@@ -227,6 +246,8 @@ def run_cost(
                     {
                         "seed": seed,
                         **frontier_metrics(curve, strong_point, weak_point, high),
+                        "auroc": correctness_metrics(p, truth)["auroc"],
+                        "log_loss": log_loss(p, truth),
                         "rules": {
                             rule: frontier_metrics(hull(points), strong_point, weak_point, high)
                             for rule, points in sweeps.items()
@@ -237,8 +258,8 @@ def run_cost(
                             method,
                             proba[method],
                             predicted,
-                            data.table.scores.astype(np.float64),
-                            costs,
+                            pool.table.scores.astype(np.float64),
+                            pool_costs,
                             complete,
                             strong_point[0],
                         ),
@@ -246,8 +267,17 @@ def run_cost(
                         "points": {rule: points.tolist() for rule, points in sweeps.items()},
                     }
                 )
-    metrics = ("aiq", "max_accuracy", "cost_share_at_100", "cost_share_at_95",
-               "accuracy_at_cheapest_cost", "apgr", "cpt50", "cpt80")  # fmt: skip
+    # the single LLMs, their static mix and the strong / cheapest LLM: means over the seeds'
+    # pools (one pool unless `queries`)
+    singles = np.mean([references[seed][3] for seed in seeds], axis=0)
+    truth = references[seeds[0]][1]
+    high = float(singles[:, 0].max())
+    strong, weak = int(np.argmax(singles[:, 1])), int(np.argmin(singles[:, 0]))
+    strong_point = (float(singles[strong, 0]), float(singles[strong, 1]))
+    weak_point = (float(singles[weak, 0]), float(singles[weak, 1]))
+    static_mix = hull(singles)
+    metrics = ("aiq", "max_accuracy", "cost_share_at_100", "cost_share_at_95", "apgr", "cpt50",
+               "cpt80", "accuracy_at_cheapest_cost", "auroc", "log_loss")  # fmt: skip
     return {
         "suite": "cost",
         "seeds": list(seeds),
@@ -255,7 +285,11 @@ def run_cost(
         "cost_model": cost_model,
         "methods": list(methods),
         "llms": data.table.n_llms,
-        "queries": {"all": data.table.n_queries, "scored_and_priced_by_every_llm": len(truth)},
+        "queries": {
+            "all": pools[seeds[0]].table.n_queries,
+            "scored_and_priced_by_every_llm": len(truth),
+        },
+        "subsample": queries,
         "encoder": data.encoder,
         "cost_model_relative_error": mean_sd(cost_errors),
         "single_llms": {

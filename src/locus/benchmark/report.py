@@ -100,8 +100,8 @@ def cost_table(result: dict[str, Any]) -> str:
         f"{cheapest['cost']:.2e}); costs as shares of the strong LLM's",
         "",
         "| method | AIQ | cost at 100% | cost at 95% | APGR | CPT(50%) | CPT(80%) | accuracy at "
-        "the cheapest's cost | budget 25%: spent, accuracy |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "the cheapest's cost | budget 25%: spent, accuracy | AUROC |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
 
     def cell(value: dict[str, float], digits: int = 4, percent: bool = False) -> str:
@@ -120,7 +120,7 @@ def cost_table(result: dict[str, Any]) -> str:
             f"{cell(s['cpt50'], percent=True)} | {cell(s['cpt80'], percent=True)} | "
             f"{cell(s['accuracy_at_cheapest_cost'])} | "
             f"{cell(s['budget_0.25_spent_over_budget'], 2)}, "
-            f"{cell(s['budget_0.25_accuracy'])} |"
+            f"{cell(s['budget_0.25_accuracy'])} | {cell(s['auroc'], 3)} |"
         )
     mix = result["static_mix"]
 
@@ -131,7 +131,7 @@ def cost_table(result: dict[str, Any]) -> str:
     lines.append(
         f"| static mix of single LLMs | {fixed('aiq')} | {fixed('cost_share_at_100', True)} | "
         f"{fixed('cost_share_at_95', True)} | {fixed('apgr')} | {fixed('cpt50', True)} | "
-        f"{fixed('cpt80', True)} | {fixed('accuracy_at_cheapest_cost')} | |"
+        f"{fixed('cpt80', True)} | {fixed('accuracy_at_cheapest_cost')} | | |"
     )
     return "\n".join(lines)
 

@@ -71,8 +71,8 @@ def benchmark_command(
         typer.Option(
             "--queries",
             min=10,
-            help="anchors/efficiency/onboarding: each seed on its own random subsample of this "
-            "many queries (a small pool drawn from a large one; output name <pool>-<N>q).",
+            help="each seed on its own random subsample of this many queries (a small pool "
+            "drawn from a large one; output name <pool>-<N>q).",
         ),
     ] = None,
     workers: Annotated[
@@ -126,8 +126,6 @@ def benchmark_command(
         cache_root = Path(store.workspace) / "benchmark-cache"
         name = pool or Path(store.workspace).resolve().name.lstrip(".") or "pool"
     if queries is not None:
-        if suite == "cost":
-            raise LocusInputError("--queries applies to anchors, efficiency and onboarding")
         data.subsample(queries, 0)  # a bad size fails here, before any fit
         name = f"{name}-{queries}q"
     if suite == "onboarding":
@@ -136,7 +134,10 @@ def benchmark_command(
         )
         return
     if suite == "cost":
-        _cost(data, name, seeds, methods, folds, cost_model, cache_root, out, quiet, as_json)
+        _cost(
+            data, name, seeds, methods, folds, cost_model, queries, cache_root, out, quiet,
+            as_json,
+        )  # fmt: skip
         return
     chosen = list(methods or METHODS)
     cache = cache_root / "anchors"
@@ -234,6 +235,7 @@ def _cost(
     methods: list[str] | None,
     folds: int,
     cost_model: str,
+    queries: int | None,
     cache_root: Path,
     out: Path,
     quiet: bool,
@@ -248,6 +250,7 @@ def _cost(
         methods=methods or list(COST_METHODS),
         folds=folds,
         cost_model=cost_model,
+        queries=queries,
         cache_dir=cache_root / "anchors",
         progress=progress_bars(quiet or as_json),
     )
