@@ -191,8 +191,16 @@ def test_cost_knob_moves_choices_to_cheaper_llms(
         spent.append(sum(costs[d.llm_id] for d in decisions))
     assert spent == sorted(spent, reverse=True) and spent[-1] < spent[0]
     assert spent[-1] == pytest.approx(0.01 * len(vectors))  # at a high weight: only cheap LLMs
-    capped = router.route(vectors, top=3, costs=costs, max_cost=0.5)
+    capped = router.route(vectors, top=len(router.llm_ids), costs=costs, max_cost=0.5)
     assert all(not c.llm_id.startswith("math-") for d in capped for c in d.ranked)
+    assert all(len(d.ranked) == len(router.llm_ids) - 4 for d in capped)  # the fallback order
+    # per-query costs: an LLM over max_cost on one query only is left out there only
+    matrix = np.tile([costs[llm] for llm in router.llm_ids], (len(vectors), 1))
+    matrix[0, :] = 0.01
+    mixed = router.route(vectors, top=len(router.llm_ids), costs=matrix, max_cost=0.5)
+    assert len(mixed[0].ranked) == len(router.llm_ids) and len(mixed[1].ranked) < len(
+        mixed[0].ranked
+    )
     with pytest.raises(LocusInputError, match="raise max_cost"):
         router.route(vectors, costs=costs, max_cost=0.001)
     with pytest.raises(LocusInputError, match="needs each LLM's cost per query"):

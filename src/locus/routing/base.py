@@ -223,6 +223,7 @@ class Router(ABC):
                     utility=float(utility[row, c]),
                 )
                 for c in ranked
+                if allowed[row, c]  # over max_cost on this query: not even a fallback
             )
             first = entries[0]
             decisions.append(

@@ -238,8 +238,8 @@ class WorkspaceRouter(Router):
         USD per query on average (`tune_cost_weight`), over the LLMs not `unavailable`.
 
         Raises:
-            LocusInputError: the artifact has no validation queries with costs (fitted without
-                costs, or before version 0.9: re-run `locus fit`), or a budget below the
+            LocusInputError: the artifact keeps no validation queries (fitted before locus
+                kept them: re-run `locus fit`), an LLM without a cost, or a budget below the
                 cheapest routing.
         """
         if self._validation_vectors is None or not len(self._validation_vectors):
