@@ -3,6 +3,10 @@
     methods.py   the methods (LOCUS and the baseline routers), Fold, fit_method with a cache
     anchors.py   the anchors suite: seen LLMs, unseen queries, A scores of evidence per LLM
     efficiency.py  the evidence each method needs to match LOCUS (read off an anchors result)
+    onboarding.py  whole families held out of training, onboarded from k of their scores
+    cost.py      accuracy against dollars, k-fold over queries: frontiers, AIQ, cost shares,
+                 budgets re-checked on test
+    _stats.py    mean ± sd over seeds, log-loss over observed cells
     report.py    results as JSON (commit, machine), PNG plots, Markdown tables
 
 `locus benchmark SUITE` runs a suite on a workspace; benchmarks/README.md holds the tables.

@@ -10,7 +10,8 @@ ensemble.py       the Stack of LOCUS and kNN votes `locus fit` keeps; EnsembleRo
 locus_router.py   LocusRouter: the LOCUS predictor over a pool
 workspace.py      WorkspaceRouter: artifact + pool + costs + text encoder, loaded once
 evidence.py       Evidence (what baselines are fitted on), the router folder format
-baselines.py      random, best single, per task, oracle, kNN, cluster (numpy)
+baselines.py      random, best single, per task, oracle (numpy)
+neighbours.py     kNN (votes of the nearest training queries), cluster (k-means) routers
 learned.py        EmbedLLM-style MF and IRT (trained in torch, run in numpy)
 registry.py       BASELINE_ROUTERS by kind, make_baseline, load_router
 """

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -76,11 +76,12 @@ class ServiceRouter:
     def llm_ids(self) -> list[str]:
         return list(self.router.llm_ids)
 
-    @property
-    def priced(self) -> bool:
-        """True when every LLM has a cost, so the cost rules can route."""
+    def priced(self, llm_ids: Collection[str]) -> bool:
+        """True when every LLM of `llm_ids` (of the pool) has a cost, so a cost rule can weigh
+        them; False for none."""
         costs = getattr(self.router, "costs", None) or {}
-        return all(llm in costs for llm in self.llm_ids)
+        chosen = [llm for llm in self.llm_ids if llm in llm_ids]
+        return bool(chosen) and all(llm in costs for llm in chosen)
 
     def decide(
         self,
@@ -220,8 +221,9 @@ def create_app(
         return data
 
     def priced_rules() -> list[str]:
-        """The decision rules /v1/models lists: the cost rules only where every LLM is priced."""
-        return ["quality=0.95", "cost=10"] if router.priced else []
+        """The decision rules /v1/models lists: the cost rules only where every LLM with an
+        endpoint (what a cost rule weighs in the gateway) is priced."""
+        return ["quality=0.95", "cost=10"] if router.priced(gateway.upstreams.endpoints) else []
 
     def check_unavailable(value: Any) -> list[str]:
         if value is None:
