@@ -3,6 +3,21 @@
 Nothing heavy is imported here: `import locus` is fast and has no side effects. `Locus` and
 `TrainingConfig` need torch, so they are loaded on first use (`locus.Locus`,
 `from locus import Locus`).
+
+Top-level modules (the packages below them say what they hold: data, store, text, nn, routing,
+pipeline, benchmark, atlas, server, cli):
+
+    locus.py         Locus: the facade over the networks: fit, embed, onboard, predict
+    _locus_io.py     how a Locus is saved to an artifact folder and loaded with its pool
+    pool.py          LLMPool: the LLM embeddings of one artifact, in memory or in a workspace
+    artifact.py      the artifact folder format: trained networks + the fit-time pool
+    inference.py     routing without torch: an artifact's predictor and pool in numpy
+    calibration.py   Calibration: scales and a shift of the predictor's logits
+    metrics.py       routing and correctness metrics on numpy arrays
+    errors.py        LocusError and its kinds (input, not found, artifact, store, not fitted)
+    _progress.py     progress callbacks injected into long library calls
+    _plotting.py     matplotlib, loaded only when a picture is asked for
+    _version.py      the package version
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ search.py       capability search: the real LLMs nearest to a profile of per-tas
 plots.py        PNG pictures (dendrogram, map, portfolio curve)
 html.py         the self-contained interactive atlas page
 workspace.py    WorkspaceAtlas: one workspace's pool as arrays, every command a method
+page.py         what the atlas page shows: the payload of html.py
+evidence.py     an unknown endpoint's scored answers, read from a file, as evidence
 """
 
 from locus.atlas.clusters import Clustering, family_agreement, hierarchical, kmeans

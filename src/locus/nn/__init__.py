@@ -8,6 +8,10 @@ This is the only package (with the facade and the artifact format) that imports 
     standardize.py    QueryStandardizer: query vectors centred and scaled by training statistics
     embedding.py      embed / embed_many / embed_indexed: numpy evidence -> LLM embeddings
     training.py       train -> TrainingResult
+    losses.py         objectives beside the per-cell BCE (the listwise ranking loss)
+    optim.py          AdamW without torch's compiler stack; the learning-rate schedule
+    checks.py         training's input checks and validation after each evaluation
+    baselines.py      training of the MF and IRT baseline routers
 """
 
 from locus.nn.config import NetworkConfig, TrainingConfig, build_networks

@@ -1,5 +1,21 @@
 """The workspace store: SQLite (WAL) under a workspace directory, or a PostgreSQL database shared
-by several processes; the only code that speaks SQL."""
+by several processes; the only code that speaks SQL.
+
+    workspace.py   Store: open a workspace (directory or URL), migrate, close
+    _core.py       what every part of Store shares: paths, transactions, the meta table
+    database.py    PostgreSQL: URLs, engines, where artifacts are copied
+    schema.py      the tables, in SQLAlchemy Core (one code path for both databases)
+    migrate.py     in-place schema migrations on open
+    ingest.py      import a file or folder: the format's importer, then one write
+    imports.py     write_batch: an ImportBatch into queries, aliases and scores
+    aliases.py     query identities and aliases of an import
+    scores.py      the score table, per-LLM summaries and costs, counts
+    checksums.py   content checksums, cached under a data version
+    vectors.py     query vectors cached per (encoder, text hash)
+    embeddings.py  LLM embeddings per artifact, with their evidence counts
+    artifacts.py   trained artifacts kept in the database (shared stores)
+    catalog.py     the LLM catalog: metadata and endpoints per LLM
+    keys.py        API keys of `locus serve`, stored hashed"""
 
 from locus.store.imports import ImportReport
 from locus.store.workspace import DEFAULT_WORKSPACE, Store, local_workspace_dir, resolve_workspace

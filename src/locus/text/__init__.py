@@ -1,4 +1,11 @@
-"""Text encoders (query text -> query vector) and the vector cache."""
+"""Text encoders (query text -> query vector) and the vector cache.
+
+base.py                   the TextEncoder protocol
+derived.py                OnnxEncoder (int8 default, float32) and StaticEncoder, derived
+                          locally from the bundled all-MiniLM-L6-v2
+sentence_transformers.py  SentenceTransformerEncoder: any sentence-transformers model
+hashing.py                HashingEncoder: deterministic bag of words, for tests
+cache.py                  encode_missing: vectors encoded once, cached in the store"""
 
 from __future__ import annotations
 

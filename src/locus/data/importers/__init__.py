@@ -23,6 +23,9 @@ their queries; a query without text is its id within ``namespace`` (default: the
 | `routerbench` | RouterBench-style wide tables with ``<llm>|total_cost`` columns           |
 | `scores-json` | JSON lists of ``{question, scores: {llm: x}}`` (graded scores)            |
 
+Modules: table.py, mmlu_pro.py, embedllm.py, routerbench.py, scores_json.py (one per format
+above); _common.py (input file lists, row places across files, repeated rows).
+
     >>> from locus.data.importers import get_importer
     >>> batch = get_importer("table")(Path("scores.csv"))  # doctest: +SKIP
 """
