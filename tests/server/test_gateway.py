@@ -42,9 +42,11 @@ class RankedRouter:
     def route_texts(
         self, texts: Sequence[str], *, top: int = 3, cost_weight: float = 0.0,
         quality: float | None = None, budget: float | None = None,
-        max_cost: float | None = None, unavailable: Collection[str] = (),
+        max_cost: float | None = None, unavailable: Collection[str] = (), guarded: bool = True,
     ) -> list[RouteDecision]:  # fmt: skip
         ranked = [llm for llm in self.llm_ids if llm not in unavailable]
+        if not guarded:  # unguarded, the planted router prefers b
+            ranked.sort(key=lambda llm: llm != "b")
         if quality is not None or budget is not None or cost_weight:
             ranked = ranked[::-1]  # any cost rule: the cheapest first
         candidates = tuple(
@@ -211,6 +213,7 @@ def test_a_429_with_retry_after_holds_the_llm() -> None:
         ("/v1/route", {"text": "q", "quality": 1.5}, 400, "quality must lie in (0, 1]"),
         ("/v1/route", {"text": "q", "quality": 0.9, "budget": 0.1}, 400, "choose one"),
         ("/v1/route", {"text": "q", "budget": 0}, 400, "budget must be a number > 0"),
+        ("/v1/route", {"text": "q", "guarded": "no"}, 400, "guarded: expected true or false"),
         ("/v1/chat/completions", {**CHAT, "unavailable": ["zeta"]}, 400, "unknown LLM 'zeta'"),
         ("/v1/chat/completions", {**CHAT, "pad": "x" * 30_000}, 413, "body over"),
         ("/v1/route", {"text": "a", "texts": ["b"]}, 400, "not both"),
@@ -272,6 +275,8 @@ def test_route_models_health_ready_and_metrics() -> None:
         app, _ = build(fake)
         one = post(app, "/v1/route", {"text": "What is 2+2?", "unavailable": ["a"]}).json()
         assert one["llm_id"] == "b" and one["fallback_order"] == ["b", "c", "d"]
+        free = post(app, "/v1/route", {"text": "What is 2+2?", "guarded": False}).json()
+        assert free["llm_id"] == "b"  # the option reaches the router
         batch = post(app, "/v1/route", {"texts": ["x", "y"], "top": 2}).json()["decisions"]
         assert [len(d["ranked"]) for d in batch] == [2, 2]
         names = [m["id"] for m in post(app, "/v1/models").json()["data"]]
@@ -284,7 +289,7 @@ def test_route_models_health_ready_and_metrics() -> None:
         post(app, "/v1/chat/completions", CHAT)
         metrics = post(app, "/metrics").text
         assert 'locus_choices_total{llm_id="a"} 1.0' in metrics
-        assert 'locus_requests_total{endpoint="/v1/route",status="200"} 2.0' in metrics
+        assert 'locus_requests_total{endpoint="/v1/route",status="200"} 3.0' in metrics
 
 
 def stream(

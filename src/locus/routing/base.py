@@ -23,7 +23,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -32,7 +32,7 @@ from locus.errors import LocusInputError, LocusNotFoundError
 from locus.routing.guard import Guard, guarded_proba
 from locus.routing.rules import DecisionRule
 
-__all__ = ["Costs", "RankedLLM", "RouteDecision", "Router", "cost_matrix"]
+__all__ = ["Costs", "RankedLLM", "RouteDecision", "Router", "TextRouter", "cost_matrix"]
 
 # USD per query of each LLM: the same for every query (a mapping by llm_id), or per query
 # (an array (n_queries, n_llms) in a router's `llm_ids` order, NaN where unknown)
@@ -293,3 +293,30 @@ class Router(ABC):
     def save(self, path: str | Path) -> Path:
         """Write the fitted router to the folder `path` (JSON + safetensors/npz, no pickle)."""
         raise NotImplementedError(f"{type(self).__name__} cannot be saved")
+
+
+class TextRouter(Protocol):
+    """What routes query *texts* for a long-lived service (`WorkspaceRouter` is one): the pool,
+    its known costs, one routing call with every option, and a refresh when the pool changed.
+    `locus.server` depends on this, not on a concrete router."""
+
+    @property
+    def llm_ids(self) -> Sequence[str]: ...
+
+    @property
+    def costs(self) -> Mapping[str, float]: ...
+
+    def route_texts(
+        self,
+        texts: Sequence[str],
+        *,
+        top: int = 3,
+        cost_weight: float = 0.0,
+        max_cost: float | None = None,
+        quality: float | None = None,
+        budget: float | None = None,
+        unavailable: Collection[str] = (),
+        guarded: bool = True,
+    ) -> list[RouteDecision]: ...
+
+    def refresh(self) -> None: ...

@@ -1,8 +1,9 @@
 """`create_app`: the HTTP API of `locus serve`.
 
     POST /v1/route              {"text": "..."} or {"texts": [...]}, one of quality, budget,
-                                cost_weight; max_cost, unavailable -> ranked LLMs,
-                                P(correct), expected cost, fallback order
+                                cost_weight; max_cost, unavailable, guarded (default
+                                true) -> ranked LLMs, P(correct), expected cost, fallback
+                                order
     POST /v1/llms/{id}/scores   {"scores": [{query_text, score}, ...]}: onboard or refine the
                                 LLM live (no retraining), kept in the store; needs a key
     POST /v1/chat/completions   OpenAI-compatible, non-streaming and SSE streaming; model
@@ -31,6 +32,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from locus.errors import LocusError, LocusInputError
+from locus.routing.base import RankedLLM, RouteDecision, TextRouter
 from locus.routing.rules import DecisionRule
 from locus.server.gateway import ROUTING_MODEL, Gateway, GatewayError
 from locus.server.settings import ServerSettings
@@ -40,12 +42,12 @@ __all__ = ["ServiceRouter", "create_app"]
 
 class ServiceRouter:
     """The workspace router behind the service: `rank` (fallback orders) and `decide` (the
-    /v1/route answer). Wraps any object with `route_texts` and `llm_ids` (a
+    /v1/route answer), one call at a time. Wraps any `locus.routing.base.TextRouter` (a
     `locus.routing.WorkspaceRouter`)."""
 
     def __init__(
         self,
-        router: Any,
+        router: TextRouter,
         *,
         pool_version: Callable[[], object] | None = None,
         check_every_s: float = 1.0,
@@ -93,13 +95,15 @@ class ServiceRouter:
         budget: float | None = None,
         max_cost: float | None = None,
         unavailable: Sequence[str] = (),
-    ) -> list[Any]:
+        guarded: bool = True,
+    ) -> list[RouteDecision]:
         with self._lock:
             self._follow_store()
             return list(
                 self.router.route_texts(
                     list(texts), top=top, cost_weight=cost_weight, quality=quality,
                     budget=budget, max_cost=max_cost, unavailable=unavailable,
+                    guarded=guarded,
                 )
             )  # fmt: skip
 
@@ -111,7 +115,7 @@ class ServiceRouter:
         quality: float | None = None,
         budget: float | None = None,
         unavailable: Sequence[str] = (),
-    ) -> list[list[Any]]:
+    ) -> list[list[RankedLLM]]:
         """Every candidate per text, best first (the gateway's fallback order)."""
         decisions = self.decide(
             texts, top=len(self.llm_ids), cost_weight=cost_weight, quality=quality,
@@ -120,7 +124,7 @@ class ServiceRouter:
         return [list(d.ranked) for d in decisions]
 
 
-def _predicted_headers(predicted: Any) -> dict[str, str]:
+def _predicted_headers(predicted: RankedLLM | None) -> dict[str, str]:
     """x-locus-p-correct and x-locus-expected-cost-usd of the answering LLM, where known."""
     headers = {}
     if predicted is not None and predicted.p_correct == predicted.p_correct:  # not NaN
@@ -323,12 +327,15 @@ def create_app(
         DecisionRule(cost_weight=weight, quality=quality, budget=budget)  # one rule, in range
         max_cost = number(data, "max_cost", None)
         unavailable = check_unavailable(data.get("unavailable"))
+        guarded = data.get("guarded", True)
+        if not isinstance(guarded, bool):
+            raise _Bad(400, "guarded: expected true or false", "invalid_request")
 
         # one routing call: the whole ranking is the fallback order, its head the answer
         decisions = await anyio.to_thread.run_sync(
             lambda: router.decide(
                 texts, top=len(router.llm_ids), cost_weight=weight, quality=quality,
-                budget=budget, max_cost=max_cost, unavailable=unavailable,
+                budget=budget, max_cost=max_cost, unavailable=unavailable, guarded=guarded,
             )
         )  # fmt: skip
         answers = [
