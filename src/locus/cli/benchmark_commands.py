@@ -71,7 +71,7 @@ def benchmark_command(
         typer.Option(
             "--queries",
             min=10,
-            help="each seed on its own random subsample of this many queries (a small pool "
+            help="Each seed on its own random subsample of this many queries (a small pool "
             "drawn from a large one; output name <pool>-<N>q).",
         ),
     ] = None,
