@@ -234,7 +234,7 @@ def evaluate_workspace(
             random=float(np.nanmean(np.nanmean(truth, axis=1))),
         ),
         per_task=per_task,
-        savings=_savings(router, table, data.vectors[rows], rows, proba, routed, truth, llm_ids),
+        savings=_savings(router, table, data.vectors[rows], rows, columns, proba, routed, truth),
     )
 
 
@@ -247,18 +247,19 @@ def _savings(
     table: ScoreTable,
     vectors: np.ndarray,
     rows: np.ndarray,
+    columns: list[int],
     proba: np.ndarray,
     routed: np.ndarray,
     truth: np.ndarray,
-    llm_ids: list[str],
 ) -> CostSavings | None:
-    """`CostSavings` on the queries every LLM was scored and priced on; None without costs."""
+    """`CostSavings` on the queries every LLM was scored and priced on (`columns`: the
+    router's column of each LLM of `table`); None without costs."""
     if table.costs is None or router.cost_model is None:
         return None
     real = table.costs[rows].astype(np.float64)
     complete = ~np.isnan(truth).any(axis=1) & ~np.isnan(real).any(axis=1)
-    columns = [list(router.llm_ids).index(llm) for llm in llm_ids]
     predicted = router.expected_costs(vectors)[:, columns]
+    llm_ids = list(table.llm_ids)
     complete &= ~np.isnan(predicted).any(axis=1)
     if complete.sum() < 2:
         return None

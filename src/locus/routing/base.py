@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 
 from locus.errors import LocusInputError, LocusNotFoundError
 from locus.routing.guard import Guard, guarded_proba
-from locus.routing.rules import DecisionRule
+from locus.routing.rules import DecisionRule, unpriced_error
 
 __all__ = ["Costs", "RankedLLM", "RouteDecision", "Router", "TextRouter", "cost_matrix"]
 
@@ -274,11 +274,7 @@ class Router(ABC):
         if cost_weight > 0 or quality is not None:
             unpriced = [llm for _, llm in candidates if llm not in priced]
             if unpriced:
-                raise LocusInputError(
-                    f"{rule} needs a cost for every candidate LLM; {len(unpriced)} have none, "
-                    f"e.g. {unpriced[0]!r}: give its price (cost_per_query in the LLM catalog, "
-                    "or scores with cost_usd), or pass it as unavailable"
-                )
+                raise unpriced_error(rule, unpriced)
         if not candidates:
             raise LocusInputError(
                 "no LLM is left to route to"

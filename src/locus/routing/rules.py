@@ -20,6 +20,7 @@ The gateway names them `locus`, `locus:cost=W`, `locus:quality=S` and `locus:bud
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +29,14 @@ from numpy.typing import NDArray
 
 from locus.errors import LocusInputError
 
-__all__ = ["RULE_KEYS", "DecisionRule", "pick_cost_weight", "pick_quality", "tune_cost_weight"]
+__all__ = [
+    "RULE_KEYS",
+    "DecisionRule",
+    "pick_cost_weight",
+    "pick_quality",
+    "tune_cost_weight",
+    "unpriced_error",
+]
 
 # the name of each rule in `DecisionRule.parse` (the gateway's locus:<name>=<value>)
 RULE_KEYS = {"cost": "cost_weight", "quality": "quality", "budget": "budget"}
@@ -114,6 +122,15 @@ class DecisionRule:
                 "budget=B (USD per query > 0)"
             )
         return cls(**{field: number})
+
+
+def unpriced_error(rule: str, unpriced: Sequence[str]) -> LocusInputError:
+    """The one-line error for a rule that needs a cost of LLMs that have none."""
+    return LocusInputError(
+        f"{rule} needs a cost for every candidate LLM; {len(unpriced)} have none, e.g. "
+        f"{unpriced[0]!r}: give its price (cost_per_query in the LLM catalog, or scores with "
+        "cost_usd), or pass it as unavailable"
+    )
 
 
 def pick_cost_weight(

@@ -32,7 +32,7 @@ from locus.routing.ensemble import ENSEMBLE_FOLDER, Stack, mix
 from locus.routing.evidence import ROUTER_FILE
 from locus.routing.guard import Guard
 from locus.routing.neighbours import KNNRouter
-from locus.routing.rules import DecisionRule, tune_cost_weight
+from locus.routing.rules import DecisionRule, tune_cost_weight, unpriced_error
 from locus.store import Store
 from locus.text.base import TextEncoder
 
@@ -250,16 +250,13 @@ class WorkspaceRouter(Router):
             )
         key = (float(budget), frozenset(unavailable))
         if key not in self._tuned:
-            keep = [j for j, llm in enumerate(self.pool.llm_ids) if llm not in set(unavailable)]
+            down = set(unavailable)
+            keep = [j for j, llm in enumerate(self.pool.llm_ids) if llm not in down]
             proba = self.predict_proba(self._validation_vectors)[:, keep]
             costs = self.expected_costs(self._validation_vectors)[:, keep]
             unpriced = [self.pool.llm_ids[keep[j]] for j in np.flatnonzero(np.isnan(costs).any(0))]
             if unpriced:
-                raise LocusInputError(
-                    f"budget needs a cost for every candidate LLM; {len(unpriced)} have none, "
-                    f"e.g. {unpriced[0]!r}: give its price (cost_per_query in the LLM catalog, "
-                    "or scores with cost_usd), or pass it as unavailable"
-                )
+                raise unpriced_error("budget", unpriced)
             self._tuned[key] = tune_cost_weight(proba, costs, budget)
         return self._tuned[key]
 
