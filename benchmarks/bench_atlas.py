@@ -27,9 +27,9 @@ from benchmarks._common import REPO_ROOT, RESULTS, write_results
 from locus.atlas.clusters import family_agreement, hierarchical, kmeans
 from locus.atlas.fingerprint import choose_threshold, fingerprint_report
 from locus.atlas.plots import portfolio_png
+from locus.atlas.pool_atlas import WorkspaceAtlas
 from locus.atlas.portfolio import k_medoids, random_budget_portfolios, random_portfolios
 from locus.atlas.projection import neighbours_kept, project
-from locus.atlas.workspace import WorkspaceAtlas
 from locus.pipeline import load_workspace_locus
 from locus.store import Store
 

@@ -38,7 +38,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
 from locus import metrics
-from locus.data.anchors import choose_anchors
+from locus.data.anchor_choice import choose_anchors
 from locus.locus import Locus
 from locus.pipeline import WorkspaceTable, load_workspace_locus, workspace_table
 from locus.store import Store
@@ -47,7 +47,7 @@ Array = NDArray[np.float64]
 
 
 def seeded_anchors(data: WorkspaceTable, count: int, seed: int) -> list[NDArray[np.int64]]:
-    """Per LLM, the anchors `locus fit --seed SEED` chooses (`locus.data.anchors`)."""
+    """Per LLM, the anchors `locus fit --seed SEED` chooses (`locus.data.anchor_choice`)."""
     observed = ~np.isnan(data.table.scores)
     return choose_anchors(observed, data.rows("train"), count, np.random.default_rng(seed))
 

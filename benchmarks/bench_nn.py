@@ -33,7 +33,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from locus.inference import NumpyPredictor
+from locus.artifact import NumpyPredictor
 from locus.nn import (
     CorrectnessPredictor,
     LLMEncoder,
@@ -152,7 +152,7 @@ def bench_scoring(predictor: CorrectnessPredictor, repeats: int) -> dict[str, An
             phi.unsqueeze(1).expand(-1, N_LLMS, -1).reshape(-1, QUERY_DIM),
         ).view(N_QUERIES, N_LLMS)
 
-    # the torch-free path routing uses (locus.inference.NumpyPredictor), same weights
+    # the torch-free path routing uses (locus.artifact.NumpyPredictor), same weights
     fast = NumpyPredictor({k: v.numpy() for k, v in predictor.state_dict().items()})
     z_np, phi_np = z.numpy(), phi.numpy()
     with torch.inference_mode():

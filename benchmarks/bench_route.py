@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import REPO_ROOT, peak_memory_mb, report
 
-from locus.routing import WorkspaceRouter
+from locus.pipeline.workspace_router import WorkspaceRouter
 from locus.store import Store
 
 QUERIES = [

@@ -219,7 +219,7 @@ def main() -> None:
         with Store.open(ws, create=False) as store:
             data = workspace_table(store)
             texts = [data.table.query_texts[i] for i in data.rows("test")]
-            from locus.routing.workspace import WorkspaceRouter
+            from locus.pipeline.workspace_router import WorkspaceRouter
 
             probe = WorkspaceRouter(store, artifact)
             top = probe.route_texts([texts[0]])[0].llm_id

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from locus.data.batch import ImportBatch
-from locus.data.text import normalise_text, text_hash
+from locus.data.query_identity import normalise_text, text_hash
 from locus.errors import LocusInputError
 
 

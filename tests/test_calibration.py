@@ -8,12 +8,10 @@ import numpy as np
 import pytest
 
 from locus.calibration import (
-    EVIDENCE_MEANS,
     Calibration,
     evidence_quality,
     evidence_quality_of,
     fit_calibration,
-    fit_time_means,
     sigmoid,
 )
 from locus.errors import LocusInputError
@@ -132,10 +130,11 @@ def test_evidence_quality_replaces_a_network_that_misreads_quality() -> None:
 
 
 def test_evidence_quality_of_reads_the_fit_time_means() -> None:
-    metadata = {EVIDENCE_MEANS: {"a": [0.75, 100], "b": [0.0, 9]}}
-    means = fit_time_means(metadata)
+    from locus.artifact import Manifest
+
+    means = Manifest.from_dict({"evidence_means": {"a": [0.75, 100], "b": [0.0, 9]}}).evidence_means
     assert means == {"a": (0.75, 100), "b": (0.0, 9)}
     found = evidence_quality_of(means, ["b", "new", "a"])
     assert found[0] == pytest.approx(np.log(0.05 / 0.95))  # (0 x 9 + 0.5) / 10
     assert np.isnan(found[1]) and found[2] == pytest.approx(np.log(75.5 / 25.5))
-    assert np.isnan(evidence_quality_of(fit_time_means({}), ["a"])).all()
+    assert np.isnan(evidence_quality_of(Manifest.from_dict({}).evidence_means, ["a"])).all()

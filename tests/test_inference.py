@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 import torch
 
+from locus.artifact import NumpyPredictor, read_for_routing
 from locus.calibration import sigmoid
 from locus.errors import LocusArtifactError, LocusInputError
-from locus.inference import NumpyPredictor, read_for_routing
 from locus.nn import CorrectnessPredictor
 from locus.pipeline import fit_workspace
-from locus.routing import WorkspaceRouter
+from locus.pipeline.workspace_router import WorkspaceRouter
 from locus.routing.neighbours import KNNRouter
 from locus.store import Store
 from tests.nn.conftest import small_config
@@ -87,18 +87,19 @@ def test_workspace_router_gives_the_facades_probabilities(workspace: Path) -> No
         found = store.find_vectors(model.text_encoder_name_, _some_hashes(store))
         phi = np.stack(list(found.values()))
         # the artifact stacks LOCUS with its kNN router; the numpy path gives the facade's part
-        assert router.stack is not None and isinstance(router._knn, KNNRouter)
-        columns = [list(router._knn.llm_ids).index(llm) for llm in model.llm_ids_]
-        needed = router.stack.needed_ks
-        found = router._knn.predict_proba_at(phi, needed)
+        stack, knn = router.router.stack, router.router.knn
+        assert stack is not None and isinstance(knn, KNNRouter)
+        columns = [list(knn.llm_ids).index(llm) for llm in model.llm_ids_]
+        needed = stack.needed_ks
+        found = knn.predict_proba_at(phi, needed)
         votes = {k: vote[:, columns] for k, vote in zip(needed, found, strict=True)}
-        expected = sigmoid(router.stack.logits(model.predict_logits(phi), votes))
+        expected = sigmoid(stack.logits(model.predict_logits(phi), votes))
         np.testing.assert_allclose(router.predict_proba(phi), expected, atol=1e-5, rtol=0)
         assert list(router.llm_ids) == list(model.llm_ids_)
         # both apply the fit's calibration, fitted on the validation cells
         calibration = model.calibration_
         assert calibration.cells > 0 and (calibration.scale, calibration.shift) != (1.0, 0.0)
-        assert router.predictor.calibration == calibration
+        assert router.router.locus.predictor.calibration == calibration  # type: ignore[attr-defined]
         # it reads each fit-time LLM's evidence quality: its mean score on its anchors
         assert calibration.evidence_scale is not None
         assert np.isfinite(model.evidence_quality()).all()
@@ -113,7 +114,7 @@ def _some_hashes(store: Store) -> list[str]:
 def test_routing_a_text_never_imports_torch(workspace: Path) -> None:
     script = (
         "import sys, json\n"
-        "from locus.routing import WorkspaceRouter\n"
+        "from locus.pipeline.workspace_router import WorkspaceRouter\n"
         "from locus.store import Store\n"
         "from locus.text import HashingEncoder\n"
         f"store = Store.open({str(workspace)!r}, create=False)\n"

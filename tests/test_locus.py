@@ -93,20 +93,20 @@ def test_onboarding_moves_nobody_else(fitted: tuple[Locus, object]) -> None:
 
 
 def test_fit_keeps_each_llms_mean_score_on_its_anchors(fitted: tuple[Locus, object]) -> None:
-    from locus.calibration import EVIDENCE_MEANS, evidence_quality
+    from locus.calibration import evidence_quality
 
     model, data = fitted
     table = data.table  # type: ignore[attr-defined]
     row_of = {h: i for i, h in enumerate(table.text_hashes)}
     for llm in model.llm_ids_:
         rows = [row_of[h] for h in model.anchors_[llm]]
-        mean, count = model.metadata[EVIDENCE_MEANS][llm]
+        mean, count = model.manifest.evidence_means[llm]
         assert count == len(rows) and mean == pytest.approx(
             float(np.nanmean(table.scores[rows, table.llm_index(llm)]))
         )
     first = model.llm_ids_[0]
-    expected = evidence_quality(np.array([model.metadata[EVIDENCE_MEANS][first][0]]),
-                                np.array([model.metadata[EVIDENCE_MEANS][first][1]]))  # fmt: skip
+    expected = evidence_quality(np.array([model.manifest.evidence_means[first][0]]),
+                                np.array([model.manifest.evidence_means[first][1]]))  # fmt: skip
     np.testing.assert_allclose(model.evidence_quality([first]), expected)
     assert model.calibration_.evidence_scale is not None
 

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from locus.pipeline import embed_workspace_llms, evaluate_workspace, fit_workspace
-from locus.routing import WorkspaceRouter
+from locus.pipeline.workspace_router import WorkspaceRouter
 from locus.store import Store
 from locus.store.ingest import import_path
 from locus.text import get_text_encoder

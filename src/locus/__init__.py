@@ -4,14 +4,12 @@ Nothing heavy is imported here: `import locus` is fast and has no side effects. 
 `TrainingConfig` need torch, so they are loaded on first use (`locus.Locus`,
 `from locus import Locus`).
 
-Top-level modules (the packages below them say what they hold: data, store, text, nn, routing,
-pipeline, benchmark, atlas, server, cli):
+Top-level modules (the packages below them say what they hold: data, store, text, nn,
+artifact, routing, pipeline, benchmark, atlas, server, cli):
 
-    locus.py         Locus: the facade over the networks: fit, embed, onboard, predict
-    _locus_io.py     how a Locus is saved to an artifact folder and loaded with its pool
+    locus.py         Locus: the facade over the networks: fit, embed, onboard, predict, save,
+                     load (the artifact format: the `locus.artifact` package)
     pool.py          LLMPool: the LLM embeddings of one artifact, in memory or in a workspace
-    artifact.py      the artifact folder format: trained networks + the fit-time pool
-    inference.py     routing without torch: an artifact's predictor and pool in numpy
     calibration.py   Calibration: scales and a shift of the predictor's logits
     metrics.py       routing and correctness metrics on numpy arrays
     errors.py        LocusError and its kinds (input, not found, artifact, store, not fitted)

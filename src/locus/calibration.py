@@ -45,12 +45,10 @@ from numpy.typing import NDArray
 from locus.errors import LocusInputError
 
 __all__ = [
-    "EVIDENCE_MEANS",
     "Calibration",
     "evidence_quality",
     "evidence_quality_of",
     "fit_calibration",
-    "fit_time_means",
     "sigmoid",
 ]
 
@@ -164,20 +162,11 @@ def evidence_quality(means: NDArray[Any], counts: NDArray[Any]) -> NDArray[np.fl
     return np.asarray(np.log(p) - np.log1p(-p))
 
 
-EVIDENCE_MEANS = "evidence_means"  # metadata key: {llm_id: [mean score, count]} at fit time
-
-
-def fit_time_means(metadata: Mapping[str, Any]) -> dict[str, tuple[float, int]]:
-    """{llm_id: (mean score, count)} an artifact's metadata keeps for its fit-time LLMs."""
-    known = metadata.get(EVIDENCE_MEANS) or {}
-    return {str(llm): (float(m), int(n)) for llm, (m, n) in known.items()}
-
-
 def evidence_quality_of(
     means: Mapping[str, Sequence[float]], llm_ids: Sequence[str]
 ) -> NDArray[Any]:
     """`evidence_quality` (n_llms,) of `llm_ids` from {llm_id: (mean score, count)} (a pool's
-    `evidence_means`, or `fit_time_means`); NaN for an LLM it does not hold."""
+    `evidence_means`, or the manifest's `evidence_means`); NaN for an LLM it does not hold."""
     mean = np.array([means[llm][0] if llm in means else np.nan for llm in llm_ids], np.float64)
     count = np.array([means[llm][1] if llm in means else 1 for llm in llm_ids], np.float64)
     return evidence_quality(mean, count)

@@ -24,20 +24,16 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
-from locus._locus_io import load_into, save_locus
-from locus.calibration import (
-    EVIDENCE_MEANS,
-    Calibration,
-    evidence_quality_of,
-    fit_calibration,
-    sigmoid,
-)
+from locus.artifact.layout import check_same_encoder
+from locus.artifact.manifest import Manifest
+from locus.artifact.torch_io import Artifact, load_artifact, save_artifact
+from locus.calibration import Calibration, evidence_quality_of, fit_calibration, sigmoid
 from locus.data.table import ScoreTable
 from locus.errors import LocusArtifactError, LocusInputError, LocusNotFittedError
 from locus.nn.config import TrainingConfig
 from locus.nn.embedding import embed_many
-from locus.pool import LLMPool
-from locus.text.base import TextEncoder
+from locus.pool import LLMPool, artifact_pools, open_artifact_workspace
+from locus.text.protocol import TextEncoder
 
 if TYPE_CHECKING:
     from locus.nn.training import ProgressCallback
@@ -84,7 +80,7 @@ class Locus:
         self.config = config or TrainingConfig()
         self.text_encoder = text_encoder
         self.device = device
-        self.metadata: dict[str, Any] = {}
+        self.manifest = Manifest()
         self._owned_store: Store | None = None
 
     # -- training --------------------------------------------------------------------------
@@ -157,9 +153,9 @@ class Locus:
         self.text_encoder_name_ = name
         self.evidence_bound_ = self.config.evidence_bound
         # names this fit: a workspace's pool rows count for this artifact only if written for it
-        self.metadata = {**self.metadata, "fit_id": uuid.uuid4().hex}
-        self.metadata.pop("calibration", None)
-        self.metadata[EVIDENCE_MEANS] = {llm: [m, n] for llm, (m, n) in means.items()}
+        self.manifest = self.manifest.with_(
+            fit_id=uuid.uuid4().hex, calibration=None, evidence_means=means
+        )
         trained_on = np.asarray(train_rows, dtype=np.int64)
         self.reference_queries_ = (
             vectors[reference_rows(trained_on, self.config.seed)] if len(trained_on) else None
@@ -359,8 +355,7 @@ class Locus:
     @property
     def calibration_(self) -> Calibration:
         """The map from the predictor's logits to calibrated ones (identity if none)."""
-        found = self.metadata.get("calibration")
-        return Calibration.from_dict(found) if found else Calibration()
+        return self.manifest.calibration or Calibration()
 
     def calibrate(
         self,
@@ -374,21 +369,37 @@ class Locus:
         logits = self.predict_logits(query_vectors, llm_ids, calibrated=False)
         quality = None if self.reference_queries_ is None else self.quality(llm_ids)
         evidence = None
-        if quality is not None and self.metadata.get(EVIDENCE_MEANS):
+        if quality is not None and self.manifest.evidence_means:
             evidence = self.evidence_quality(llm_ids)
         calibration = fit_calibration(
             logits, np.asarray(scores, dtype=np.float64), quality, evidence
         )
-        self.metadata = {**self.metadata, "calibration": calibration.as_dict()}
+        self.manifest = self.manifest.with_(calibration=calibration)
         return calibration
 
-    # -- persistence (`locus._locus_io`) ---------------------------------------------------
+    # -- persistence (`locus.artifact`) ----------------------------------------------------
 
     def save(self, path: str | Path, *, also: Callable[[Path], None] | None = None) -> Path:
         """Write the artifact folder (config.json, anchors.json, weights.safetensors);
         `also(folder)` adds files to it before it replaces the old one."""
         self._check_fitted()
-        return save_locus(self, path, also=also)
+        artifact = Artifact(
+            encoder=self.encoder_,
+            predictor=self.predictor_,
+            training=self.config,
+            text_encoder_name=self.text_encoder_name_,
+            query_dim=self.query_dim_,
+            evidence_bound=self.evidence_bound_,
+            llm_ids=self.llm_ids_,
+            llm_embeddings=self.llm_embeddings_,
+            evidence_counts=self.evidence_counts_,
+            anchors=self.anchors_,
+            history=self.history_,
+            best_step=self.best_step_,
+            manifest=self.manifest,
+            reference_queries=self.reference_queries_,
+        )
+        return save_artifact(artifact, path, also=also)
 
     @classmethod
     def load(
@@ -414,8 +425,31 @@ class Locus:
                 weights that do not fit the recorded configuration; an artifact trained with
                 another text encoder than the workspace's.
         """
-        model = cls(text_encoder=text_encoder, device=device)
-        load_into(model, Path(path), device=device, workspace=workspace)
+        folder = Path(path)
+        artifact = load_artifact(folder, device=device)
+        model = cls(artifact.training, text_encoder=text_encoder, device=device)
+        model.encoder_, model.predictor_ = artifact.encoder, artifact.predictor
+        model.anchors_, model.history_ = artifact.anchors, artifact.history
+        model.best_step_, model.query_dim_ = artifact.best_step, artifact.query_dim
+        model.text_encoder_name_ = artifact.text_encoder_name
+        model.evidence_bound_, model.manifest = artifact.evidence_bound, artifact.manifest
+        model.reference_queries_ = artifact.reference_queries
+        store, model._owned_store = open_artifact_workspace(folder, workspace)
+        if store is not None:
+            try:
+                check_same_encoder(folder.name, artifact.text_encoder_name, store.text_encoder)
+            except LocusArtifactError:
+                model.close()
+                raise
+        snapshot, model.pool_ = artifact_pools(
+            artifact.llm_ids,
+            artifact.llm_embeddings,
+            artifact.evidence_counts,
+            artifact.manifest,
+            store,
+            folder.name,
+        )
+        model._snapshot = None if store is None else snapshot
         return model
 
     _snapshot: LLMPool | None = None

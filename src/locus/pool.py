@@ -18,18 +18,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from locus.calibration import fit_time_means
+from locus.artifact.manifest import Manifest
 from locus.errors import LocusInputError, LocusNotFoundError
 
 if TYPE_CHECKING:
+    import os
+
     from locus.store import Store
 
-__all__ = ["LLMPool", "artifact_pools"]
+__all__ = ["LLMPool", "artifact_pools", "open_artifact_workspace"]
 
 logger = logging.getLogger(__name__)
 
@@ -281,24 +284,44 @@ def artifact_pools(
     llm_ids: Sequence[str],
     llm_embeddings: ArrayLike,
     evidence_counts: Sequence[int] | NDArray[np.integer],
-    metadata: Mapping[str, Any],
+    manifest: Manifest,
     store: Store | None = None,
     artifact: str | None = None,
 ) -> tuple[LLMPool, LLMPool]:
     """(an artifact's fit-time pool, the pool to route with) from what the artifact keeps: its
-    LLMs, their embeddings and evidence counts, and its metadata (the fit-time evidence means,
+    LLMs, their embeddings and evidence counts, and its manifest (the fit-time evidence means,
     the `fit_id`). The pool to route with is the workspace's for `artifact` (`from_store`) when
     `store` is given, else the fit-time pool itself."""
     snapshot = LLMPool(
-        llm_ids, llm_embeddings, evidence_counts, evidence_means=fit_time_means(metadata)
+        llm_ids, llm_embeddings, evidence_counts, evidence_means=manifest.evidence_means
     )
     if store is None or artifact is None:
         return snapshot, snapshot
-    fit_id = metadata.get("fit_id")
-    live = LLMPool.from_store(
-        store, artifact, snapshot, fit_id=None if fit_id is None else str(fit_id)
-    )
+    live = LLMPool.from_store(store, artifact, snapshot, fit_id=manifest.fit_id)
     return snapshot, live
+
+
+def open_artifact_workspace(
+    folder: Path, workspace: Store | str | os.PathLike[str] | Literal["auto"] | None
+) -> tuple[Store | None, Store | None]:
+    """(the workspace whose pool an artifact `folder` reads, the same store where this call
+    opened it, for its caller to close). `workspace`: a `Store` (used as it is), a workspace
+    path, None (no workspace: the fit-time pool), or "auto": the workspace the folder sits in
+    (`<workspace>/artifacts/<name>/`), if any."""
+    from locus.store import Store
+    from locus.store._core import DB_NAME
+
+    if workspace is None:
+        return None, None
+    if isinstance(workspace, Store):
+        return workspace, None
+    if workspace == "auto":
+        root = folder.resolve().parent.parent
+        if folder.resolve().parent.name != "artifacts" or not (root / DB_NAME).is_file():
+            return None, None
+        workspace = root
+    store = Store.open(workspace, create=False)
+    return store, store
 
 
 def _fit_key(artifact: str) -> str:

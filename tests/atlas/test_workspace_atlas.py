@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from locus.atlas.workspace import WorkspaceAtlas
+from locus.atlas.pool_atlas import WorkspaceAtlas
 from locus.errors import LocusInputError, LocusNotFoundError
 from locus.pipeline import load_workspace_locus
 from locus.store import Store
@@ -173,7 +173,7 @@ def test_the_atlas_runs_without_torch(trained: Path) -> None:
     script = (
         "import json, sys\n"
         "from locus.store import Store\n"
-        "from locus.atlas.workspace import WorkspaceAtlas\n"
+        "from locus.atlas.pool_atlas import WorkspaceAtlas\n"
         "from locus.atlas.page import atlas_payload\n"
         "from locus.atlas.html import atlas_html\n"
         f"store = Store.open({str(trained)!r}, create=False)\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from locus.data.importers import import_scores_json
-from locus.data.text import text_hash
+from locus.data.query_identity import text_hash
 from locus.errors import LocusInputError
 
 from .conftest import write_json_gz

@@ -17,7 +17,7 @@ from locus.errors import (
     LocusNotFittedError,
     LocusNotFoundError,
 )
-from locus.nn.baselines import LearnedBaselineConfig
+from locus.nn.factor_models import LearnedBaselineConfig
 from locus.pipeline import WorkspaceTable, workspace_table
 from locus.routing import (
     Evidence,

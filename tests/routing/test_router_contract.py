@@ -18,7 +18,7 @@ import pytest
 
 from locus.errors import LocusInputError, LocusNotFoundError
 from locus.locus import Locus
-from locus.nn.baselines import LearnedBaselineConfig
+from locus.nn.factor_models import LearnedBaselineConfig
 from locus.pipeline import WorkspaceTable, workspace_table
 from locus.routing import (
     BASELINE_ROUTERS,
@@ -26,10 +26,10 @@ from locus.routing import (
     LocusRouter,
     OracleRouter,
     Router,
+    StackedRouter,
     load_router,
     make_baseline,
 )
-from locus.routing.ensemble import EnsembleRouter, choose_weight
 from locus.store import Store
 from tests.nn.conftest import small_config
 from tests.planted_workspace import build_planted_workspace
@@ -75,12 +75,11 @@ def _fit_oracle(planted: Planted) -> Router:
     return OracleRouter().fit(Evidence.from_table(planted.data.table, planted.data.vectors))
 
 
-def _fit_locus_knn(planted: Planted) -> Router:
-    locus, knn = _fit_locus(planted), _fit_baseline("knn")(planted)
-    vectors = planted.data.vectors[planted.data.rows("val")]
-    truth = planted.data.table.scores[planted.data.rows("val")]
-    weight = choose_weight(locus.predict_proba(vectors), knn.predict_proba(vectors), truth)
-    return EnsembleRouter(locus, knn, weight)
+def _fit_stacked(planted: Planted) -> Router:
+    """The router `locus fit` keeps: LOCUS stacked with kNN votes, and the guard."""
+    locus = _fit_locus(planted)
+    assert isinstance(locus, LocusRouter)
+    return StackedRouter.fit(locus, _evidence(planted, "train"), _evidence(planted, "val"))
 
 
 _SMALL = LearnedBaselineConfig(dim=16, hidden=32, min_steps=300, seed=0)
@@ -96,7 +95,7 @@ class RouterCase:
 
 CASES = [
     RouterCase("locus", _fit_locus, _load_locus),
-    RouterCase("locus+knn", _fit_locus_knn),
+    RouterCase("stacked", _fit_stacked),
     RouterCase("random", _fit_baseline("random", seed=3), query_aware=False),
     RouterCase("best-single", _fit_baseline("best-single"), query_aware=False),
     RouterCase("per-task", _fit_baseline("per-task")),

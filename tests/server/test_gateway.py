@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import httpx
 import pytest
 
-from locus.routing.base import RankedLLM, RouteDecision
+from locus.routing.router import RankedLLM, RouteDecision
 from locus.server.app import ServiceRouter, create_app
 from locus.server.breaker import CircuitBreaker
 from locus.server.gateway import Gateway

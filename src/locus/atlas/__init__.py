@@ -10,9 +10,9 @@ fingerprint.py  which known LLM is behind an endpoint, with a threshold from the
 search.py       capability search: the real LLMs nearest to a profile of per-task rates
 plots.py        PNG pictures (dendrogram, map, portfolio curve)
 html.py         the self-contained interactive atlas page
-workspace.py    WorkspaceAtlas: one workspace's pool as arrays, every command a method
+pool_atlas.py   WorkspaceAtlas: one workspace's pool as arrays, every command a method
 page.py         what the atlas page shows: the payload of html.py
-evidence.py     an unknown endpoint's scored answers, read from a file, as evidence
+probe_file.py   an unknown endpoint's scored answers, read from a file, as evidence
 """
 
 from locus.atlas.clusters import Clustering, family_agreement, hierarchical, kmeans

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from locus.atlas.pool_atlas import WorkspaceAtlas
 from locus.atlas.projection import neighbours_kept, project
-from locus.atlas.workspace import WorkspaceAtlas
 
 __all__ = ["atlas_payload"]
 

@@ -1,7 +1,7 @@
 """The `anchors` suite: seen LLMs, unseen test queries, A scores of evidence per LLM.
 
 For each seed and each evidence size A: every LLM keeps its scores on A training queries (by
-default one shared random order, the first A each LLM was scored on: `locus.data.anchors`; or
+default one shared random order, the first A each LLM was scored on: `locus.data.anchor_choice`; or
 with `draw="per-llm"` each LLM its own random A), every method is
 fitted on exactly those cells (validation queries in full, for early stopping and choices), and
 is scored on the test queries of the hash split: routing hit@1, headroom captured
@@ -35,7 +35,7 @@ from locus.benchmark.methods import (
     fit_method,
 )
 from locus.calibration import sigmoid
-from locus.data.anchors import choose_anchors
+from locus.data.anchor_choice import choose_anchors
 from locus.errors import LocusInputError
 from locus.metrics import (
     best_single_accuracy,
@@ -45,15 +45,8 @@ from locus.metrics import (
     routing_choices,
 )
 from locus.pipeline import WorkspaceTable
-from locus.routing import KNNRouter, PerTaskRouter, Router
-from locus.routing.ensemble import (
-    STACK_KS,
-    choose_weight,
-    fit_locus_knn_stack,
-    knn_votes,
-    mix,
-)
-from locus.routing.guard import fit_guard, guarded_proba
+from locus.routing import KNNRouter, LocusRouter, PerTaskRouter, Router, StackedRouter
+from locus.routing.guard import fit_default_guard, guarded_proba
 
 __all__ = ["DEFAULT_EVIDENCE", "evidence_fold", "fitted_proba", "run_anchors"]
 
@@ -143,18 +136,12 @@ def fitted_proba(
     `method` fitted on `fold`, whose evidence size is `size`. LOCUS at "all" embeds every LLM
     from all its training scores; the per-task router reads the queries' true tasks; a
     combined method mixes its parts' predictions with the weight chosen on validation."""
-    if method in COMBINED:
-        first, second = COMBINED[method]
-        stacked = (first, second) == ("locus", "knn")  # what `locus fit` keeps: the stack
-        wanted = tuple(dict.fromkeys(("train", "val", *splits) if stacked else ("val", *splits)))
-        a, a_cached = fitted_proba(first, fold, size, data, splits=wanted,
-                                   locus_settings=locus_settings, cache_dir=cache_dir)  # fmt: skip
-        if stacked:
-            return _stacked(a, fold, data, wanted, splits, cache_dir), a_cached
-        b, b_cached = fitted_proba(second, fold, size, data, splits=wanted,
-                                   locus_settings=locus_settings, cache_dir=cache_dir)  # fmt: skip
-        weight = choose_weight(a["val"], b["val"], data.table.scores[data.rows("val")])
-        return {split: mix(a[split], b[split], weight) for split in splits}, a_cached and b_cached
+    if method in COMBINED:  # locus+knn: the stacked router `locus fit` keeps
+        stacked, cached = _stacked_router(fold, size, locus_settings, cache_dir)
+        return {
+            split: np.asarray(stacked.predict_proba(data.vectors[data.rows(split)]), np.float64)
+            for split in splits
+        }, cached
     router, cached = fit_method(
         method,
         fold,
@@ -178,26 +165,27 @@ def fitted_proba(
     return out, cached
 
 
-def _stacked(
-    locus: dict[str, np.ndarray],
+def _stacked_router(
     fold: Fold,
-    data: WorkspaceTable,
-    wanted: Sequence[str],
-    splits: Sequence[str],
+    size: int | str,
+    locus_settings: dict[str, Any] | None,
     cache_dir: Path | None,
-) -> dict[str, np.ndarray]:
-    """LOCUS's P(correct) `locus` (for every split of `wanted`) stacked with the votes of a kNN
-    router fitted on the fold, the stack fitted on validation as `locus fit` does
-    (`locus.routing.ensemble.fit_stack`)."""
+) -> tuple[StackedRouter, bool]:
+    """(the `StackedRouter` fitted on `fold` exactly as `locus fit` fits it, from the cache?):
+    LOCUS and the kNN router from the method cache, the stack and guard on the fold's training
+    evidence and validation queries."""
+    locus, cached = fit_method(
+        "locus",
+        fold,
+        locus_settings={**_locus_settings(size), **(locus_settings or {})},
+        cache_dir=cache_dir,
+    )
+    if size == "all":
+        _embed_from_all(locus, fold)
     knn, _ = fit_method("knn", fold, cache_dir=cache_dir)
-    assert isinstance(knn, KNNRouter)
-    ids, needed = list(fold.table.llm_ids), sorted({*STACK_KS, knn.k_})
-    votes = {s: knn_votes(knn, data.vectors[data.rows(s)], ids, needed) for s in wanted}
-    p = {s: np.clip(locus[s], 1e-7, 1 - 1e-7) for s in wanted}
-    logits = {s: np.log(p[s]) - np.log1p(-p[s]) for s in wanted}
-    truth = {s: data.table.scores[data.rows(s)] for s in ("train", "val")}
-    stack = fit_locus_knn_stack(logits, votes, truth, mix_k=knn.k_)
-    return {s: sigmoid(stack.logits(logits[s], votes[s])) for s in splits}
+    assert isinstance(locus, LocusRouter) and isinstance(knn, KNNRouter)
+    router = StackedRouter.fit(locus, fold.evidence("train"), fold.evidence("val"), knn=knn)
+    return router, cached
 
 
 def _uncalibrated(proba: dict[str, np.ndarray], truth: np.ndarray) -> dict[str, float]:
@@ -217,10 +205,15 @@ def _guarded(
     """(test hit@1, margin (None: always the default), share of test queries moved) of the
     guard chosen on validation, the default the best LLM on the fold's training evidence:
     `locus.routing.guard`."""
-    default, _ = best_single_accuracy(fold.table.scores[fold.train_rows], truth)
-    guard = fit_guard(
-        proba["val"], pool.table.scores[pool.rows("val")], list(fold.table.llm_ids), default
+    ids = list(fold.table.llm_ids)
+    guard = fit_default_guard(
+        proba["val"], fold.table.scores[fold.train_rows], pool.table.scores[pool.rows("val")], ids
     )
+    if guard is None:  # too few validation queries to choose a margin: unguarded
+        default, _ = best_single_accuracy(fold.table.scores[fold.train_rows], truth)
+        moved = float(np.mean(routing_choices(proba["test"], truth) != default))
+        return routing_accuracy(proba["test"], truth), 0.0, moved
+    default = ids.index(guard.default)
     ranked = guarded_proba(proba["test"], default, guard.margin)
     moved = float(np.mean(routing_choices(ranked, truth) != default))
     return routing_accuracy(ranked, truth), guard.as_dict()["margin"], moved

@@ -43,7 +43,7 @@ __all__ = [
 # name -> what it is; "locus" is the LOCUS router, the rest are `locus.routing` baselines
 METHODS = {
     "locus": "LOCUS: attention encoder over each LLM's evidence + correctness predictor",
-    "locus+knn": "the mean of LOCUS's and kNN's P(correct), LOCUS's weight on validation log-loss",
+    "locus+knn": "the router `locus fit` keeps: LOCUS stacked with kNN votes, and the guard",
     "knn": "per LLM, mean score of the k nearest training queries (k on validation)",
     "cluster": "k-means on query vectors, best LLM per cluster (k on validation)",
     "mf": "EmbedLLM-style matrix factorisation",
@@ -114,7 +114,7 @@ def _calibrate_as_fit_does(model: Any, fold: Fold) -> None:
     done now exactly as the fit does them, so old and new cache entries agree."""
     from locus.locus import reference_rows
 
-    if model.reference_queries_ is not None and "calibration" in model.metadata:
+    if model.reference_queries_ is not None and model.manifest.calibration is not None:
         return
     model.set_reference_queries(fold.vectors[reference_rows(fold.train_rows, fold.seed)])
     model.calibrate(fold.vectors[fold.val_rows], fold.table.scores[fold.val_rows])
@@ -176,7 +176,7 @@ def fit_method(
         if method in ("random", "cluster"):
             settings.setdefault("seed", fold.seed)
         if method in ("mf", "irt"):
-            from locus.nn.baselines import LearnedBaselineConfig
+            from locus.nn.factor_models import LearnedBaselineConfig
 
             settings["config"] = LearnedBaselineConfig(
                 **{"seed": fold.seed, **settings.pop("config", {})}
@@ -197,7 +197,7 @@ def fit_method(
 
 
 # methods made of other methods' fits, combined on validation (nothing of their own to fit):
-# locus+knn is the stack `locus fit` keeps
+# locus+knn is the StackedRouter `locus fit` keeps
 COMBINED = {"locus+knn": ("locus", "knn")}
 # the fits worth a process of their own; the others take well under a second
 SLOW_METHODS = ("locus", "mf", "irt", "cluster")

@@ -34,7 +34,7 @@ def _atlas(
     quiet: bool,
     embedder: bool = False,
 ) -> Iterator[Any]:
-    from locus.atlas.workspace import WorkspaceAtlas
+    from locus.atlas.pool_atlas import WorkspaceAtlas
 
     progress = progress_bars(quiet)
     with open_store(workspace, create=False) as store:

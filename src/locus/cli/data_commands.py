@@ -113,7 +113,7 @@ def import_command(
         if format_name != "mmlu-pro":
             raise LocusInputError(f"import {format_name}: expected a PATH to import, found none")
         path = _mmlu_pro_path(workspace, progress)
-    from locus.data.fingerprint import import_fingerprint
+    from locus.data.file_stamps import import_fingerprint
 
     inputs = [path] + [v for v in options.values() if isinstance(v, Path)]
     key, files = import_fingerprint(format_name, inputs, {"source": source, **options})

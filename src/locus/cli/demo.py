@@ -61,22 +61,20 @@ def demo_command(
 
 
 def artifact_is_current(store: Any) -> bool:
-    """Whether the workspace's default artifact can be reused: trained on the same data and text
-    encoder, by a version that fits the guard, the calibration with its evidence-quality term
-    and the stack.
-    Reads the artifact's config alone (no torch)."""
-    from locus.inference import read_artifact_config
-    from locus.routing.workspace import DEFAULT_ARTIFACT, trained_artifact
+    """Whether the workspace's default artifact can be reused: written in this version's
+    format (`locus.artifact.artifact_is_current`), on the same data and text encoder. Reads the
+    artifact's config alone (no torch)."""
+    from locus.artifact import Manifest, artifact_is_current
+    from locus.artifact.layout import read_artifact_config
+    from locus.pipeline.workspace_artifacts import DEFAULT_ARTIFACT, trained_artifact
 
     try:
-        config = read_artifact_config(trained_artifact(store, DEFAULT_ARTIFACT))
-        metadata = config.get("metadata") or {}
+        folder = trained_artifact(store, DEFAULT_ARTIFACT)
+        config = read_artifact_config(folder)
         return bool(
-            metadata.get("data_checksums") == store.checksums()
+            artifact_is_current(folder)
+            and Manifest.from_dict(config.get("metadata")).data_checksums == store.checksums()
             and config["text_encoder"]["name"] == store.text_encoder
-            and "guard" in metadata  # fitted before the guard and calibration: refit
-            and "evidence_means" in metadata  # before the evidence-quality term: refit
-            and "stack" in (metadata.get("ensemble") or {})  # a mixture, before the stack
         )
     except (LocusError, KeyError, TypeError):
         return False

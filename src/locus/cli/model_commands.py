@@ -108,10 +108,10 @@ def fit_command(
     )
     if report.calibration is not None:
         stdout_console().print(calibration_line(report.calibration), markup=False)
-    if report.ensemble is not None and report.ensemble.get("stack"):
-        from locus.routing.ensemble import Stack
+    if report.stack is not None:
+        from locus.routing.stack import Stack
 
-        stack = Stack.from_dict(report.ensemble["stack"])
+        stack = Stack.from_dict(report.stack)
         stdout_console().print(
             f"stacked with a kNN router over the training scores (votes of the "
             f"{' and '.join(map(str, stack.ks))} nearest queries), fitted on validation "

@@ -95,7 +95,7 @@ def route_and_render(
     as_json: bool = False,
 ) -> None:
     """Load the workspace router once, route every text, print the choices."""
-    from locus.routing import WorkspaceRouter
+    from locus.pipeline.workspace_router import WorkspaceRouter
 
     started = time.perf_counter()
     with open_store(workspace, create=False) as store:
@@ -115,8 +115,8 @@ def route_and_render(
     if len(texts) > 1:
         stderr_console().print(
             f"[dim]{len(texts):,} queries: loaded once in {loaded - started:.2f} s, routed in "
-            f"{1000 * (routed - loaded) / len(texts):.2f} ms per query ({router.encoded:,} "
-            f"encoded, {router.cache_hits:,} from the cache)[/]"
+            f"{1000 * (routed - loaded) / len(texts):.2f} ms per query ({router.vectors.encoded:,} "
+            f"encoded, {router.vectors.cache_hits:,} from the cache)[/]"
         )
     if as_json:
         print_json(

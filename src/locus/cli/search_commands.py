@@ -26,7 +26,7 @@ def identify_command(
     quiet: QuietOption = False,
 ) -> None:
     """Which known LLM is behind an endpoint, from its scored answers alone."""
-    from locus.atlas.evidence import read_probe_evidence
+    from locus.atlas.probe_file import read_probe_evidence
 
     with _atlas(workspace, artifact, metric, quiet=quiet or as_json, embedder=True) as atlas:
         evidence = read_probe_evidence(path, atlas.router.vectors_for)

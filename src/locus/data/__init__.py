@@ -1,17 +1,17 @@
 """Data layer: the score table, validation, importers and splits.
 
-table.py        ScoreTable: (n_queries, n_llms) scores, NaN where not evaluated
-batch.py        ImportBatch: the validated canonical form of one import
-text.py         query identity: a query is its normalised text (text_hash)
-splits.py       hash splits and k-fold over queries, held-out LLMs
-anchors.py      the shared probe order each LLM is embedded from at fit time
-files.py        opening input files with one-line errors
-readers.py      reading tables and JSON documents, errors naming the file
-fingerprint.py  a cheap fingerprint (path, size, mtime) of the files an import reads
-fetch.py        downloading public evaluation results, verified by git blob SHA-1
-families.py     an LLM's family from its name
-llm_catalog.py  the LLM catalog file: metadata, prices, endpoints
-importers/      one importer per evaluation-result format"""
+table.py            ScoreTable: (n_queries, n_llms) scores, NaN where not evaluated
+batch.py            ImportBatch: the validated canonical form of one import
+query_identity.py   query identity: a query is its normalised text (text_hash)
+splits.py           hash splits and k-fold over queries, held-out LLMs
+anchor_choice.py    the shared probe order each LLM is embedded from at fit time
+files.py            opening input files with one-line errors
+readers.py          reading tables and JSON documents, errors naming the file
+file_stamps.py      a cheap fingerprint (path, size, mtime) of the files an import reads
+fetch.py            downloading public evaluation results, verified by git blob SHA-1
+families.py         an LLM's family from its name
+llm_catalog.py      the LLM catalog file: metadata, prices, endpoints
+importers/          one importer per evaluation-result format"""
 
 from locus.data.batch import ImportBatch
 from locus.data.splits import assign_splits, held_out_llms, split_of

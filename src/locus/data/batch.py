@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from locus.data.text import normalise_text, text_hash
+from locus.data.query_identity import normalise_text, text_hash
 from locus.errors import LocusInputError
 
 __all__ = [

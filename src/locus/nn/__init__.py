@@ -1,6 +1,6 @@
 """The LOCUS networks: the LLM encoder, the correctness predictor and their training.
 
-This is the only package (with the facade and the artifact format) that imports torch.
+This is the only package (with the facade and `locus.artifact.torch_io`) that imports torch.
 
     config.py         NetworkConfig, TrainingConfig, build_networks (all an artifact load needs)
     encoder.py        LLMEncoder: evidence set -> LLM embedding
@@ -11,7 +11,7 @@ This is the only package (with the facade and the artifact format) that imports 
     losses.py         objectives beside the per-cell BCE (the listwise ranking loss)
     optim.py          AdamW without torch's compiler stack; the learning-rate schedule
     checks.py         training's input checks and validation after each evaluation
-    baselines.py      training of the MF and IRT baseline routers
+    factor_models.py  training of the MF and IRT baseline routers
 """
 
 from locus.nn.config import NetworkConfig, TrainingConfig, build_networks

@@ -9,7 +9,7 @@ any queries, not only the anchors (what refinement needs; see `locus.nn.config`)
 
 Choices worth knowing:
 
-- Anchors (`locus.data.anchors`): one seeded permutation of the training queries is shared by
+- Anchors (`locus.data.anchor_choice`): one seeded permutation of the training queries is shared by
   all LLMs; an LLM's anchors are the first A of its observed training queries in that order.
   LLMs evaluated on the same queries get the same anchors (a common probe set); every LLM is
   embedded from them for validation and in the fit-time pool.
@@ -51,7 +51,7 @@ import torch
 import torch.nn.functional as F
 from numpy.typing import NDArray
 
-from locus.data.anchors import choose_anchors
+from locus.data.anchor_choice import choose_anchors
 from locus.nn.checks import better, check_inputs, validation_metrics
 from locus.nn.config import TrainingConfig, build_networks
 from locus.nn.embedding import embed_indexed, embed_many, evaluating, pad_rows

@@ -1,13 +1,17 @@
-"""Workspace workflows: fit, embed (onboard / refine) and evaluate against a `Store`.
+"""Workspace workflows: fit, embed (onboard / refine), evaluate and route against a `Store`.
 
 The facade (`Locus`) works on arrays; these functions connect it to a workspace: they read the
 score table and cached query vectors, assign the hash split, save the artifact under
 `<workspace>/artifacts/<name>/` and keep the pool of LLM embeddings in the workspace.
 
-    data.py       WorkspaceTable, workspace_table: scores, vectors, split as arrays
-    fit.py        fit_workspace -> FitReport; load_workspace_locus
-    embed.py      embed_workspace_llms -> [EmbedReport]
-    evaluate.py   evaluate_workspace -> Evaluation
+    data.py                  WorkspaceTable, workspace_table: scores, vectors, split
+    fit.py                   fit_workspace -> FitReport; load_workspace_locus
+    embed.py                 embed_workspace_llms -> [EmbedReport]
+    evaluate.py              evaluate_workspace -> Evaluation
+    workspace_artifacts.py   where artifacts live: DEFAULT_ARTIFACT, artifact_path,
+                             trained_artifact, publish_artifact
+    workspace_router.py      WorkspaceRouter: query vectors + the fitted router + costs,
+                             loaded once (`locus route`, evaluate, the atlas, the server)
 
     >>> from locus.store import Store                            # doctest: +SKIP
     >>> with Store.open(".locus") as store:
@@ -18,7 +22,7 @@ score table and cached query vectors, assign the hash split, save the artifact u
 from typing import TYPE_CHECKING, Any
 
 from locus.pipeline.data import WorkspaceTable, workspace_table
-from locus.routing.workspace import DEFAULT_ARTIFACT
+from locus.pipeline.workspace_artifacts import DEFAULT_ARTIFACT
 
 if TYPE_CHECKING:
     from locus.pipeline.embed import EmbedReport, embed_workspace_llms

@@ -16,7 +16,7 @@ import numpy as np
 from locus.errors import LocusInputError, LocusNotFoundError
 from locus.pipeline.data import workspace_table
 from locus.pipeline.fit import load_workspace_locus
-from locus.routing.workspace import DEFAULT_ARTIFACT
+from locus.pipeline.workspace_artifacts import DEFAULT_ARTIFACT
 from locus.store import Store
 
 __all__ = ["EmbedReport", "embed_workspace_llms"]
@@ -67,9 +67,7 @@ def embed_workspace_llms(
             f"unknown LLM {unknown[0]!r}; expected an LLM of the workspace (see `locus llms`); "
             "import its scores first"
         )
-    data = workspace_table(
-        store, split_seed=int(model.metadata.get("split_seed", 0)), llm_ids=wanted
-    )
+    data = workspace_table(store, split_seed=model.manifest.split_seed, llm_ids=wanted)
     allowed = np.ones(len(data.splits), dtype=bool) if include_test else data.splits != "test"
     evidence, counts = [], []
     for llm_id in wanted:

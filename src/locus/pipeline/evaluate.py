@@ -15,10 +15,11 @@ from locus import metrics
 from locus.data.table import ScoreTable
 from locus.errors import LocusInputError
 from locus.pipeline.data import workspace_table
+from locus.pipeline.workspace_artifacts import DEFAULT_ARTIFACT
+from locus.pipeline.workspace_router import WorkspaceRouter
 from locus.routing.frontier import frontier_metrics, frontier_of, hull
 from locus.routing.guard import guarded_proba
 from locus.routing.rules import pick_cost_weight, pick_quality
-from locus.routing.workspace import DEFAULT_ARTIFACT, WorkspaceRouter
 from locus.store import Store
 
 __all__ = [
@@ -175,7 +176,7 @@ def evaluate_workspace(
     if split not in ("val", "test"):
         raise LocusInputError(f"split must be 'val' or 'test', found {split!r}")
     router = WorkspaceRouter(store, name)  # what `locus route` routes with
-    data = workspace_table(store, split_seed=int(router.metadata.get("split_seed", 0)))
+    data = workspace_table(store, split_seed=router.manifest.split_seed)
     pooled = set(router.llm_ids)
     llm_ids = [llm for llm in data.table.llm_ids if llm in pooled]
     table = data.table.select_llms(llm_ids)
@@ -187,7 +188,7 @@ def evaluate_workspace(
     train_tasks = [table.tasks[i] for i in train_rows]
     best_index, best_single = metrics.best_single_accuracy(table.scores[train_rows], truth)
     unguarded = metrics.routing_accuracy(proba, truth)
-    guard = router.guard
+    guard = router.router.guard
     routed, moved = proba, None
     if guard is not None and guard.default in llm_ids:
         default = llm_ids.index(guard.default)

@@ -15,25 +15,24 @@ from typing import Any
 
 import numpy as np
 
-from locus import metrics
-from locus.calibration import Calibration, sigmoid
+from locus.calibration import Calibration
 from locus.data.table import ScoreTable
 from locus.errors import LocusNotFoundError
 from locus.locus import Locus
 from locus.nn.config import TrainingConfig
 from locus.nn.training import ProgressCallback
 from locus.pipeline.data import workspace_table
-from locus.routing.costs import COST_FOLDER, CostModel
-from locus.routing.ensemble import ENSEMBLE_FOLDER, STACK_KS, fit_locus_knn_stack, knn_votes
-from locus.routing.evidence import Evidence
-from locus.routing.guard import Guard, fit_guard
-from locus.routing.neighbours import KNNRouter
-from locus.routing.workspace import (
+from locus.pipeline.workspace_artifacts import (
     DEFAULT_ARTIFACT,
     artifact_path,
     publish_artifact,
     trained_artifact,
 )
+from locus.routing.costs import COST_FOLDER, CostModel
+from locus.routing.evidence import Evidence
+from locus.routing.guard import Guard
+from locus.routing.locus_router import LocusRouter
+from locus.routing.stacked import StackedRouter
 from locus.store import Store
 
 __all__ = ["FitReport", "fit_workspace", "load_workspace_locus", "steps_for_epochs"]
@@ -53,7 +52,7 @@ class FitReport:
     seconds: float
     guard: Guard | None = None
     calibration: Calibration | None = None
-    ensemble: dict[str, Any] | None = None
+    stack: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -84,10 +83,10 @@ def fit_workspace(
 
     `exclude_llms` keeps LLMs out of training entirely (to onboard them later, as a test of
     training-free onboarding). Test queries are never seen. The workspace's pool for `name`
-    becomes exactly the trained LLMs, embedded from their anchors. With `ensemble` (the
-    default), a kNN router over the training scores is kept in the artifact and stacked with
-    LOCUS's P(correct) (`locus.routing.ensemble.Stack`, fitted on validation); the routing
-    guard is chosen on the router's validation P(correct) either way.
+    becomes exactly the trained LLMs, embedded from their anchors. The artifact holds the
+    fitted router (`locus.routing.stacked.StackedRouter`): with `ensemble` (the default), LOCUS
+    stacked with a kNN router over the training scores, and the routing guard either way; and
+    the per-query cost model with the validation queries a budget is tuned on.
     """
     started = time.perf_counter()
     path = artifact_path(store, name)
@@ -103,36 +102,30 @@ def fit_workspace(
         excluded = set(exclude_llms)
         table = table.select_llms([llm for llm in table.llm_ids if llm not in excluded])
     model = Locus(config, device=device)
-    model.metadata = {
-        "split_seed": split_seed,
-        "excluded_llms": list(exclude_llms),
-        "data_checksums": store.checksums(),
-    }
+    model.manifest = model.manifest.with_(
+        split_seed=split_seed,
+        excluded_llms=tuple(exclude_llms),
+        data_checksums=store.checksums(),
+    )
+    train_rows, val_rows = data.rows("train"), data.rows("val")
     model.fit(
         table,
         data.vectors,
-        data.rows("train"),
-        data.rows("val"),
+        train_rows,
+        val_rows,
         text_encoder_name=data.encoder,
         progress=progress,
     )
-    train_rows, val_rows = data.rows("train"), data.rows("val")
-    knn, val_proba = None, None
-    if (~np.isnan(table.scores[val_rows])).any():
-        val_logits = model.predict_logits(data.vectors[val_rows], list(table.llm_ids))
-        val_proba = sigmoid(val_logits)
-        if ensemble:
-            knn, val_proba = _fit_ensemble(
-                model, table, data.vectors, train_rows, val_rows, val_logits
-            )
-    guard = None if val_proba is None else _fit_guard(val_proba, table, train_rows, val_rows)
-    if guard is not None:
-        model.metadata = {**model.metadata, "guard": guard.as_dict()}
+    router = StackedRouter.fit(
+        LocusRouter(model),
+        Evidence.from_table(table, data.vectors, train_rows),
+        Evidence.from_table(table, data.vectors, val_rows),
+        stacked=ensemble,
+    )
     cost_model = _fit_cost_model(table, data.vectors, train_rows)
 
     def also(folder: Path) -> None:
-        if knn is not None:
-            knn.save(folder / ENSEMBLE_FOLDER)
+        router.save_parts(folder)
         if cost_model is not None:
             cost_model.save(folder / COST_FOLDER)
         if len(val_rows):  # what a budget is tuned on, priced by the cost model or catalog
@@ -141,56 +134,21 @@ def fit_workspace(
 
     model.save(path, also=also)
     publish_artifact(store, name)
-    model.pool_.bind(store, name, fit_id=model.metadata["fit_id"])
+    model.pool_.bind(store, name, fit_id=model.manifest.fit_id)
     best = max((h.get("val_routing_accuracy", math.nan) for h in model.history_), default=0.0)
     return FitReport(
         artifact=path,
         llms=len(model.llm_ids_),
-        train_queries=len(data.rows("train")),
-        val_queries=len(data.rows("val")),
+        train_queries=len(train_rows),
+        val_queries=len(val_rows),
         test_queries=len(data.rows("test")),
         best_step=model.best_step_,
         best_val_routing_accuracy=float(best),
         seconds=time.perf_counter() - started,
-        guard=guard,
-        calibration=model.calibration_ if "calibration" in model.metadata else None,
-        ensemble=model.metadata.get("ensemble"),
+        guard=router.guard,
+        calibration=model.manifest.calibration,
+        stack=None if router.stack is None else router.stack.as_dict(),
     )
-
-
-def _fit_ensemble(
-    model: Locus,
-    table: ScoreTable,
-    vectors: np.ndarray,
-    train_rows: np.ndarray,
-    val_rows: np.ndarray,
-    locus_logits: np.ndarray,
-) -> tuple[KNNRouter, np.ndarray]:
-    """A kNN router on the training scores (its own k chosen on validation) and the `Stack`
-    that combines its votes with LOCUS's validation logits `locus_logits`: the mixture at that
-    k for the level, the votes at `STACK_KS` beside LOCUS for which LLM, fitted on validation
-    log-loss (`locus.routing.ensemble`), recorded in the model's metadata; returns the router
-    and the stacked validation P(correct)."""
-    knn = KNNRouter().fit(
-        Evidence.from_table(table, vectors, train_rows),
-        Evidence.from_table(table, vectors, val_rows),
-    )
-    ids, needed = list(table.llm_ids), sorted({*STACK_KS, knn.k_})
-    rows = {"train": train_rows, "val": val_rows}
-    votes = {split: knn_votes(knn, vectors[r], ids, needed) for split, r in rows.items()}
-    logits = {"train": model.predict_logits(vectors[train_rows], ids), "val": locus_logits}
-    truth = {split: table.scores[r] for split, r in rows.items()}
-    stack = fit_locus_knn_stack(logits, votes, truth, mix_k=knn.k_)
-    model.metadata = {
-        **model.metadata,
-        "ensemble": {
-            "router": "knn",
-            "folder": ENSEMBLE_FOLDER,
-            "stack": stack.as_dict(),
-            "k": knn.k_,
-        },
-    }
-    return knn, sigmoid(stack.logits(locus_logits, votes["val"]))
 
 
 def _fit_cost_model(
@@ -201,20 +159,6 @@ def _fit_cost_model(
     if table.costs is None or np.isnan(table.costs[train_rows]).all():
         return None
     return CostModel().fit(vectors[train_rows], table.costs[train_rows], table.llm_ids)
-
-
-def _fit_guard(
-    val_proba: np.ndarray, table: ScoreTable, train_rows: np.ndarray, val_rows: np.ndarray
-) -> Guard | None:
-    """The routing guard (`locus.routing.guard`) on the router's validation P(correct): the
-    default is the best LLM on the training queries; None if it has no validation score."""
-    truth = table.scores[val_rows]
-    if len(val_rows) < 2:
-        return None
-    default, _ = metrics.best_single_accuracy(table.scores[train_rows], truth)
-    if np.isnan(truth[:, default]).all():
-        return None
-    return fit_guard(val_proba, truth, list(table.llm_ids), default)
 
 
 def load_workspace_locus(store: Store, name: str = DEFAULT_ARTIFACT) -> Locus:

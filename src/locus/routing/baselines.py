@@ -34,8 +34,8 @@ from locus.errors import (
     LocusNotFoundError,
 )
 from locus.metrics import routing_accuracy
-from locus.routing.base import Router
 from locus.routing.evidence import Evidence, read_router_folder, unit_rows, write_router_folder
+from locus.routing.router import Router
 
 __all__ = [
     "BaselineRouter",

@@ -26,9 +26,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from locus.errors import LocusInputError
-from locus.metrics import routing_choices
+from locus.metrics import best_single_accuracy, routing_choices
 
-__all__ = ["Guard", "fit_guard", "guarded_proba"]
+__all__ = ["Guard", "fit_default_guard", "fit_guard", "guarded_proba"]
 
 
 @dataclass(frozen=True)
@@ -170,3 +170,21 @@ def fit_guard(
             "unguarded_moved": moved_unguarded,
         },
     )
+
+
+def fit_default_guard(
+    val_proba: NDArray[np.floating[Any]],
+    train_scores: NDArray[np.floating[Any]],
+    val_scores: NDArray[np.floating[Any]],
+    llm_ids: list[str] | tuple[str, ...],
+) -> Guard | None:
+    """The guard `locus fit` keeps: the default the best LLM on the training scores, the
+    margin chosen by `fit_guard` on the router's validation P(correct) `val_proba`; None
+    with fewer than two validation queries or none the default was scored on."""
+    truth = np.asarray(val_scores, dtype=np.float64)
+    if len(truth) < 2:
+        return None
+    default, _ = best_single_accuracy(np.asarray(train_scores, dtype=np.float64), truth)
+    if np.isnan(truth[:, default]).all():
+        return None
+    return fit_guard(val_proba, truth, list(llm_ids), default)

@@ -1,5 +1,5 @@
 """Learned baseline routers: EmbedLLM-style matrix factorisation (`MFRouter`) and IRT-style
-(`IRTRouter`). Fitting trains in torch (`locus.nn.baselines`); predicting and onboarding run in
+(`IRTRouter`). Fitting trains in torch (`locus.nn.factor_models`); predicting and onboarding run in
 numpy, so a saved baseline routes without torch.
 
 Onboarding a new LLM fits only its own vector, everything else frozen: both baselines are linear
@@ -61,7 +61,7 @@ class _LearnedRouter(BaselineRouter):
         self.onboarding_strength = onboarding_strength
 
     def _train(self, train: Evidence, val: Evidence | None) -> Any:
-        from locus.nn.baselines import train_baseline
+        from locus.nn.factor_models import train_baseline
 
         return train_baseline(
             self.kind,
@@ -74,7 +74,7 @@ class _LearnedRouter(BaselineRouter):
 
     def _config(self) -> Any:
         """The training settings as a `LearnedBaselineConfig` (a loaded router holds a dict)."""
-        from locus.nn.baselines import LearnedBaselineConfig
+        from locus.nn.factor_models import LearnedBaselineConfig
 
         if self.config is None:
             self.config = LearnedBaselineConfig()
@@ -144,7 +144,7 @@ class MFRouter(_LearnedRouter):
     the query vector, their elementwise product, a linear head.
 
     Args:
-        config: `locus.nn.baselines.LearnedBaselineConfig` (default: EmbedLLM's settings).
+        config: `locus.nn.factor_models.LearnedBaselineConfig` (default: EmbedLLM's settings).
         onboarding_strength: L2 pull of a new LLM's vector towards the known LLMs' mean.
     """
 
@@ -167,7 +167,7 @@ class IRTRouter(_LearnedRouter):
     theta_m per LLM.
 
     Args:
-        config: `locus.nn.baselines.LearnedBaselineConfig`.
+        config: `locus.nn.factor_models.LearnedBaselineConfig`.
         onboarding_strength: L2 pull of a new LLM's ability towards the known LLMs' mean.
     """
 

@@ -94,7 +94,7 @@ class KNNRouter(BaselineRouter):
         self, query_vectors: NDArray[np.float32], ks: Sequence[int]
     ) -> list[NDArray[np.float32]]:
         """P(correct) (n_queries, n_llms) for each k of `ks` (the fitted k aside), from one
-        neighbour search: what `locus.routing.ensemble.Stack` reads."""
+        neighbour search: what `locus.routing.stack.Stack` reads."""
         self._check_fitted()
         return self._neighbour_means(query_vectors, [int(k) for k in ks])
 

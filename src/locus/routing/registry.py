@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from locus.artifact.layout import CONFIG_FILE
 from locus.errors import LocusArtifactError, LocusInputError
-from locus.routing.base import Router
 from locus.routing.baselines import (
     BaselineRouter,
     BestSingleRouter,
@@ -22,6 +22,8 @@ from locus.routing.baselines import (
 from locus.routing.evidence import ROUTER_FILE
 from locus.routing.learned import IRTRouter, MFRouter
 from locus.routing.neighbours import ClusterRouter, KNNRouter
+from locus.routing.router import Router
+from locus.routing.stacked import StackedRouter
 
 __all__ = ["BASELINE_ROUTERS", "load_router", "make_baseline"]
 
@@ -52,13 +54,9 @@ def make_baseline(kind: str, **settings: Any) -> BaselineRouter:
 
 
 def load_router(path: str | Path) -> Router:
-    """A saved router folder: a baseline (`router.json`), an ensemble (`ensemble.json`) or a
-    LOCUS artifact (`config.json`)."""
+    """A saved router folder: a baseline (`router.json`) or a LOCUS artifact (`config.json`:
+    the `StackedRouter` it holds, with its stack and guard where the fit kept them)."""
     folder = Path(path)
-    from locus.routing.ensemble import ENSEMBLE_FILE, EnsembleRouter
-
-    if (folder / ENSEMBLE_FILE).exists():
-        return EnsembleRouter.load(folder)
     if (folder / ROUTER_FILE).exists():
         try:
             kind = json.loads((folder / ROUTER_FILE).read_text()).get("kind")
@@ -67,13 +65,9 @@ def load_router(path: str | Path) -> Router:
         if kind not in BASELINE_ROUTERS:
             raise LocusArtifactError(f"{folder}: unknown router kind {kind!r}")
         return BASELINE_ROUTERS[kind].load(folder)
-    from locus.inference import CONFIG_FILE
-
     if (folder / CONFIG_FILE).exists():
-        from locus.routing.locus_router import LocusRouter
-
-        return LocusRouter.load(folder)
+        return StackedRouter.load(folder)
     raise LocusArtifactError(
-        f"{folder}: not a saved router: no {ROUTER_FILE} (a baseline), {ENSEMBLE_FILE} (an "
-        f"ensemble) or {CONFIG_FILE} (a LOCUS artifact)"
+        f"{folder}: not a saved router: no {ROUTER_FILE} (a baseline) or {CONFIG_FILE} (a LOCUS "
+        "artifact)"
     )

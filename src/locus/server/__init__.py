@@ -5,7 +5,7 @@ breaker.py    CircuitBreaker: LLMs that keep failing are skipped for a cool-down
 upstream.py   Upstreams: one OpenAI-compatible call to an LLM's endpoint (httpx, injectable
               transport), failures classified (retryable before the first token or not)
 gateway.py    Gateway: route a chat request, walk the fallback order, account the answer
-metrics.py    Metrics: Prometheus counters and histograms on the app's own registry
+prometheus.py Metrics: Prometheus counters and histograms on the app's own registry
 app.py        create_app: the HTTP API (/v1/route, /v1/chat/completions, /v1/models, /health,
               /ready, /metrics), JSON errors for bad input
 onboard.py    LiveOnboarding: scores posted for an LLM create or refine its embedding

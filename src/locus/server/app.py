@@ -32,7 +32,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from locus.errors import LocusError, LocusInputError
-from locus.routing.base import RankedLLM, RouteDecision, TextRouter
+from locus.routing.router import RankedLLM, RouteDecision, TextRouter
 from locus.routing.rules import DecisionRule
 from locus.server.gateway import ROUTING_MODEL, Gateway, GatewayError
 from locus.server.settings import ServerSettings
@@ -42,7 +42,7 @@ __all__ = ["ServiceRouter", "create_app"]
 
 class ServiceRouter:
     """The workspace router behind the service: `rank` (fallback orders) and `decide` (the
-    /v1/route answer), one call at a time. Wraps any `locus.routing.base.TextRouter` (a
+    /v1/route answer), one call at a time. Wraps any `locus.routing.router.TextRouter` (a
     `locus.routing.WorkspaceRouter`)."""
 
     def __init__(

@@ -19,10 +19,10 @@ from typing import Any
 import anyio
 
 from locus.errors import LocusInputError
-from locus.routing.base import RankedLLM
+from locus.routing.router import RankedLLM
 from locus.routing.rules import DecisionRule
 from locus.server.breaker import CircuitBreaker
-from locus.server.metrics import Metrics
+from locus.server.prometheus import Metrics
 from locus.server.settings import ServerSettings
 from locus.server.upstream import DONE, UpstreamError, Upstreams, UpstreamStream, open_stream
 

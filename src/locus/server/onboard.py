@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from locus.data.batch import ImportBatch
-from locus.data.text import text_hash
+from locus.data.query_identity import text_hash
 from locus.errors import LocusInputError
 from locus.store import Store
 
@@ -69,7 +69,7 @@ class LiveOnboarding:
                 frame, source=SOURCE, origin=f"POST /v1/llms/{llm_id}/scores"
             )
             imported = self.store.write_batch(batch, kind="table", replace=True)
-            encode_missing(self.store, self.router.text_encoder)
+            encode_missing(self.store, self.router.vectors.text_encoder)
             [report] = embed_workspace_llms(self.store, [llm_id], name=self.artifact)
             self.router.refresh()
         return {

@@ -46,7 +46,7 @@ def build_app(
 ) -> Any:
     """The app over the workspace's router; LLMs without an endpoint are routed to by
     /v1/route but never called by /v1/chat/completions."""
-    from locus.routing.workspace import WorkspaceRouter
+    from locus.pipeline.workspace_router import WorkspaceRouter
 
     workspace_router = WorkspaceRouter(store, artifact)
     settings = settings or ServerSettings()

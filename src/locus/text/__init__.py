@@ -1,18 +1,20 @@
 """Text encoders (query text -> query vector) and the vector cache.
 
-base.py                   the TextEncoder protocol
+protocol.py               the TextEncoder protocol
 derived.py                OnnxEncoder (int8 default, float32) and StaticEncoder, derived
                           locally from the bundled all-MiniLM-L6-v2
 sentence_transformers.py  SentenceTransformerEncoder: any sentence-transformers model
 hashing.py                HashingEncoder: deterministic bag of words, for tests
-cache.py                  encode_missing: vectors encoded once, cached in the store"""
+cache.py                  encode_missing: vectors encoded once, cached in the store
+query_vectors.py          QueryVectors: a routed text's vector from the store, memory or the
+                          encoder (the service the workspace router is given)"""
 
 from __future__ import annotations
 
 from locus.errors import LocusInputError
-from locus.text.base import TextEncoder
 from locus.text.derived import MINILM_NAME, OnnxEncoder, StaticEncoder, bundled_minilm_path
 from locus.text.hashing import HashingEncoder
+from locus.text.protocol import TextEncoder
 from locus.text.sentence_transformers import SentenceTransformerEncoder
 
 __all__ = [

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from locus._progress import ProgressFactory, no_progress
 from locus.store import Store
-from locus.text.base import TextEncoder
+from locus.text.protocol import TextEncoder
 
 __all__ = ["EncodeReport", "encode_missing"]
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from locus.data.text import normalise_text
+from locus.data.query_identity import normalise_text
 from locus.errors import LocusInputError
 
 __all__ = ["HashingEncoder"]

@@ -23,7 +23,7 @@ their queries; a query without text is its id within ``namespace`` (default: the
 | `routerbench` | RouterBench-style wide tables with ``<llm>|total_cost`` columns           |
 | `scores-json` | JSON lists of ``{question, scores: {llm: x}}`` (graded scores)            |
 
-Modules: table.py, mmlu_pro.py, embedllm.py, routerbench.py, scores_json.py (one per format
+Modules: long_table.py, mmlu_pro.py, embedllm.py, routerbench.py, scores_json.py (one per format
 above); _common.py (input file lists, row places across files, repeated rows).
 
     >>> from locus.data.importers import get_importer
@@ -39,10 +39,10 @@ from locus.data.batch import ImportBatch
 from locus.errors import LocusInputError
 
 from .embedllm import import_embedllm
+from .long_table import import_table
 from .mmlu_pro import import_mmlu_pro
 from .routerbench import import_routerbench
 from .scores_json import import_scores_json
-from .table import import_table
 
 __all__ = [
     "IMPORTERS",

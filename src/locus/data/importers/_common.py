@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 
 from locus.data.batch import parse_numbers
+from locus.data.query_identity import normalise_text
 from locus.data.readers import check_file, check_folder
-from locus.data.text import normalise_text
 from locus.errors import LocusInputError
 
 __all__ = ["RepeatPolicy", "input_files", "merge_repeats", "places", "unwrap_list_text"]

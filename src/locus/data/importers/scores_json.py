@@ -28,8 +28,8 @@ import pandas as pd
 
 from locus._progress import ProgressFactory, no_progress
 from locus.data.batch import ImportBatch
+from locus.data.query_identity import text_hash
 from locus.data.readers import file_stem, load_json
-from locus.data.text import text_hash
 from locus.errors import LocusInputError
 
 from ._common import RepeatPolicy, input_files, merge_repeats

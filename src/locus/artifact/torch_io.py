@@ -1,11 +1,5 @@
-"""The artifact format: a folder with the trained networks and the pool as it was at fit time.
-
-    config.json           format, locus and torch versions, text encoder (name, dim), network
-                          shapes, training hyper-parameters, the evidence bound, llm_ids,
-                          evidence counts, best step, history, metadata
-    anchors.json          per LLM, the text hashes of its anchor queries
-    weights.safetensors   encoder.*, predictor.* (standardisation buffers included) and
-                          llm_embeddings (n_llms, d)
+"""The artifact with its networks, in torch: `save_artifact` writes a folder, `load_artifact`
+reads it back (the files: `locus.artifact.layout`).
 
 No pickle: loading reads JSON and tensors and runs no code from the artifact. Rebuilding the
 networks needs only `NetworkConfig` (never the trainer). Inside a workspace the artifact's LLM
@@ -28,8 +22,7 @@ import numpy as np
 import torch
 
 from locus._version import __version__
-from locus.errors import LocusArtifactError, LocusInputError
-from locus.inference import (
+from locus.artifact.layout import (
     ANCHORS_FILE,
     ARTIFACT_FORMAT,
     CONFIG_FILE,
@@ -41,11 +34,13 @@ from locus.inference import (
     read_pool_header,
     read_weights,
 )
+from locus.artifact.manifest import Manifest
+from locus.errors import LocusArtifactError, LocusInputError
 from locus.nn.config import NetworkConfig, TrainingConfig, build_networks
 from locus.nn.encoder import LLMEncoder
 from locus.nn.predictor import CorrectnessPredictor
 
-__all__ = ["ARTIFACT_FORMAT", "Artifact", "load_artifact", "save_artifact"]
+__all__ = ["Artifact", "load_artifact", "save_artifact"]
 
 
 @dataclass
@@ -60,6 +55,7 @@ class Artifact:
             evidence size it was trained on (the anchors per LLM).
         llm_ids, llm_embeddings (n_llms, d), evidence_counts (n_llms,): the fit-time pool.
         anchors: llm_id -> text hashes of its anchor queries.
+        manifest: what the fit recorded (`locus.artifact.manifest`).
         reference_queries: (R, query_dim) training query vectors over which each LLM's quality
             (its mean logit) is taken for calibration; None in artifacts fitted before.
     """
@@ -76,7 +72,7 @@ class Artifact:
     anchors: dict[str, list[str]] = field(default_factory=dict)
     history: list[dict[str, float]] = field(default_factory=list)
     best_step: int = 0
-    metadata: dict[str, Any] = field(default_factory=dict)
+    manifest: Manifest = field(default_factory=Manifest)
     reference_queries: np.ndarray | None = None
 
 
@@ -104,7 +100,7 @@ def save_artifact(
         "evidence_counts": [int(c) for c in artifact.evidence_counts],
         "best_step": artifact.best_step,
         "history": artifact.history,
-        "metadata": artifact.metadata,
+        "metadata": artifact.manifest.as_dict(),
     }
     tensors = {
         f"encoder.{k}": v.detach().cpu().contiguous()
@@ -137,7 +133,7 @@ def save_artifact(
 
 
 def load_artifact(path: str | Path, *, device: str = "cpu") -> Artifact:
-    """Read an artifact folder written by `save_artifact` (format 1 or 2).
+    """Read an artifact folder written by `save_artifact` (any of `READABLE_FORMATS`).
 
     Raises:
         LocusArtifactError: missing files, a foreign or newer format, corrupt weights, or
@@ -186,7 +182,7 @@ def load_artifact(path: str | Path, *, device: str = "cpu") -> Artifact:
         anchors={str(k): list(v) for k, v in dict(anchors).items()},
         history=list(config.get("history", [])),
         best_step=int(config.get("best_step", 0)),
-        metadata=dict(config.get("metadata") or {}),
+        manifest=Manifest.from_dict(config.get("metadata")),
         reference_queries=None
         if references is None
         else check_reference_queries(references.numpy(), query_dim, folder),

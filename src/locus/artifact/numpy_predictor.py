@@ -19,8 +19,7 @@ routing skips the ~1 s torch import and the encoder's weights.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,34 +27,19 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from locus.artifact.layout import (
+    REFERENCE_QUERIES,
+    WEIGHTS_FILE,
+    check_reference_queries,
+    read_artifact_config,
+    read_pool_header,
+    read_weights,
+)
+from locus.artifact.manifest import Manifest
 from locus.calibration import Calibration, sigmoid
 from locus.errors import LocusArtifactError, LocusInputError
 
-__all__ = [
-    "ANCHORS_FILE",
-    "ARTIFACT_FORMAT",
-    "CONFIG_FILE",
-    "READABLE_FORMATS",
-    "REFERENCE_QUERIES",
-    "WEIGHTS_FILE",
-    "NumpyPredictor",
-    "RoutingArtifact",
-    "check_reference_queries",
-    "check_same_encoder",
-    "read_artifact_config",
-    "read_for_routing",
-    "read_json",
-    "read_pool_header",
-    "read_weights",
-]
-
-ARTIFACT_FORMAT = "locus-artifact/2"
-# format 1: network fields flat inside "training" and no recorded evidence bound
-READABLE_FORMATS = ("locus-artifact/1", ARTIFACT_FORMAT)
-CONFIG_FILE = "config.json"
-ANCHORS_FILE = "anchors.json"
-WEIGHTS_FILE = "weights.safetensors"
-REFERENCE_QUERIES = "reference_queries"  # tensor name: the calibration's reference queries
+__all__ = ["NumpyPredictor", "RoutingArtifact", "read_for_routing"]
 
 _PREDICTOR_KEYS = (
     "standardize.shift",
@@ -67,80 +51,6 @@ _PREDICTOR_KEYS = (
     "output.weight",
     "output.bias",
 )
-
-
-def read_json(path: Path) -> Any:
-    """A JSON file of an artifact; a missing or unreadable one is a `LocusArtifactError`."""
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise LocusArtifactError(
-            f"{path}: missing; expected a locus artifact folder ({CONFIG_FILE}, {ANCHORS_FILE}, "
-            f"{WEIGHTS_FILE}) written by locus fit"
-        ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise LocusArtifactError(f"{path}: unreadable ({error}); re-run locus fit") from error
-
-
-def read_artifact_config(folder: Path) -> dict[str, Any]:
-    """`config.json` of an artifact folder, with its format checked."""
-    config = read_json(folder / CONFIG_FILE)
-    if not isinstance(config, dict) or config.get("format") not in READABLE_FORMATS:
-        found = config.get("format") if isinstance(config, dict) else type(config).__name__
-        raise LocusArtifactError(
-            f"{folder / CONFIG_FILE}: expected format {ARTIFACT_FORMAT!r}, found {found!r}; "
-            "this is not a locus artifact (or one from an incompatible version)"
-        )
-    return config
-
-
-def read_pool_header(
-    folder: Path, config: Mapping[str, Any]
-) -> tuple[str, int, list[str], NDArray[np.int64]]:
-    """(text encoder name, query dim, llm_ids, evidence counts) of an artifact's config."""
-    try:
-        encoder_name = str(config["text_encoder"]["name"])
-        query_dim = int(config["text_encoder"]["dim"])
-        llm_ids = [str(x) for x in config["llm_ids"]]
-        counts = np.asarray(config["evidence_counts"], dtype=np.int64)
-    except (KeyError, TypeError, ValueError) as error:
-        raise LocusArtifactError(
-            f"{folder / CONFIG_FILE}: incomplete or invalid configuration ({error}); re-run "
-            "locus fit"
-        ) from error
-    return encoder_name, query_dim, llm_ids, counts
-
-
-def read_weights(folder: Path, load_file: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
-    """The artifact's tensors through a safetensors loader (`safetensors.numpy` or `.torch`)."""
-    from safetensors import SafetensorError
-
-    try:
-        return load_file(str(folder / WEIGHTS_FILE))
-    except (OSError, SafetensorError, ValueError) as error:
-        raise LocusArtifactError(
-            f"{folder / WEIGHTS_FILE}: unreadable weights ({error}); re-run locus fit"
-        ) from error
-
-
-def check_reference_queries(array: NDArray[Any], query_dim: int, folder: Path) -> NDArray[Any]:
-    """The artifact's reference query vectors (R, query_dim) as float32, checked."""
-    vectors = np.asarray(array, dtype=np.float32)
-    if vectors.ndim != 2 or vectors.shape[1] != query_dim or len(vectors) == 0:
-        raise LocusArtifactError(
-            f"{folder / WEIGHTS_FILE}: reference queries are {vectors.shape}, expected (R, "
-            f"{query_dim}); re-run locus fit"
-        )
-    return vectors
-
-
-def check_same_encoder(artifact: str, trained_with: str, workspace_encoder: str | None) -> None:
-    """An artifact routes only the vectors it was trained on: same text encoder name."""
-    if workspace_encoder is not None and workspace_encoder != trained_with:
-        raise LocusArtifactError(
-            f"artifact {artifact!r} was trained with text encoder {trained_with!r} but the "
-            f"workspace's queries are encoded with {workspace_encoder!r}; re-run locus fit"
-        )
 
 
 class NumpyPredictor:
@@ -297,7 +207,7 @@ class RoutingArtifact:
         predictor: the correctness predictor, in numpy.
         text_encoder_name, query_dim: the text encoder that made the query vectors.
         llm_ids, llm_embeddings (n_llms, d), evidence_counts: the fit-time pool.
-        metadata: the artifact's metadata (`fit_id` among it).
+        manifest: what the fit recorded (`locus.artifact.manifest`).
     """
 
     predictor: NumpyPredictor
@@ -306,7 +216,7 @@ class RoutingArtifact:
     llm_ids: list[str]
     llm_embeddings: NDArray[np.float32]
     evidence_counts: NDArray[np.int64]
-    metadata: dict[str, Any] = field(default_factory=dict)
+    manifest: Manifest = field(default_factory=Manifest)
 
 
 def read_for_routing(path: str | Path) -> RoutingArtifact:
@@ -321,12 +231,11 @@ def read_for_routing(path: str | Path) -> RoutingArtifact:
     config = read_artifact_config(folder)
     encoder_name, query_dim, llm_ids, counts = read_pool_header(folder, config)
     tensors = read_weights(folder, load_file)
-    metadata = dict(config.get("metadata") or {})
-    calibration = metadata.get("calibration")
+    manifest = Manifest.from_dict(config.get("metadata"))
     references = tensors.get(REFERENCE_QUERIES)
     predictor = NumpyPredictor(
         {k.removeprefix("predictor."): v for k, v in tensors.items() if k.startswith("predictor.")},
-        Calibration.from_dict(calibration) if calibration else None,
+        manifest.calibration,
         None if references is None else check_reference_queries(references, query_dim, folder),
     )
     embeddings = tensors.get("llm_embeddings")
@@ -346,5 +255,5 @@ def read_for_routing(path: str | Path) -> RoutingArtifact:
         llm_ids=llm_ids,
         llm_embeddings=np.asarray(embeddings, dtype=np.float32),
         evidence_counts=counts,
-        metadata=metadata,
+        manifest=manifest,
     )

@@ -1,4 +1,4 @@
-"""Mixing two routers' P(correct), and choosing the mix on validation."""
+"""The stack of LOCUS's logits and kNN votes, the mixture behind its level, and the weights."""
 
 from __future__ import annotations
 
@@ -6,31 +6,7 @@ import numpy as np
 import pytest
 
 from locus.errors import LocusInputError
-from locus.routing import Router
-from locus.routing.ensemble import EnsembleRouter, choose_weight, mix
-
-
-class _Table(Router):
-    def __init__(self, llm_ids: list[str], row: list[float]) -> None:
-        self.llm_ids, self.row = llm_ids, row
-
-    def predict_proba(self, query_vectors: np.ndarray) -> np.ndarray:
-        return np.tile(self.row, (len(query_vectors), 1)).astype(np.float32)
-
-
-def test_an_ensemble_mixes_by_llm_whatever_the_column_order() -> None:
-    first = _Table(["a", "b", "c"], [0.9, 0.5, 0.1])
-    second = _Table(["c", "a", "b"], [0.3, 0.1, 0.7])  # a 0.1, b 0.7, c 0.3
-    both = EnsembleRouter(first, second, weight=0.25)
-    np.testing.assert_allclose(
-        both.predict_proba(np.zeros((2, 4)))[0], [0.3, 0.65, 0.25], atol=1e-6
-    )
-    assert list(both.llm_ids) == ["a", "b", "c"]
-    assert both.route(np.zeros((1, 4)))[0].llm_id == "b"
-    with pytest.raises(LocusInputError, match="same LLMs"):
-        EnsembleRouter(first, _Table(["a", "b", "d"], [0.1, 0.2, 0.3]), 0.5)
-    with pytest.raises(LocusInputError, match=r"in \[0, 1\]"):
-        EnsembleRouter(first, second, 1.5)
+from locus.routing.stack import choose_weight, mix
 
 
 def test_the_weight_goes_to_the_better_calibrated_router() -> None:
@@ -52,20 +28,6 @@ def test_the_weight_goes_to_the_better_calibrated_router() -> None:
         choose_weight(p, p, np.full(p.shape, np.nan))
 
 
-def test_a_damaged_ensemble_folder_is_a_clear_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from locus.errors import LocusArtifactError
-    from locus.routing import load_router
-
-    folder = tmp_path / "ens"
-    folder.mkdir()
-    (folder / "ensemble.json").write_text('{"format": "locus-ensemble/1"}')
-    with pytest.raises(LocusArtifactError, match="not a saved ensemble"):
-        load_router(folder)
-    (folder / "ensemble.json").write_text('{"format": "other", "weight": 0.5}')
-    with pytest.raises(LocusArtifactError, match="expected 'locus-ensemble/1'"):
-        load_router(folder)
-
-
 def _planted_cells(seed: int = 0, n: int = 3000, m: int = 5) -> dict[str, np.ndarray]:
     """Scores of m LLMs on n queries from difficulty + quality + a per-(LLM, query) skill; a
     "LOCUS" that knows difficulty and quality only, a "kNN" vote that knows the skill only."""
@@ -81,7 +43,7 @@ def _planted_cells(seed: int = 0, n: int = 3000, m: int = 5) -> dict[str, np.nda
 
 def test_the_stack_routes_by_the_vote_and_keeps_the_mixture_for_difficulty() -> None:
     from locus.metrics import routing_accuracy
-    from locus.routing.ensemble import Stack, fit_stack
+    from locus.routing.stack import Stack, fit_stack
 
     train, test = _planted_cells(0), _planted_cells(1)
     stack = fit_stack(
@@ -105,7 +67,7 @@ def test_the_stack_routes_by_the_vote_and_keeps_the_mixture_for_difficulty() -> 
 
 
 def test_a_vote_that_knows_nothing_leaves_the_ranking_to_locus() -> None:
-    from locus.routing.ensemble import fit_stack
+    from locus.routing.stack import fit_stack
 
     cells = _planted_cells(2)
     votes = {50: cells["noise"]}
@@ -116,7 +78,7 @@ def test_a_vote_that_knows_nothing_leaves_the_ranking_to_locus() -> None:
 
 
 def test_the_stack_checks_its_inputs() -> None:
-    from locus.routing.ensemble import Stack, fit_stack, knn_logits
+    from locus.routing.stack import Stack, fit_stack, knn_logits
 
     cells = _planted_cells(3, n=50)
     locus, vote, truth = cells["locus"], cells["vote"], cells["truth"]
@@ -136,7 +98,7 @@ def test_the_stack_checks_its_inputs() -> None:
 
 def test_the_base_rate_shift_matches_the_mean_score_and_keeps_the_ranking() -> None:
     from locus.metrics import routing_accuracy
-    from locus.routing.ensemble import Stack, base_rate_shift
+    from locus.routing.stack import Stack, base_rate_shift
 
     cells = _planted_cells(4)
     truth = cells["truth"]

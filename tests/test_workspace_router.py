@@ -1,4 +1,5 @@
-"""`WorkspaceRouter`: loaded once, cached vectors for known texts, live pool, costs."""
+"""`WorkspaceRouter`: vectors + the fitted router + costs: loaded once, cached vectors for known
+texts, live pool, costs, artifacts of earlier versions."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from locus.data.batch import ImportBatch
 from locus.errors import LocusInputError, LocusNotFoundError
 from locus.pipeline import embed_workspace_llms, fit_workspace, workspace_table
-from locus.routing import WorkspaceRouter
+from locus.pipeline.workspace_router import WorkspaceRouter
 from locus.routing.costs import COST_FOLDER
 from locus.store import Store
 from locus.text import HashingEncoder
@@ -54,7 +55,7 @@ def test_stored_texts_use_cached_vectors_and_new_ones_are_encoded_once(workspace
         router = WorkspaceRouter(store, text_encoder=encoder)
         # the same texts as imported, with the whitespace the import normalises away
         decisions = router.route_texts([f"  {text}\r\n" for text in known])
-        assert len(decisions) == 50 and encoder.texts == 0 and router.cache_hits == 50
+        assert len(decisions) == 50 and encoder.texts == 0 and router.vectors.cache_hits == 50
         fresh = ["integral derivative limit new", "court jury verdict new"]
         first = router.route_texts(fresh * 3, guarded=False)
         assert encoder.calls == 1 and encoder.texts == 2  # each new text encoded once
@@ -71,7 +72,7 @@ def test_the_fits_guard_routes_by_default(workspace: Path) -> None:
     texts = [f"{topic} question {i}" for i in range(20) for topic in ("court jury", "integral")]
     with Store.open(workspace) as store:
         router = WorkspaceRouter(store, text_encoder=HashingEncoder(ENCODER_DIM))
-        guard = router.guard
+        guard = router.router.guard
         assert guard is not None and guard.default in router.llm_ids
         assert guard.validation["queries"] > 0 and "unguarded_hit@1" in guard.validation
         every = len(router.llm_ids)
@@ -139,17 +140,18 @@ def test_llm_without_scores_can_join_from_a_new_source(workspace: Path, tmp_path
         assert shared.sum() == len(newcomer)  # every query of the new file is a known query
 
 
-def test_locus_is_mixed_with_the_artifacts_knn_router(workspace: Path, tmp_path: Path) -> None:
+def test_locus_is_stacked_with_the_artifacts_knn_router(workspace: Path, tmp_path: Path) -> None:
     import shutil
 
     from locus.errors import LocusArtifactError
     from locus.pipeline import load_workspace_locus
 
+    assert (workspace / "artifacts" / "default" / "stacked.json").exists()
     with Store.open(workspace) as store:
         router = WorkspaceRouter(store, text_encoder=HashingEncoder(ENCODER_DIM))
-        assert router.metadata["ensemble"]["router"] == "knn"
-        assert router.stack is not None and router.ensemble_weight is None
-        assert "law-3" not in router._knn.llm_ids  # kept out of training, so out of kNN too
+        stacked = router.router
+        assert stacked.stack is not None and stacked.knn is not None
+        assert "law-3" not in stacked.knn.llm_ids  # kept out of training, so out of kNN too
         embed_workspace_llms(store, ["law-3"])
         router.refresh()
         model = load_workspace_locus(store)
@@ -173,34 +175,59 @@ def test_locus_is_mixed_with_the_artifacts_knn_router(workspace: Path, tmp_path:
         WorkspaceRouter(store)
 
 
-def test_an_artifact_of_an_earlier_version_still_mixes_probabilities(
-    workspace: Path, tmp_path: Path
-) -> None:
+def _as_format_2(workspace: Path, copy: Path) -> dict:  # type: ignore[type-arg]
+    """A copy of the workspace whose artifact is written as locus 0.x wrote it before
+    stacked.json: the stack and the guard inside the metadata, format 2."""
     import json
     import shutil
 
-    from locus.pipeline import load_workspace_locus
-    from locus.routing.ensemble import mix
-
-    copy = tmp_path / "ws"
     shutil.copytree(workspace, copy)
-    config_file = copy / "artifacts" / "default" / "config.json"
-    config = json.loads(config_file.read_text())
-    ensemble = config["metadata"]["ensemble"]
-    del ensemble["stack"]
-    ensemble["weight"] = 0.3  # what `locus fit` wrote before the stack
-    config_file.write_text(json.dumps(config))
-    with Store.open(copy) as store:
-        router = WorkspaceRouter(store, text_encoder=HashingEncoder(ENCODER_DIM))
-        assert router.stack is None and router.ensemble_weight == 0.3
-        phi = router.vectors_for(["court jury verdict appeal", "integral derivative limit"])
-        knn = np.asarray(router._knn.predict_proba(phi))
-        expected = load_workspace_locus(store).predict_proba(phi, list(router.llm_ids))
-        for column, llm in enumerate(router.llm_ids):  # an LLM onboarded since: LOCUS alone
-            if llm in router._knn.llm_ids:
-                vote = knn[:, list(router._knn.llm_ids).index(llm)]
-                expected[:, column] = mix(expected[:, column], vote, 0.3)
-        np.testing.assert_allclose(router.predict_proba(phi), expected, atol=1e-5)
+    folder = copy / "artifacts" / "default"
+    parts = json.loads((folder / "stacked.json").read_text())
+    (folder / "stacked.json").unlink()
+    config = json.loads((folder / "config.json").read_text())
+    config["format"] = "locus-artifact/2"
+    config["metadata"]["guard"] = parts["guard"]
+    config["metadata"]["ensemble"] = {"router": "knn", "folder": "knn", "stack": parts["stack"]}
+    (folder / "config.json").write_text(json.dumps(config))
+    return config
+
+
+def test_an_artifact_of_the_previous_format_routes_exactly_as_before(
+    workspace: Path, tmp_path: Path
+) -> None:
+    import json
+
+    from locus.artifact import artifact_is_current
+    from locus.errors import LocusArtifactError
+    from locus.routing import load_router
+
+    texts = ["court jury verdict appeal", "integral derivative limit", "cell protein enzyme"]
+    with Store.open(workspace) as store:
+        current = WorkspaceRouter(store, text_encoder=HashingEncoder(ENCODER_DIM))
+        phi = current.vectors_for(texts)
+        expected = current.predict_proba(phi)
+        expected_guard = current.router.guard
+    config = _as_format_2(workspace, tmp_path / "old")
+    folder = tmp_path / "old" / "artifacts" / "default"
+    assert artifact_is_current(workspace / "artifacts" / "default")
+    assert not artifact_is_current(folder)
+    with Store.open(tmp_path / "old") as store:
+        old = WorkspaceRouter(store, text_encoder=HashingEncoder(ENCODER_DIM))
+        np.testing.assert_array_equal(old.predict_proba(phi), expected)
+        assert old.router.guard == expected_guard
+        # the torch router of the same folder reads it the same way
+        torch_side = load_router(folder)
+        np.testing.assert_allclose(torch_side.predict_proba(phi), expected, atol=1e-5)
+    # the probability mixture of still earlier versions is refused, with what to do
+    del config["metadata"]["ensemble"]["stack"]
+    config["metadata"]["ensemble"]["weight"] = 0.3
+    (folder / "config.json").write_text(json.dumps(config))
+    with (
+        Store.open(tmp_path / "old") as store,
+        pytest.raises(LocusArtifactError, match="re-run `locus fit`"),
+    ):
+        WorkspaceRouter(store)
 
 
 def test_without_the_ensemble_the_router_is_locus_alone(tmp_path: Path) -> None:
@@ -210,7 +237,8 @@ def test_without_the_ensemble_the_router_is_locus_alone(tmp_path: Path) -> None:
     with Store.open(path) as store:
         fit_workspace(store, small_config(max_steps=40), ensemble=False)
         router = WorkspaceRouter(store)
-        assert router.stack is None and "ensemble" not in router.metadata
+        assert router.router.stack is None and router.router.knn is None
+        assert "ensemble" not in router.manifest.extra
         assert not (path / "artifacts" / "default" / "knn").exists()
         phi = router.vectors_for(["court jury verdict appeal"])
         np.testing.assert_allclose(

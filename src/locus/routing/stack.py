@@ -1,4 +1,4 @@
-"""LOCUS and a kNN router combined: the `Stack` that `locus fit` keeps, and the mixture.
+"""LOCUS and a kNN router combined: the `Stack` of their logits that `locus fit` keeps.
 
 LOCUS and a kNN vote over the same query vectors err differently: LOCUS reads each LLM through
 its embedding, kNN reads the LLM's own scores on the nearest training queries. A mixture of
@@ -7,7 +7,7 @@ signal far steadier than validation routing accuracy) is well calibrated, but it
 whose networks explain query difficulty and LLM quality and little of which LLM suits which
 query, decide the routing too. The `Stack` keeps the mixture for how likely a query is answered
 and fits, apart, how much each part's ranking of the LLMs on the query counts (`fit_stack`).
-`EnsembleRouter` mixes any two routers; artifacts of earlier versions keep a mixture weight.
+The router that applies it is `locus.routing.stacked.StackedRouter`.
 
     >>> import numpy as np
     >>> truth = np.array([[1.0, 0.0], [0.0, 1.0]])
@@ -18,27 +18,21 @@ and fits, apart, how much each part's ranking of the LLMs on the query counts (`
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from locus.calibration import sigmoid
-from locus.errors import LocusArtifactError, LocusInputError
-from locus.routing.base import Router
+from locus.errors import LocusInputError
 
 if TYPE_CHECKING:
     from locus.routing.neighbours import KNNRouter
 
 __all__ = [
-    "ENSEMBLE_FILE",
-    "ENSEMBLE_FOLDER",
     "STACK_KS",
-    "EnsembleRouter",
     "Stack",
     "base_rate_shift",
     "choose_weight",
@@ -48,12 +42,6 @@ __all__ = [
     "knn_votes",
     "mix",
 ]
-
-# where an artifact keeps the router LOCUS is combined with (`locus fit`: a kNN router)
-ENSEMBLE_FOLDER = "knn"
-# a saved EnsembleRouter: this file and its two routers' folders, `first/` and `second/`
-ENSEMBLE_FILE = "ensemble.json"
-_FORMAT = "locus-ensemble/1"
 
 
 def mix(first: NDArray[Any], second: NDArray[Any], weight: float) -> NDArray[np.float64]:
@@ -300,70 +288,3 @@ def fit_locus_knn_stack(
     return replace(
         stack, shift=base_rate_shift(both, np.concatenate([truth["train"], truth["val"]]))
     )
-
-
-class EnsembleRouter(Router):
-    """P(correct) = weight x `first`'s + (1 - weight) x `second`'s, over `first`'s LLMs.
-
-    Args:
-        first, second: fitted routers over the same LLMs (any column order).
-        weight: `first`'s share, in [0, 1] (`choose_weight` picks one on validation).
-
-    Raises:
-        LocusInputError: a weight outside [0, 1], or routers over different LLMs.
-    """
-
-    def __init__(self, first: Router, second: Router, weight: float) -> None:
-        if not 0.0 <= weight <= 1.0:
-            raise LocusInputError(f"an ensemble weight must lie in [0, 1], found {weight}")
-        ids, other = list(first.llm_ids), list(second.llm_ids)
-        if sorted(ids) != sorted(other):
-            missing = sorted(set(ids) ^ set(other))
-            raise LocusInputError(
-                f"an ensemble needs routers over the same LLMs; {missing[0]!r} is in one only"
-            )
-        self.first, self.second, self.weight = first, second, float(weight)
-        self._order = [other.index(llm) for llm in ids]
-
-    @property
-    def llm_ids(self) -> Sequence[str]:  # type: ignore[override]
-        return self.first.llm_ids
-
-    def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
-        a = self.first.predict_proba(query_vectors)
-        b = np.asarray(self.second.predict_proba(query_vectors))[:, self._order]
-        return mix(a, b, self.weight).astype(np.float32)
-
-    def save(self, path: str | Path) -> Path:
-        """The folder `path`: `ensemble.json` (the weight) and each router's own folder."""
-        folder = Path(path)
-        folder.mkdir(parents=True, exist_ok=True)
-        self.first.save(folder / "first")
-        self.second.save(folder / "second")
-        description = {"format": _FORMAT, "weight": self.weight}
-        (folder / ENSEMBLE_FILE).write_text(json.dumps(description, indent=2) + "\n")
-        return folder
-
-    @classmethod
-    def load(cls, path: str | Path) -> EnsembleRouter:
-        """Rebuild from a folder written by `save` (each part by `load_router`).
-
-        Raises:
-            LocusArtifactError: not an ensemble folder, or a damaged one.
-        """
-        from locus.routing.registry import load_router
-
-        folder = Path(path)
-        try:
-            description = json.loads((folder / ENSEMBLE_FILE).read_text())
-            weight = float(description["weight"])
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            raise LocusArtifactError(
-                f"{folder / ENSEMBLE_FILE}: not a saved ensemble ({error})"
-            ) from error
-        if description.get("format") != _FORMAT:
-            raise LocusArtifactError(
-                f"{folder / ENSEMBLE_FILE}: format {description.get('format')!r}, expected "
-                f"{_FORMAT!r}"
-            )
-        return cls(load_router(folder / "first"), load_router(folder / "second"), weight)

@@ -49,7 +49,8 @@ from locus.data.families import family_of
 from locus.errors import LocusInputError, LocusNotFoundError
 from locus.metrics import routing_choices
 from locus.pipeline.data import WorkspaceTable, workspace_table
-from locus.routing.workspace import DEFAULT_ARTIFACT, WorkspaceRouter
+from locus.pipeline.workspace_artifacts import DEFAULT_ARTIFACT
+from locus.pipeline.workspace_router import WorkspaceRouter
 from locus.store import Store
 
 __all__ = ["WorkspaceAtlas"]
@@ -88,7 +89,7 @@ class WorkspaceAtlas:
         self.artifact = artifact
         self.metric = metric
         self._embed = embed
-        split_seed = int(self.router.metadata.get("split_seed", 0))
+        split_seed = self.router.manifest.split_seed
         self.data: WorkspaceTable = workspace_table(store, split_seed=split_seed)
         columns = {llm: i for i, llm in enumerate(self.data.table.llm_ids)}
         self.llm_ids = [llm for llm in self.router.pool.llm_ids if llm in columns]

@@ -1,0 +1,211 @@
+"""`WorkspaceRouter`: a long-lived router over a workspace: query vectors + the fitted router +
+costs, each loaded once.
+
+- vectors: `locus.text.query_vectors.QueryVectors` (the store's cache, memory, the encoder);
+- the router: the artifact's `StackedRouter` (`locus.routing.stacked`) over LOCUS in numpy
+  (`NumpyLocusRouter`: routing never imports torch) and the workspace's live pool;
+- costs: each LLM's expected USD on each query, from the artifact's per-query cost model
+  (`locus.routing.costs`), else its mean observed cost, else the catalog's cost_per_query;
+  a budget is tuned on the fit's validation queries.
+
+`locus route`, `locus evaluate`, the atlas and the HTTP service all route through it.
+
+    >>> from locus.store import Store                                    # doctest: +SKIP
+    >>> with Store.open(".locus") as store:
+    ...     router = WorkspaceRouter(store)
+    ...     router.route_texts(["What is 2+2?"], top=3)[0].llm_id
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from locus.artifact import Manifest, check_same_encoder, read_for_routing
+from locus.errors import LocusInputError
+from locus.pipeline.workspace_artifacts import DEFAULT_ARTIFACT, trained_artifact
+from locus.pool import artifact_pools
+from locus.routing.costs import COST_FOLDER, CostModel
+from locus.routing.evidence import ROUTER_FILE
+from locus.routing.locus_router import NumpyLocusRouter
+from locus.routing.router import RouteDecision, Router
+from locus.routing.rules import DecisionRule, tune_cost_weight, unpriced_error
+from locus.routing.stacked import StackedRouter
+from locus.store import Store
+from locus.text.protocol import TextEncoder
+from locus.text.query_vectors import QueryVectors
+
+__all__ = ["WorkspaceRouter"]
+
+
+class WorkspaceRouter(Router):
+    """The workspace's fitted router, loaded once and reused for every query.
+
+    Args:
+        store: the open workspace.
+        artifact: name of the trained artifact under `<workspace>/artifacts/`.
+        text_encoder: encoder for texts without a cached vector (default: the workspace's,
+            loaded on first need, so routing known texts never loads it).
+        cache_size: new texts whose vectors are kept in memory.
+
+    Attributes:
+        router: the artifact's `StackedRouter` (its `guard`, `stack` and `knn`).
+        pool: the workspace's live pool of LLM embeddings for the artifact.
+        vectors: the query vector service (`encoded`, `cache_hits`).
+        manifest: what the fit recorded (`locus.artifact.Manifest`).
+        costs: USD per query of each LLM with a known cost: its mean observed cost, else the
+            catalog's cost_per_query (may be empty).
+        cost_model: the artifact's per-query cost model, None for a workspace without
+            per-query costs or an artifact fitted before it.
+        loads: how many times the artifact was loaded (1 for the router's lifetime).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        artifact: str = DEFAULT_ARTIFACT,
+        *,
+        text_encoder: TextEncoder | None = None,
+        cache_size: int = 10_000,
+    ) -> None:
+        folder = trained_artifact(store, artifact)
+        routing = read_for_routing(folder)
+        check_same_encoder(folder.name, routing.text_encoder_name, store.text_encoder)
+        self.manifest: Manifest = routing.manifest
+        self._snapshot, self.pool = artifact_pools(
+            routing.llm_ids,
+            routing.llm_embeddings,
+            routing.evidence_counts,
+            routing.manifest,
+            store,
+            folder.name,
+        )
+        self.router = StackedRouter.load(folder, NumpyLocusRouter(routing.predictor, self.pool))
+        self.vectors = QueryVectors(
+            routing.text_encoder_name,
+            store.find_vectors,
+            text_encoder=text_encoder,
+            cache_size=cache_size,
+        )
+        self.store = store
+        self.artifact = artifact
+        self.costs = _known_costs(store)
+        self.cost_model: CostModel | None = None
+        self._validation_vectors: NDArray[np.float32] | None = None
+        if (folder / COST_FOLDER / ROUTER_FILE).exists():
+            self.cost_model = CostModel.load(folder / COST_FOLDER)
+        if (folder / COST_FOLDER).is_dir():
+            self._validation_vectors = CostModel.validation_vectors(folder / COST_FOLDER)
+        self._tuned: dict[tuple[float, frozenset[str]], float] = {}
+        self.loads = 1
+
+    @property
+    def llm_ids(self) -> Sequence[str]:  # type: ignore[override]
+        return self.pool.llm_ids
+
+    def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
+        """The fitted router's P(correct) (n_queries, n_llms), without torch; an LLM
+        onboarded since the fit has LOCUS's alone until the next fit."""
+        return self.router.predict_proba(query_vectors)
+
+    def vectors_for(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Query vectors (n, dq) of texts (`QueryVectors`)."""
+        return self.vectors(texts)
+
+    def expected_costs(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float64]:
+        """(n_queries, n_llms) USD each LLM of the pool is expected to cost on each query: the
+        artifact's cost model where it prices the LLM, else the LLM's entry in `costs`, NaN
+        where neither knows."""
+        vectors = np.atleast_2d(np.asarray(query_vectors, dtype=np.float32))
+        ids = list(self.pool.llm_ids)
+        known = np.array([self.costs.get(llm, np.nan) for llm in ids], dtype=np.float64)
+        out = np.tile(known, (len(vectors), 1))
+        if self.cost_model is not None:
+            predicted = self.cost_model.predict(vectors)
+            for j, llm in enumerate(ids):
+                if llm in self.cost_model.llm_ids_:
+                    column = predicted[:, self.cost_model.llm_ids_.index(llm)]
+                    out[:, j] = np.where(np.isnan(column), out[:, j], column)
+        return out
+
+    def cost_weight_for_budget(self, budget: float, unavailable: Collection[str] = ()) -> float:
+        """The cost weight whose routing of the fit's validation queries costs at most `budget`
+        USD per query on average (`tune_cost_weight`), over the LLMs not `unavailable`.
+
+        Raises:
+            LocusInputError: the artifact keeps no validation queries (fitted before locus
+                kept them: re-run `locus fit`), an LLM without a cost, or a budget below the
+                cheapest routing.
+        """
+        if self._validation_vectors is None or not len(self._validation_vectors):
+            raise LocusInputError(
+                f"artifact {self.artifact!r} keeps no validation queries to tune a budget on "
+                "(fitted by an earlier version, or without validation queries); re-run "
+                "`locus fit`, or use quality or cost_weight"
+            )
+        key = (float(budget), frozenset(unavailable))
+        if key not in self._tuned:
+            down = set(unavailable)
+            keep = [j for j, llm in enumerate(self.pool.llm_ids) if llm not in down]
+            proba = self.predict_proba(self._validation_vectors)[:, keep]
+            costs = self.expected_costs(self._validation_vectors)[:, keep]
+            unpriced = [self.pool.llm_ids[keep[j]] for j in np.flatnonzero(np.isnan(costs).any(0))]
+            if unpriced:
+                raise unpriced_error("budget", unpriced)
+            self._tuned[key] = tune_cost_weight(proba, costs, budget)
+        return self._tuned[key]
+
+    def route_texts(
+        self,
+        texts: Sequence[str],
+        *,
+        top: int = 3,
+        cost_weight: float = 0.0,
+        max_cost: float | None = None,
+        quality: float | None = None,
+        budget: float | None = None,
+        unavailable: Collection[str] = (),
+        guarded: bool = True,
+    ) -> list[RouteDecision]:
+        """Route query texts with each LLM's expected cost on each (`expected_costs`) and,
+        for accuracy routing unless `guarded` is False, the artifact's guard (the default LLM
+        unless another clears the margin chosen at fit time). `budget`: a mean USD per query
+        to stay under, as the cost weight tuned on the fit's validation queries
+        (`cost_weight_for_budget`); see `Router.route` for the other knobs.
+
+        Raises:
+            LocusInputError: more than one of cost_weight, quality and budget, a bad value, or
+                an LLM without a cost where the rule needs one.
+        """
+        DecisionRule(cost_weight=cost_weight, quality=quality, budget=budget)  # one, valid
+        if budget is not None:
+            cost_weight = self.cost_weight_for_budget(budget, unavailable)
+        vectors = self.vectors_for(texts)
+        known = self.cost_model is not None or bool(self.costs)
+        return self.router.route(
+            vectors,
+            top=top,
+            costs=self.expected_costs(vectors) if known else None,
+            cost_weight=cost_weight,
+            max_cost=max_cost,
+            quality=quality,
+            unavailable=unavailable,
+            guarded=guarded and budget is None,
+        )
+
+    def refresh(self) -> None:
+        """Re-read the pool and costs from the workspace (LLMs onboarded since loading)."""
+        self.pool.refresh(self._snapshot)
+        self.costs = _known_costs(self.store)
+        self._tuned.clear()
+
+
+def _known_costs(store: Store) -> dict[str, float]:
+    """USD per query of each LLM: its mean observed cost, else its catalog cost_per_query."""
+    costs = store.llm_costs()
+    for llm, metadata in store.llm_metadata().items():
+        if llm not in costs and metadata.get("cost_per_query") is not None:
+            costs[llm] = float(metadata["cost_per_query"])
+    return costs

@@ -1,0 +1,288 @@
+"""`StackedRouter`: the router `locus fit` produces, and the one every caller routes with.
+
+LOCUS's calibrated P(correct) stacked with a kNN router's votes (`locus.routing.stack.Stack`),
+and the guard that keeps a query on the best single LLM unless another clears a margin
+(`locus.routing.guard`). One recipe, written here once: `locus fit`, the benchmark suites, the
+workspace router and the server all build, save and load it through this class.
+
+An artifact folder holds the LOCUS networks (`locus.artifact`) and, beside them, this router's
+own files: `stacked.json` (the stack and the guard) and `knn/` (the kNN router). Artifacts
+written before this file existed kept the same values in their metadata (`guard`, `ensemble`);
+`load` reads those once as they are, and refuses the probability mixture of older versions with
+a message to re-fit.
+
+    >>> router = StackedRouter.fit(LocusRouter(model), train, val)     # doctest: +SKIP
+    >>> router.save("artifacts/default")
+    >>> StackedRouter.load("artifacts/default").route(query_vectors)[0].llm_id
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from locus.calibration import sigmoid
+from locus.errors import LocusArtifactError, LocusInputError
+from locus.routing.evidence import Evidence
+from locus.routing.guard import Guard, fit_default_guard
+from locus.routing.locus_router import LocusRouter, LogitRouter
+from locus.routing.neighbours import KNNRouter
+from locus.routing.router import Costs, RouteDecision
+from locus.routing.stack import STACK_KS, Stack, fit_locus_knn_stack, knn_votes
+
+__all__ = ["KNN_FOLDER", "STACKED_FILE", "StackedRouter"]
+
+STACKED_FILE = "stacked.json"  # the stack and the guard, beside the LOCUS networks
+KNN_FOLDER = "knn"  # the kNN router the stack reads
+_FORMAT = "locus-stacked/1"
+
+
+class StackedRouter(LogitRouter):
+    """LOCUS stacked with a kNN router, and a guard: the fitted router of a workspace.
+
+    Args:
+        locus: LOCUS over the pool (`LocusRouter` with torch, `NumpyLocusRouter` without).
+        knn: the kNN router the stack reads; None with `stack` None: LOCUS alone.
+        stack: how LOCUS's logits and the kNN votes combine.
+        guard: applied by `route` to accuracy routing unless `guarded` is False.
+
+    LLMs of `locus` that the kNN router does not know (onboarded since the fit) get LOCUS's
+    P(correct) alone until the next fit.
+
+    Raises:
+        LocusInputError: a stack without a kNN router or the other way round.
+    """
+
+    def __init__(
+        self,
+        locus: LogitRouter,
+        knn: KNNRouter | None = None,
+        stack: Stack | None = None,
+        guard: Guard | None = None,
+    ) -> None:
+        if (knn is None) != (stack is None):
+            raise LocusInputError(
+                "a stacked router needs both a kNN router and a stack, or neither"
+            )
+        self.locus, self.knn, self.stack, self.guard = locus, knn, stack, guard
+        self._knn_column = {} if knn is None else {llm: i for i, llm in enumerate(knn.llm_ids)}
+
+    @property
+    def llm_ids(self) -> Sequence[str]:  # type: ignore[override]
+        return self.locus.llm_ids
+
+    # -- prediction ------------------------------------------------------------------------
+
+    def _stacked(
+        self, vectors: NDArray[np.float32], locus_logits: NDArray[Any]
+    ) -> tuple[list[int], NDArray[np.float64]] | None:
+        """(the pool columns the kNN router knows, their stacked logits), None for none."""
+        if self.stack is None or self.knn is None:
+            return None
+        pairs = [
+            (j, self._knn_column[llm])
+            for j, llm in enumerate(self.locus.llm_ids)
+            if llm in self._knn_column
+        ]
+        if not pairs:
+            return None
+        mine, theirs = (list(side) for side in zip(*pairs, strict=True))
+        needed = self.stack.needed_ks
+        found = self.knn.predict_proba_at(vectors, needed)
+        votes = {k: part[:, theirs] for k, part in zip(needed, found, strict=True)}
+        return mine, self.stack.logits(locus_logits[:, mine], votes)
+
+    def predict_logits(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float64]:
+        vectors = np.asarray(query_vectors, dtype=np.float32)
+        logits = np.array(self.locus.predict_logits(vectors), dtype=np.float64)
+        stacked = self._stacked(vectors, logits)
+        if stacked is not None:
+            logits[:, stacked[0]] = stacked[1]
+        return logits
+
+    def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
+        vectors = np.asarray(query_vectors, dtype=np.float32)
+        logits = self.locus.predict_logits(vectors)
+        proba = sigmoid(logits).astype(np.float32)
+        stacked = self._stacked(vectors, logits)
+        if stacked is not None:
+            proba[:, stacked[0]] = sigmoid(stacked[1])
+        return proba
+
+    def route(  # type: ignore[override]
+        self,
+        query_vectors: NDArray[np.float32],
+        *,
+        top: int = 3,
+        costs: Costs | None = None,
+        cost_weight: float = 0.0,
+        max_cost: float | None = None,
+        quality: float | None = None,
+        unavailable: Collection[str] = (),
+        guarded: bool = True,
+    ) -> list[RouteDecision]:
+        """`Router.route` with this router's guard (which binds accuracy routing only) unless
+        `guarded` is False."""
+        return super().route(
+            query_vectors,
+            top=top,
+            costs=costs,
+            cost_weight=cost_weight,
+            max_cost=max_cost,
+            quality=quality,
+            unavailable=unavailable,
+            guard=self.guard if guarded else None,
+        )
+
+    # -- fitting ---------------------------------------------------------------------------
+
+    @classmethod
+    def fit(
+        cls,
+        locus: LogitRouter,
+        train: Evidence,
+        val: Evidence,
+        *,
+        knn: KNNRouter | None = None,
+        stacked: bool = True,
+    ) -> StackedRouter:
+        """Stack a fitted LOCUS with a kNN router and choose the guard, on `train` and `val`.
+
+        The kNN router (`knn`, else one fitted on `train` with its k chosen on `val`), then the
+        stack's weights on the validation cells and its base rate over both splits
+        (`locus.routing.stack.fit_locus_knn_stack`), then the guard on the stacked validation
+        P(correct) (`fit_default_guard`). Without `stacked`, or without a scored validation
+        cell, LOCUS alone (and its guard, where validation allows one).
+
+        Raises:
+            LocusInputError: evidence over other LLMs than LOCUS's pool.
+        """
+        ids = list(locus.llm_ids)
+        truth = {split: _columns(e, ids) for split, e in (("train", train), ("val", val))}
+        if not (~np.isnan(truth["val"])).any():
+            return cls(locus)
+        logits = {"train": locus.predict_logits(train.vectors), "val": None}
+        logits["val"] = locus.predict_logits(val.vectors)
+        stack = None
+        if stacked:
+            knn = knn or KNNRouter().fit(train, val)
+            needed = sorted({*STACK_KS, knn.k_})
+            votes = {
+                "train": knn_votes(knn, train.vectors, ids, needed),
+                "val": knn_votes(knn, val.vectors, ids, needed),
+            }
+            stack = fit_locus_knn_stack(logits, votes, truth, mix_k=knn.k_)  # type: ignore[arg-type]
+            val_proba = sigmoid(stack.logits(logits["val"], votes["val"]))  # type: ignore[arg-type]
+        else:
+            knn, val_proba = None, sigmoid(logits["val"])  # type: ignore[arg-type]
+        guard = fit_default_guard(val_proba, truth["train"], truth["val"], ids)
+        return cls(locus, knn, stack, guard)
+
+    # -- persistence -----------------------------------------------------------------------
+
+    def save_parts(self, folder: str | Path) -> Path:
+        """Write `stacked.json` and `knn/` into `folder` (an artifact folder, whose LOCUS
+        networks are written apart: `Locus.save`)."""
+        out = Path(folder)
+        out.mkdir(parents=True, exist_ok=True)
+        if self.knn is not None:
+            self.knn.save(out / KNN_FOLDER)
+        description = {
+            "format": _FORMAT,
+            "stack": None if self.stack is None else self.stack.as_dict(),
+            "guard": None if self.guard is None else self.guard.as_dict(),
+            "knn": None if self.knn is None else KNN_FOLDER,
+        }
+        (out / STACKED_FILE).write_text(json.dumps(description, indent=1) + "\n")
+        return out
+
+    def save(self, path: str | Path) -> Path:
+        """The whole router into the folder `path`: LOCUS's artifact (a `LocusRouter`'s
+        model) with this router's parts inside it, replacing the folder whole.
+
+        Raises:
+            LocusInputError: a LOCUS part that cannot write an artifact (numpy routing reads
+                one; `locus fit` writes it).
+        """
+        if not isinstance(self.locus, LocusRouter):
+            raise LocusInputError(
+                f"a stacked router over a {type(self.locus).__name__} cannot save its LOCUS "
+                "part; save the fitted Locus's router (locus fit does)"
+            )
+
+        def parts(folder: Path) -> None:
+            self.save_parts(folder)
+
+        return self.locus.model.save(path, also=parts)
+
+    @classmethod
+    def load(cls, path: str | Path, locus: LogitRouter | None = None) -> StackedRouter:
+        """The router an artifact folder holds; `locus`: its LOCUS part already read (the
+        workspace router passes `NumpyLocusRouter`), else the folder's `Locus` (torch) with
+        its workspace's pool.
+
+        Raises:
+            LocusArtifactError: a damaged `stacked.json` or kNN folder, or an artifact of an
+                earlier version that mixed probabilities (re-run `locus fit`).
+        """
+        folder = Path(path)
+        parts = _read_parts(folder)
+        if locus is None:
+            locus = LocusRouter.load(folder)
+        knn = None
+        if parts.get("knn"):
+            found = KNNRouter.load(folder / str(parts["knn"]))
+            if not isinstance(found, KNNRouter):
+                raise LocusArtifactError(
+                    f"{folder}: the stack's kNN part is a {type(found).__name__}; re-run locus fit"
+                )
+            knn = found
+        stack = None if not parts.get("stack") else Stack.from_dict(parts["stack"])
+        guard = None if not parts.get("guard") else Guard.from_dict(parts["guard"])
+        return cls(locus, knn, stack, guard)
+
+
+def _columns(evidence: Evidence, llm_ids: Sequence[str]) -> NDArray[np.float64]:
+    """The evidence's scores (n_queries, n_llms) in the order of `llm_ids`."""
+    missing = sorted(set(llm_ids) - set(evidence.llm_ids))
+    if missing:
+        raise LocusInputError(
+            f"a stacked router needs evidence on every LLM of LOCUS's pool; {missing[0]!r} has none"
+        )
+    order = [list(evidence.llm_ids).index(llm) for llm in llm_ids]
+    return np.asarray(evidence.scores, dtype=np.float64)[:, order]
+
+
+def _read_parts(folder: Path) -> Mapping[str, Any]:
+    """`stacked.json`, or the same values from the metadata of an artifact written before it:
+    {"stack", "guard", "knn"}, each None where the router has none."""
+    path = folder / STACKED_FILE
+    if path.exists():
+        try:
+            parts = json.loads(path.read_text())
+        except (OSError, ValueError) as error:
+            raise LocusArtifactError(f"{path}: unreadable ({error}); re-run locus fit") from None
+        if not isinstance(parts, dict) or parts.get("format") != _FORMAT:
+            raise LocusArtifactError(
+                f"{path}: expected format {_FORMAT!r}; re-run locus fit to rewrite the artifact"
+            )
+        return parts
+    from locus.artifact.layout import read_artifact_config
+
+    legacy = dict(read_artifact_config(folder).get("metadata") or {})
+    ensemble = legacy.get("ensemble") or {}
+    if ensemble and not ensemble.get("stack"):
+        raise LocusArtifactError(
+            f"{folder}: fitted by an earlier version of locus, whose router mixed LOCUS's and "
+            "kNN's probabilities; re-run `locus fit` to rewrite it with the stack"
+        )
+    return {
+        "stack": ensemble.get("stack"),
+        "guard": legacy.get("guard"),
+        "knn": str(ensemble.get("folder", KNN_FOLDER)) if ensemble else None,
+    }

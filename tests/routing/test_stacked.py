@@ -1,0 +1,121 @@
+"""`StackedRouter`: the fitted router's recipe, its guard, its files, its numpy twin."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from locus.artifact import read_for_routing
+from locus.errors import LocusInputError
+from locus.locus import Locus
+from locus.pipeline import WorkspaceTable, workspace_table
+from locus.pool import artifact_pools
+from locus.routing import (
+    Evidence,
+    KNNRouter,
+    LocusRouter,
+    NumpyLocusRouter,
+    StackedRouter,
+    load_router,
+)
+from locus.store import Store
+from tests.nn.conftest import small_config
+from tests.planted_workspace import build_planted_workspace
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> WorkspaceTable:
+    path = build_planted_workspace(tmp_path_factory.mktemp("stacked") / "ws")
+    with Store.open(path) as store:
+        return workspace_table(store)
+
+
+@pytest.fixture(scope="module")
+def locus(data: WorkspaceTable) -> LocusRouter:
+    model = Locus(small_config(max_steps=60)).fit(
+        data.table,
+        data.vectors,
+        data.rows("train"),
+        data.rows("val"),
+        text_encoder_name=data.encoder,
+    )
+    return LocusRouter(model)
+
+
+def _evidence(data: WorkspaceTable, split: str) -> Evidence:
+    return Evidence.from_table(data.table, data.vectors, data.rows(split))
+
+
+def test_fit_stacks_knn_votes_and_chooses_a_guard(data: WorkspaceTable, locus: LocusRouter) -> None:
+    router = StackedRouter.fit(locus, _evidence(data, "train"), _evidence(data, "val"))
+    assert router.knn is not None and router.stack is not None and router.guard is not None
+    assert router.guard.default in router.llm_ids
+    assert router.stack.mix_k == router.knn.k_
+    test = data.rows("test")
+    vectors, truth = data.vectors[test], data.table.scores[test]
+    proba = router.predict_proba(vectors)
+    np.testing.assert_allclose(proba, 1 / (1 + np.exp(-router.predict_logits(vectors))), atol=1e-6)
+    # the planted specialists: the stack finds the group each query belongs to
+    chosen = proba.argmax(axis=1)
+    hit = float(np.nanmean(truth[np.arange(len(test)), chosen]))
+    assert hit > 0.8
+    # the guard binds accuracy routing: every query it holds stays on the default
+    for decision in router.route(vectors[:30]):
+        if decision.held:
+            assert decision.llm_id == router.guard.default
+    assert not any(d.held for d in router.route(vectors[:30], guarded=False))
+
+
+def test_without_the_stack_it_is_locus_alone(data: WorkspaceTable, locus: LocusRouter) -> None:
+    router = StackedRouter.fit(
+        locus, _evidence(data, "train"), _evidence(data, "val"), stacked=False
+    )
+    assert router.knn is None and router.stack is None and router.guard is not None
+    vectors = data.vectors[data.rows("test")]
+    np.testing.assert_array_equal(router.predict_proba(vectors), locus.predict_proba(vectors))
+
+
+def test_no_validation_score_means_no_stack_and_no_guard(
+    data: WorkspaceTable, locus: LocusRouter
+) -> None:
+    val = _evidence(data, "val")
+    unscored = Evidence(val.vectors, np.full_like(val.scores, np.nan), val.llm_ids)
+    router = StackedRouter.fit(locus, _evidence(data, "train"), unscored)
+    assert router.stack is None and router.guard is None
+
+
+def test_bad_inputs_are_clear_errors(data: WorkspaceTable, locus: LocusRouter) -> None:
+    train = _evidence(data, "train")
+    with pytest.raises(LocusInputError, match="a kNN router and a stack, or neither"):
+        StackedRouter(locus, knn=KNNRouter().fit(train))
+    partial = Evidence(train.vectors, train.scores[:, 1:], train.llm_ids[1:])
+    with pytest.raises(LocusInputError, match=repr(train.llm_ids[0])):
+        StackedRouter.fit(locus, partial, _evidence(data, "val"))
+
+
+def test_saved_into_an_artifact_and_read_back_with_or_without_torch(
+    data: WorkspaceTable, locus: LocusRouter, tmp_path: Path
+) -> None:
+    router = StackedRouter.fit(locus, _evidence(data, "train"), _evidence(data, "val"))
+    folder = router.save(tmp_path / "artifact")
+    parts = json.loads((folder / "stacked.json").read_text())
+    assert parts["stack"] == router.stack.as_dict() and parts["knn"] == "knn"  # type: ignore[union-attr]
+    vectors = data.vectors[data.rows("test")]
+    loaded = load_router(folder)
+    assert isinstance(loaded, StackedRouter) and loaded.guard == router.guard
+    np.testing.assert_array_equal(loaded.predict_proba(vectors), router.predict_proba(vectors))
+    # the numpy twin: LOCUS's predictor read without torch, the same stack and guard
+    routing = read_for_routing(folder)
+    _, pool = artifact_pools(
+        routing.llm_ids, routing.llm_embeddings, routing.evidence_counts, routing.manifest
+    )
+    twin = StackedRouter.load(folder, NumpyLocusRouter(routing.predictor, pool))
+    np.testing.assert_allclose(
+        twin.predict_proba(vectors), router.predict_proba(vectors), atol=1e-5
+    )
+    assert [d.llm_id for d in twin.route(vectors)] == [d.llm_id for d in router.route(vectors)]
+    with pytest.raises(LocusInputError, match="cannot save its LOCUS part"):
+        twin.save(tmp_path / "again")
