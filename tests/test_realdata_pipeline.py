@@ -57,4 +57,4 @@ def test_zeroeval_one_file_per_llm_end_to_end(shared_data: Path, tmp_path: Path)
         router = WorkspaceRouter(store, text_encoder=encoder)
         known = str(table.query_texts[0])
         decision = router.route_texts([known, "What is 12 * 13? Answer with a number."])
-        assert router.encoded == 1 and decision[0].llm_id in llms
+        assert router.vectors.encoded == 1 and decision[0].llm_id in llms
