@@ -45,10 +45,12 @@ from numpy.typing import NDArray
 from locus.errors import LocusInputError
 
 __all__ = [
+    "REFERENCE_QUERIES",
     "Calibration",
     "evidence_quality",
     "evidence_quality_of",
     "fit_calibration",
+    "reference_rows",
     "sigmoid",
 ]
 
@@ -160,6 +162,17 @@ def evidence_quality(means: NDArray[Any], counts: NDArray[Any]) -> NDArray[np.fl
     n = np.asarray(counts, dtype=np.float64)
     p = (np.asarray(means, dtype=np.float64) * n + 0.5) / (n + 1.0)
     return np.asarray(np.log(p) - np.log1p(-p))
+
+
+REFERENCE_QUERIES = 256  # training queries a fit keeps to measure each LLM's quality
+
+
+def reference_rows(train_rows: NDArray[np.int64], seed: int) -> NDArray[np.int64]:
+    """The training rows a fit keeps as reference queries: up to `REFERENCE_QUERIES`,
+    drawn by `seed` (independently of training's random draws), in row order."""
+    rng = np.random.default_rng([seed, 1_000_003])
+    count = min(REFERENCE_QUERIES, len(train_rows))
+    return np.sort(rng.choice(train_rows, count, replace=False))
 
 
 def evidence_quality_of(

@@ -24,33 +24,27 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
-from locus.artifact.layout import check_same_encoder
 from locus.artifact.manifest import Manifest
 from locus.artifact.torch_io import Artifact, load_artifact, save_artifact
-from locus.calibration import Calibration, evidence_quality_of, fit_calibration, sigmoid
+from locus.calibration import (
+    Calibration,
+    evidence_quality_of,
+    fit_calibration,
+    reference_rows,
+    sigmoid,
+)
 from locus.data.table import ScoreTable
-from locus.errors import LocusArtifactError, LocusInputError, LocusNotFittedError
+from locus.errors import LocusInputError, LocusNotFittedError
 from locus.nn.config import TrainingConfig
 from locus.nn.embedding import embed_many
-from locus.pool import LLMPool, artifact_pools, open_artifact_workspace
-from locus.text.protocol import TextEncoder
+from locus.pool import LLMPool, workspace_pools
+from locus.text.protocol import TextEncoder, encode_texts
 
 if TYPE_CHECKING:
     from locus.nn.training import ProgressCallback
     from locus.store import Store
 
-__all__ = ["REFERENCE_QUERIES", "Locus", "reference_rows"]
-
-
-REFERENCE_QUERIES = 256  # training queries kept to measure each LLM's quality
-
-
-def reference_rows(train_rows: NDArray[np.int64], seed: int) -> NDArray[np.int64]:
-    """The training rows a fit keeps as reference queries: up to `REFERENCE_QUERIES`,
-    drawn by `seed` (independently of training's random draws), in row order."""
-    rng = np.random.default_rng([seed, 1_000_003])
-    count = min(REFERENCE_QUERIES, len(train_rows))
-    return np.sort(rng.choice(train_rows, count, replace=False))
+__all__ = ["Locus"]
 
 
 class Locus:
@@ -128,21 +122,8 @@ class Locus:
             progress=progress,
             device=self.device,
         )
-        self.encoder_ = result.encoder
-        self.predictor_ = result.predictor
-        means = {
-            llm_id: (float(np.nanmean(table.scores[rows, j])), len(rows))
-            for j, (llm_id, rows) in enumerate(
-                zip(table.llm_ids, result.anchor_query_idx, strict=True)
-            )
-            if len(rows)
-        }
-        self.pool_ = LLMPool(
-            table.llm_ids,
-            np.asarray(result.llm_embeddings, dtype=np.float32),
-            [len(a) for a in result.anchor_query_idx],
-            evidence_means=means,
-        )
+        self.encoder_, self.predictor_ = result.encoder, result.predictor
+        self.pool_ = LLMPool.from_anchors(table, result.llm_embeddings, result.anchor_query_idx)
         self.anchors_ = {
             llm_id: [table.text_hashes[int(i)] for i in rows]
             for llm_id, rows in zip(table.llm_ids, result.anchor_query_idx, strict=True)
@@ -154,7 +135,9 @@ class Locus:
         self.evidence_bound_ = self.config.evidence_bound
         # names this fit: a workspace's pool rows count for this artifact only if written for it
         self.manifest = self.manifest.with_(
-            fit_id=uuid.uuid4().hex, calibration=None, evidence_means=means
+            fit_id=uuid.uuid4().hex,
+            calibration=None,
+            evidence_means=dict(self.pool_.evidence_means),
         )
         trained_on = np.asarray(train_rows, dtype=np.int64)
         self.reference_queries_ = (
@@ -262,22 +245,7 @@ class Locus:
             isinstance(queries, Sequence) and len(queries) and isinstance(queries[0], str)
         ):
             texts = [queries] if isinstance(queries, str) else [str(t) for t in queries]
-            empty = [i for i, text in enumerate(texts) if not text.strip()]
-            if empty:
-                raise LocusInputError(
-                    f"query {empty[0]} is empty; expected query text to route or score"
-                )
-            if self.text_encoder is None:
-                raise LocusInputError(
-                    "texts need a text encoder: construct Locus(text_encoder=...) or pass query "
-                    "vectors"
-                )
-            if self.text_encoder.name != self.text_encoder_name_:
-                raise LocusArtifactError(
-                    f"text encoder {self.text_encoder.name!r} differs from the one this Locus "
-                    f"was trained with ({self.text_encoder_name_!r}); use that encoder"
-                )
-            return np.asarray(self.text_encoder.encode(texts), dtype=np.float32)
+            return encode_texts(self.text_encoder, texts, self.text_encoder_name_)
         vectors = np.asarray(queries, dtype=np.float32)
         if vectors.ndim == 1:
             vectors = vectors[None, :]
@@ -434,22 +402,13 @@ class Locus:
         model.text_encoder_name_ = artifact.text_encoder_name
         model.evidence_bound_, model.manifest = artifact.evidence_bound, artifact.manifest
         model.reference_queries_ = artifact.reference_queries
-        store, model._owned_store = open_artifact_workspace(folder, workspace)
-        if store is not None:
-            try:
-                check_same_encoder(folder.name, artifact.text_encoder_name, store.text_encoder)
-            except LocusArtifactError:
-                model.close()
-                raise
-        snapshot, model.pool_ = artifact_pools(
-            artifact.llm_ids,
-            artifact.llm_embeddings,
-            artifact.evidence_counts,
+        model._snapshot, model.pool_, model._owned_store = workspace_pools(
+            folder,
+            workspace,
+            (artifact.llm_ids, artifact.llm_embeddings, artifact.evidence_counts),
             artifact.manifest,
-            store,
-            folder.name,
+            artifact.text_encoder_name,
         )
-        model._snapshot = None if store is None else snapshot
         return model
 
     _snapshot: LLMPool | None = None

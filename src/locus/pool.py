@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from locus.artifact.layout import check_same_encoder
 from locus.artifact.manifest import Manifest
+from locus.data.table import ScoreTable
 from locus.errors import LocusInputError, LocusNotFoundError
 
 if TYPE_CHECKING:
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
 
     from locus.store import Store
 
-__all__ = ["LLMPool", "artifact_pools", "open_artifact_workspace"]
+__all__ = ["LLMPool", "artifact_pools", "open_artifact_workspace", "workspace_pools"]
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +89,25 @@ class LLMPool:
         self.embeddings = vectors
         self.evidence_counts = counts
         self._index = {llm: i for i, llm in enumerate(ids)}
+
+    @classmethod
+    def from_anchors(
+        cls, table: ScoreTable, embeddings: ArrayLike, anchor_rows: Sequence[ArrayLike]
+    ) -> LLMPool:
+        """The fit-time pool: each LLM of `table` (columns in order) with its embedding, the
+        number of its anchor rows `anchor_rows[j]` and its mean score on them."""
+        indices = [np.asarray(rows, dtype=np.int64) for rows in anchor_rows]
+        means = {
+            llm_id: (float(np.nanmean(table.scores[rows, j])), len(rows))
+            for j, (llm_id, rows) in enumerate(zip(table.llm_ids, indices, strict=True))
+            if len(rows)
+        }
+        return cls(
+            table.llm_ids,
+            np.asarray(embeddings, dtype=np.float32),
+            [len(rows) for rows in indices],
+            evidence_means=means,
+        )
 
     @classmethod
     def from_store(
@@ -322,6 +343,34 @@ def open_artifact_workspace(
         workspace = root
     store = Store.open(workspace, create=False)
     return store, store
+
+
+def workspace_pools(
+    folder: Path,
+    workspace: Store | str | os.PathLike[str] | Literal["auto"] | None,
+    fit_time: tuple[Sequence[str], ArrayLike, Sequence[int] | NDArray[np.integer]],
+    manifest: Manifest,
+    trained_with: str,
+) -> tuple[LLMPool | None, LLMPool, Store | None]:
+    """(the fit-time snapshot where a workspace is bound, else None; the pool to route with;
+    the store this call opened, for its caller to close) of the artifact `folder`, whose
+    fit-time pool is `fit_time` (llm_ids, embeddings, evidence counts): the workspace's pool
+    (`open_artifact_workspace`, `artifact_pools`) where there is one.
+
+    Raises:
+        LocusArtifactError: an artifact trained with another text encoder than the
+            workspace's (a store this call opened is closed first).
+    """
+    store, owned = open_artifact_workspace(folder, workspace)
+    if store is not None:
+        try:
+            check_same_encoder(folder.name, trained_with, store.text_encoder)
+        except Exception:
+            if owned is not None:
+                owned.close()
+            raise
+    snapshot, live = artifact_pools(*fit_time, manifest, store, folder.name)
+    return (None if store is None else snapshot), live, owned
 
 
 def _fit_key(artifact: str) -> str:

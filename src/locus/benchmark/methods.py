@@ -112,7 +112,7 @@ def _fit_locus(fold: Fold, settings: Mapping[str, Any]) -> Router:
 def _calibrate_as_fit_does(model: Any, fold: Fold) -> None:
     """A LOCUS fit cached before `Locus.fit` kept reference queries and calibrated: both
     done now exactly as the fit does them, so old and new cache entries agree."""
-    from locus.locus import reference_rows
+    from locus.calibration import reference_rows
 
     if model.reference_queries_ is not None and model.manifest.calibration is not None:
         return
