@@ -143,7 +143,9 @@ def _log_loss(logits: NDArray[np.float64], truth: NDArray[np.float64]) -> float:
     return float(np.mean(truth * np.logaddexp(0, -logits) + (1 - truth) * np.logaddexp(0, logits)))
 
 
-def evidence_or_quality(evidence_quality: NDArray[Any] | None, quality: NDArray[Any]) -> Any:
+def evidence_or_quality(
+    evidence_quality: NDArray[Any] | None, quality: NDArray[Any]
+) -> NDArray[Any]:
     """Each LLM's evidence quality, its network quality where that is unknown (NaN or None)."""
     q = np.asarray(quality)
     if evidence_quality is None:

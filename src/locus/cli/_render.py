@@ -11,9 +11,12 @@ import sys
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from locus._progress import Advance, ProgressFactory
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = [
     "fmt",
@@ -25,13 +28,13 @@ __all__ = [
 ]
 
 
-def stderr_console() -> Any:
+def stderr_console() -> Console:
     from rich.console import Console
 
     return Console(stderr=True)
 
 
-def stdout_console() -> Any:
+def stdout_console() -> Console:
     from rich.console import Console
 
     return Console()

@@ -134,7 +134,7 @@ def _predicted_headers(predicted: RankedLLM | None) -> dict[str, str]:
     return headers
 
 
-def _error(status: int, message: str, kind: str) -> Any:
+def _error(status: int, message: str, kind: str) -> JSONResponse:
     return JSONResponse(
         {"error": {"message": " ".join(message.split()), "type": kind}}, status_code=status
     )
@@ -163,7 +163,7 @@ def create_app(
     settings: ServerSettings | None = None,
     verify_key: Callable[[str], str | None] | None = None,
     onboarding: Any = None,
-) -> Any:
+) -> FastAPI:
     """The FastAPI app over a loaded router and gateway (nothing is loaded per request).
 
     `verify_key` (the store's `verify_key`) checks `Authorization: Bearer <key>` on every
@@ -174,7 +174,7 @@ def create_app(
     app = FastAPI(title="locus", docs_url=None, redoc_url=None, openapi_url=None)
     known = set(router.llm_ids)
 
-    def refused(request: Request) -> Any:
+    def refused(request: Request) -> Response | None:
         """The 401/403 answer for a request that may not pass, or None."""
         path = request.url.path
         if not path.startswith("/v1/"):
@@ -195,7 +195,7 @@ def create_app(
         return None
 
     @app.middleware("http")
-    async def bounded(request: Request, call_next: Any) -> Any:
+    async def bounded(request: Request, call_next: Any) -> Response:
         length = request.headers.get("content-length")
         denied = refused(request)
         if denied is not None:
@@ -248,7 +248,7 @@ def create_app(
         return float(value)
 
     @app.exception_handler(Exception)
-    async def unexpected(request: Request, error: Exception) -> Any:
+    async def unexpected(request: Request, error: Exception) -> Response:
         return _error(500, "internal error", "internal")
 
     class _Bad(Exception):
@@ -257,15 +257,15 @@ def create_app(
             self.status, self.kind = status, kind
 
     @app.exception_handler(_Bad)
-    async def bad(request: Request, error: _Bad) -> Any:
+    async def bad(request: Request, error: _Bad) -> Response:
         return _error(error.status, str(error), error.kind)
 
     @app.exception_handler(LocusError)
-    async def locus_error(request: Request, error: LocusError) -> Any:
+    async def locus_error(request: Request, error: LocusError) -> Response:
         return _error(400, str(error), "invalid_request")
 
     @app.exception_handler(GatewayError)
-    async def gateway_error(request: Request, error: GatewayError) -> Any:
+    async def gateway_error(request: Request, error: GatewayError) -> Response:
         if error.kind == "refused" and isinstance(error.body, dict):
             return JSONResponse(error.body, status_code=error.status)
         return _error(error.status, str(error), error.kind)
@@ -275,7 +275,7 @@ def create_app(
         return {"status": "ok"}
 
     @app.get("/ready")
-    async def ready() -> Any:
+    async def ready() -> Response:
         reachable = [
             llm for llm in gateway.upstreams.endpoints if gateway.breaker.state(llm) != "open"
         ]
@@ -288,7 +288,7 @@ def create_app(
         return JSONResponse(body, status_code=200 if reachable else 503)
 
     @app.get("/metrics")
-    async def prometheus() -> Any:
+    async def prometheus() -> Response:
         content, kind = metrics.render()
         return Response(content, media_type=kind)
 
@@ -305,7 +305,7 @@ def create_app(
         }
 
     @app.post("/v1/route")
-    async def route(request: Request) -> Any:
+    async def route(request: Request) -> dict[str, Any]:
         data = await body_of(request)
         if ("text" in data) == ("texts" in data):
             raise _Bad(
@@ -348,7 +348,7 @@ def create_app(
         return {"decisions": answers} if "texts" in data else answers[0]
 
     @app.post("/v1/chat/completions")
-    async def chat(request: Request) -> Any:
+    async def chat(request: Request) -> Response:
         data = await body_of(request)
         if "messages" not in data:
             raise _Bad(400, "messages: required", "invalid_request")
@@ -376,7 +376,7 @@ def create_app(
         return JSONResponse(answer.payload, headers=headers)
 
     @app.post("/v1/llms/{llm_id}/scores")
-    async def post_scores(llm_id: str, request: Request) -> Any:
+    async def post_scores(llm_id: str, request: Request) -> Response:
         if onboarding is None:
             raise _Bad(
                 501, "this server was started without a workspace to write to", "unsupported"

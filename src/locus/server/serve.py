@@ -9,7 +9,7 @@ the workspace and artifact from LOCUS_SERVE_WORKSPACE / LOCUS_ARTIFACT.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from locus.data.llm_catalog import Endpoint
 from locus.errors import LocusInputError
@@ -18,6 +18,9 @@ from locus.server.gateway import Gateway
 from locus.server.settings import ServerSettings
 from locus.server.upstream import Upstreams
 from locus.store import Store
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 __all__ = ["SERVE_WORKSPACE_ENV", "app_from_env", "build_app", "catalog_endpoints"]
 
@@ -43,7 +46,7 @@ def build_app(
     settings: ServerSettings | None = None,
     transport: Any = None,
     auth: bool = True,
-) -> Any:
+) -> FastAPI:
     """The app over the workspace's router; LLMs without an endpoint are routed to by
     /v1/route but never called by /v1/chat/completions."""
     from locus.pipeline.workspace_router import WorkspaceRouter
@@ -74,7 +77,7 @@ def build_app(
     )  # fmt: skip
 
 
-def app_from_env() -> Any:
+def app_from_env() -> FastAPI:
     workspace = os.environ.get(SERVE_WORKSPACE_ENV)
     if not workspace:
         raise LocusInputError(
