@@ -175,16 +175,17 @@ class Router(ABC):
             LocusInputError: a bad knob, unknown costs, or no candidate left.
         """
         DecisionRule(cost_weight=cost_weight, quality=quality)  # one rule, valid values
-        candidates = self._candidates(top, costs, cost_weight, max_cost, quality, unavailable)
+        ids = list(self.llm_ids)  # read once: a live pool may grow while this call runs
+        candidates = self._candidates(ids, top, costs, cost_weight, max_cost, quality, unavailable)
         proba = np.asarray(self.predict_proba(query_vectors), dtype=np.float64)
-        if proba.ndim != 2 or proba.shape[1] != len(self.llm_ids):
+        if proba.ndim != 2 or proba.shape[1] != len(ids):
             raise ValueError(
                 f"{type(self).__name__}.predict_proba returned {proba.shape}; expected "
-                f"(n_queries, {len(self.llm_ids)})"
+                f"(n_queries, {len(ids)})"
             )
         columns = np.array([index for index, _ in candidates], dtype=np.int64)
         names = [llm for _, llm in candidates]
-        cost = cost_matrix(costs, self.llm_ids, len(proba))[:, columns]  # (n_queries, n_cand)
+        cost = cost_matrix(costs, ids, len(proba))[:, columns]  # (n_queries, n_cand)
         chosen_proba = proba[:, columns]  # (n_queries, n_candidates)
         allowed = np.ones_like(chosen_proba, dtype=bool)
         if max_cost is not None:
@@ -239,6 +240,7 @@ class Router(ABC):
 
     def _candidates(
         self,
+        ids: list[str],
         top: int,
         costs: Costs | None,
         cost_weight: float,
@@ -251,14 +253,14 @@ class Router(ABC):
             raise LocusInputError(f"max_cost must be >= 0 USD per query, found {max_cost}")
         if top < 1:
             raise LocusInputError(f"top must be >= 1, found {top}")
-        known, down = set(self.llm_ids), set(unavailable)
+        known, down = set(ids), set(unavailable)
         strangers = sorted(down - known)
         if strangers:
             raise LocusNotFoundError(
                 f"unavailable LLM {strangers[0]!r} is not in the pool; expected some of "
-                f"{', '.join(list(self.llm_ids)[:5])}{', ...' if len(known) > 5 else ''}"
+                f"{', '.join(ids[:5])}{', ...' if len(known) > 5 else ''}"
             )
-        priced = _priced_llms(costs, self.llm_ids)
+        priced = _priced_llms(costs, ids)
         rule = (
             "cost_weight" if cost_weight > 0 else "quality" if quality is not None else "max_cost"
         )
@@ -268,7 +270,7 @@ class Router(ABC):
                 "or give prices in the LLM catalog (cost_per_query, or price_in_per_mtok and "
                 "price_out_per_mtok: `locus llms import`); library: costs={llm_id: usd}"
             )
-        candidates = [(i, llm) for i, llm in enumerate(self.llm_ids) if llm not in down]
+        candidates = [(i, llm) for i, llm in enumerate(ids) if llm not in down]
         if max_cost is not None:
             candidates = [(i, llm) for i, llm in candidates if llm in priced]
         if cost_weight > 0 or quality is not None:
