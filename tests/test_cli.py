@@ -102,8 +102,7 @@ def test_one_file_per_llm_shares_queries(run_cli: Run, tmp_path: Path) -> None:
     second = run_cli("import", "table", b, "-w", ws)
     shown = " ".join(second.stdout.split())
     assert (
-        second.exit_code == 0
-        and "2 of the file's query ids share their text with another id" in shown
+        second.exit_code == 0 and "2 of its queries have the text of a query already known" in shown
     )
     stats = run_cli("stats", "-w", ws, "--json").json()
     assert isinstance(stats, dict)

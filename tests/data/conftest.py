@@ -208,3 +208,34 @@ def write_text() -> Callable[[Path, str], Path]:
         return path
 
     return write
+
+
+EVAL_LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "eval_logs"
+
+
+def _copy(name: str, tmp_path: Path) -> Path:
+    """A copy of the tool-written fixture folder `name` (written by the real tools: see each
+    folder's build script), so a test can change it."""
+    import shutil
+
+    target = tmp_path / name
+    shutil.copytree(EVAL_LOGS / name, target)
+    return target
+
+
+@pytest.fixture
+def lm_eval_folder(tmp_path: Path) -> Path:
+    """lm-evaluation-harness 0.4.13 --log_samples output: 3 models, 2 tasks, one rerun."""
+    return _copy("lm_eval", tmp_path) / "output"
+
+
+@pytest.fixture
+def inspect_folder(tmp_path: Path) -> Path:
+    """inspect-ai 0.3.285 logs: 3 models, .eval (zstd) and .json, an epochs run."""
+    return _copy("inspect_ai", tmp_path) / "logs"
+
+
+@pytest.fixture
+def helm_folder(tmp_path: Path) -> Path:
+    """crfm-helm 0.5.16 runs of simple_mcqa by 3 models (one HELM's own simple model)."""
+    return _copy("helm", tmp_path) / "benchmark_output"

@@ -15,7 +15,16 @@ from locus.errors import LocusInputError
 
 from .conftest import ProgressRecord
 
-FORMATS = ("table", "mmlu-pro", "embedllm", "routerbench", "scores-json")
+FORMATS = (
+    "table",
+    "mmlu-pro",
+    "embedllm",
+    "routerbench",
+    "scores-json",
+    "lm-eval",
+    "inspect",
+    "helm",
+)
 
 
 def test_registry_names() -> None:
@@ -65,6 +74,9 @@ CASES: dict[str, tuple[str, str, tuple[int, int, int]]] = {
     "embedllm": ("embedllm_folder", "embedllm", (3, 4, 12)),
     "routerbench": ("routerbench_file", "routerbench", (2, 3, 6)),
     "scores-json": ("scores_json_folder", "scores-json", (2, 3, 6)),
+    "lm-eval": ("lm_eval_folder", "lm-eval", (3, 24, 72)),
+    "inspect": ("inspect_folder", "inspect", (3, 16, 40)),
+    "helm": ("helm_folder", "helm", (3, 6, 18)),
 }
 
 
@@ -117,6 +129,9 @@ def test_contract_empty_input(name: str, tmp_path: Path) -> None:
         "embedllm": ["model_order.csv", "question_order.csv", "train.csv"],
         "routerbench": ["t.csv"],
         "scores-json": ["s.json"],
+        "lm-eval": ["results_2026.json", "samples_t_2026.jsonl"],
+        "inspect": ["x.eval"],
+        "helm": ["run_spec.json", "scenario_state.json", "per_instance_stats.json"],
     }[name]
     for file_name in names:
         (folder / file_name).write_text("")

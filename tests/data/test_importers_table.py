@@ -103,9 +103,14 @@ def test_mapping_to_unknown_canonical_name(tmp_path: Path, write_text: WriteText
 
 
 def test_missing_column(tmp_path: Path, write_text: WriteText) -> None:
-    path = write_text(tmp_path / "s.csv", "llm_id,query_id,correct\na,q,1\n")
-    with pytest.raises(LocusInputError, match="missing column 'score'"):
+    path = write_text(tmp_path / "s.csv", "llm_id,query_id,outcome\na,q,1\n")
+    with pytest.raises(LocusInputError) as caught:
         import_table(path)
+    assert str(caught.value) == (
+        f"{path}: no score column found among the file's columns (llm_id, query_id, outcome); "
+        "name a column score, correct, is_correct, acc, accuracy, or map yours with "
+        "-c score=COLUMN"
+    )
 
 
 def test_non_numeric_score_names_the_line(tmp_path: Path, write_text: WriteText) -> None:

@@ -27,8 +27,8 @@ def _fill(target: str | Path) -> dict[str, object]:
     second = rows[rows["query_id"].str.endswith(("1", "2"))].copy()
     second["query_id"] = "other-" + second["query_id"]  # the same texts under other ids
     second["score"] = 1.0 - second["score"]  # and scores that disagree
-    changed = rows.head(40).copy()
-    changed["score"] = 1.0 - changed["score"]
+    changed = rows.copy()  # the same file with 40 scores corrected
+    changed.loc[changed.index[:40], "score"] = 1.0 - changed["score"].iloc[:40]
     with Store.open(target) as store:
         first = store.write_batch(
             ImportBatch.from_long(rows, source="a", origin="a.csv"), kind="table"

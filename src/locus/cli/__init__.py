@@ -2,18 +2,22 @@
 
     _app.py             the typer app and shared options
     _render.py          consoles, progress bars, JSON, number formats
-    data_commands.py    import, llms, stats, encode
+    import_commands.py  import FORMAT PATH... (auto, table, lm-eval, inspect, helm, ...)
+    data_commands.py    llms, stats, encode
     model_commands.py   fit, embed, evaluate
     route_commands.py   route
     benchmark_commands.py  benchmark SUITE
     atlas_commands.py   similar, geometry, cluster, atlas, portfolio, proxy
     search_commands.py  identify, search (they embed new evidence)
+    sources_commands.py sources, remove-source
     serve_commands.py   serve (the routing service and gateway, locus.server)
     keys_commands.py    keys create | list | revoke
     demo.py             demo: the main job end to end
 
 Errors from the library arrive as `LocusError`; they are printed on one line to stderr and the
-process exits with the error's exit code (2 for bad input), the store unchanged.
+process exits with the error's exit code (2 for bad input), the store unchanged. Under
+`--json` every error, a usage error included, is instead one JSON object on stdout,
+``{"error": ..., "kind": ..., "hint": ...}``, with the same exit code.
 """
 
 from __future__ import annotations
@@ -25,11 +29,13 @@ from locus.cli import (  # noqa: F401
     benchmark_commands,
     data_commands,
     demo,
+    import_commands,
     keys_commands,
     model_commands,
     route_commands,
     search_commands,
     serve_commands,
+    sources_commands,
 )
 from locus.cli._app import app
 from locus.errors import LocusError
@@ -38,19 +44,42 @@ __all__ = ["app", "main"]
 
 
 def main() -> None:
-    """Entry point: run the app, turning `LocusError` into one line on stderr and an exit code."""
+    """Entry point: run the app, turning `LocusError` into one line on stderr (JSON on stdout
+    under --json) and an exit code."""
     import logging
 
     logging.basicConfig(level=logging.WARNING, format="warning: %(message)s")
+    as_json = "--json" in sys.argv[1:]
     try:
-        app()
+        code = app(standalone_mode=False)
     except LocusError as error:
-        message = " ".join(str(error).split("\n"))
-        sys.stderr.write(f"error: {message}\n")
-        raise SystemExit(error.exit_code) from None
+        _fail(" ".join(str(error).split("\n")), type(error).__name__, error.exit_code, as_json)
     except KeyboardInterrupt:
-        sys.stderr.write("interrupted; nothing half-written was kept\n")
-        raise SystemExit(130) from None
+        _fail("interrupted; nothing half-written was kept", "KeyboardInterrupt", 130, as_json)
+    except Exception as error:
+        # typer's own click: a usage error (bad option, missing argument) or an abort
+        if hasattr(error, "format_message") and hasattr(error, "exit_code"):
+            if not as_json:
+                error.show()  # type: ignore[attr-defined]
+                raise SystemExit(error.exit_code) from None
+            _fail(error.format_message(), "UsageError", error.exit_code, as_json)
+        if type(error).__name__ == "Abort":
+            _fail("aborted", "Abort", 1, as_json)
+        raise
+    raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def _fail(message: str, kind: str, code: int, as_json: bool) -> None:
+    """Report an error (stderr, or JSON on stdout) and exit with `code`."""
+    if as_json:
+        import json
+
+        _, sep, hint = message.rpartition("; ")
+        payload = {"error": message, "kind": kind, "hint": hint if sep else None}
+        sys.stdout.write(json.dumps(payload) + "\n")
+    else:
+        sys.stderr.write(f"error: {message}\n" if kind != "KeyboardInterrupt" else message + "\n")
+    raise SystemExit(code)
 
 
 if __name__ == "__main__":

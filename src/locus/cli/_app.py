@@ -1,12 +1,15 @@
-"""The typer application and the options every command shares."""
+"""The typer application, the options every command shares, and opening the workspace."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-__all__ = ["ArtifactOption", "JsonOption", "QuietOption", "WorkspaceOption", "app"]
+if TYPE_CHECKING:
+    from locus.store import Store
+
+__all__ = ["ArtifactOption", "JsonOption", "QuietOption", "WorkspaceOption", "app", "open_store"]
 
 app = typer.Typer(
     name="locus",
@@ -33,3 +36,11 @@ QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress ba
 ArtifactOption = Annotated[
     str, typer.Option("--artifact", help="Name of the trained artifact in the workspace.")
 ]
+
+
+def open_store(workspace: str | None, *, create: bool = True) -> Store:
+    """The workspace a command names (`--workspace`), opened (created unless `create` is
+    False: then a missing one is an error saying so)."""
+    from locus.store import Store
+
+    return Store.open(workspace, create=create)

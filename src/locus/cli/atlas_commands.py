@@ -15,9 +15,8 @@ from typing import Annotated, Any
 
 import typer
 
-from locus.cli._app import ArtifactOption, JsonOption, QuietOption, WorkspaceOption, app
+from locus.cli._app import ArtifactOption, JsonOption, QuietOption, WorkspaceOption, app, open_store
 from locus.cli._render import fmt, print_json, progress_bars, stdout_console
-from locus.cli.data_commands import open_store
 from locus.errors import LocusInputError
 
 MetricOption = Annotated[

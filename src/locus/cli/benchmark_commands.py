@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from locus.cli._app import JsonOption, QuietOption, WorkspaceOption, app
+from locus.cli._app import JsonOption, QuietOption, WorkspaceOption, app, open_store
 from locus.cli._render import print_json, progress_bars, stderr_console, stdout_console
-from locus.cli.data_commands import open_store
 from locus.errors import LocusInputError
 
 if TYPE_CHECKING:

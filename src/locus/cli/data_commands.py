@@ -1,178 +1,13 @@
-"""`locus import | llms | stats | encode`: get evaluation results in and look at them."""
+"""`locus llms | stats | encode`: look at what was imported, and encode its queries."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from locus._progress import ProgressFactory
-from locus.cli._app import JsonOption, QuietOption, WorkspaceOption, app
+from locus.cli._app import JsonOption, QuietOption, WorkspaceOption, app, open_store
 from locus.cli._render import fmt, print_json, progress_bars, stderr_console, stdout_console
-from locus.errors import LocusInputError
-
-FORMATS = ("table", "mmlu-pro", "embedllm", "routerbench", "scores-json", "llms")
-
-
-def open_store(workspace: str | None, *, create: bool = True) -> Any:
-    from locus.store import Store
-
-    return Store.open(workspace, create=create)
-
-
-def _import_catalog(path: Path, *, workspace: str | None, as_json: bool) -> None:
-    from locus.data.llm_catalog import read_llm_catalog
-
-    records = read_llm_catalog(path)
-    with open_store(workspace) as store:
-        counts = store.upsert_llm_metadata([(r.llm_id, r.metadata()) for r in records])
-    served = sum(r.endpoint is not None for r in records)
-    if as_json:
-        print_json({"llms": len(records), "with_endpoint": served, **counts})
-        return
-    stdout_console().print(
-        f"{path}: {len(records)} LLMs ({counts['new']} new, {counts['updated']} updated), "
-        f"{served} with an endpoint"
-    )
-
-
-def _parse_columns(pairs: list[str]) -> dict[str, str]:
-    mapping: dict[str, str] = {}
-    for pair in pairs:
-        canonical, sep, name = pair.partition("=")
-        if not sep or not canonical.strip() or not name.strip():
-            raise LocusInputError(
-                f"--column {pair!r}: expected CANONICAL=FILE_COLUMN such as score=correct"
-            )
-        mapping[canonical.strip()] = name.strip()
-    return mapping
-
-
-@app.command("import")
-def import_command(
-    format_name: Annotated[str, typer.Argument(metavar="FORMAT", help=" | ".join(FORMATS))],
-    path: Annotated[
-        Path | None,
-        typer.Argument(help="File or folder to import (mmlu-pro: default = bundled data)."),
-    ] = None,
-    queries: Annotated[
-        Path | None, typer.Option("--queries", help="table: a separate queries file.")
-    ] = None,
-    column: Annotated[
-        list[str] | None,
-        typer.Option("--column", "-c", help="table: map a column, CANONICAL=FILE_COLUMN."),
-    ] = None,
-    source: Annotated[
-        str | None, typer.Option("--source", help="Provenance name (default from the file).")
-    ] = None,
-    namespace: Annotated[
-        str | None,
-        typer.Option(
-            "--namespace",
-            help="Identifies queries WITHOUT text by id across files (default: the source). "
-            "Queries with text are identified by their text, whatever the file.",
-        ),
-    ] = None,
-    replace: Annotated[
-        bool, typer.Option("--replace", help="Overwrite stored scores that differ.")
-    ] = False,
-    workspace: WorkspaceOption = None,
-    as_json: JsonOption = False,
-    quiet: QuietOption = False,
-) -> None:
-    """Import evaluation results into the workspace (one transaction: all or nothing).
-
-    `locus import llms FILE` imports the LLM catalog instead: names, families, parameters,
-    prices and endpoints (see locus.data.llm_catalog)."""
-    if format_name == "llms":
-        if path is None or queries is not None or column or namespace is not None:
-            raise LocusInputError(
-                "import llms: expected one catalog FILE and no --queries, --column or --namespace"
-            )
-        _import_catalog(path, workspace=workspace, as_json=as_json)
-        return
-    from locus.data.importers import get_importer
-
-    importer = get_importer(format_name)  # unknown format: fail before reading anything
-    options: dict[str, Any] = {}
-    if format_name == "table":
-        if queries is not None:
-            options["queries"] = queries
-        if column:
-            options["columns"] = _parse_columns(column)
-    elif queries is not None or column:
-        raise LocusInputError(
-            f"--queries and --column apply to the 'table' format only, found them with "
-            f"{format_name!r}; drop them"
-        )
-    if namespace is not None:
-        options["namespace"] = namespace
-    progress = progress_bars(quiet or as_json)
-    if path is None:
-        if format_name != "mmlu-pro":
-            raise LocusInputError(f"import {format_name}: expected a PATH to import, found none")
-        path = _mmlu_pro_path(workspace, progress)
-    from locus.data.file_stamps import import_fingerprint
-
-    inputs = [path] + [v for v in options.values() if isinstance(v, Path)]
-    key, files = import_fingerprint(format_name, inputs, {"source": source, **options})
-    if not replace and _unchanged_since_last_import(workspace, key, files):
-        if as_json:
-            print_json({"changed": False, "skipped": "files unchanged since the last import"})
-        else:
-            stdout_console().print(
-                f"already imported: {path} (its files are unchanged since the last import of "
-                "them; --replace reads them again)"
-            )
-        return
-    # read and validate before the workspace is touched: a bad file leaves no trace
-    batch = importer(path, source=source, progress=progress, **options)
-    with open_store(workspace) as store:
-        report = store.write_batch(batch, kind=format_name, replace=replace, progress=progress)
-        store.set_meta(key, files)
-    if as_json:
-        print_json(report.as_dict())
-        return
-    verb = "imported" if report.changed else "already imported (nothing changed)"
-    stdout_console().print(
-        f"{verb}: {report.origin} as source [bold]{report.source}[/]: "
-        f"{report.llms_in_file:,} LLMs, {report.queries_in_file:,} queries, "
-        f"{report.scores_in_file:,} scores; new: {report.new_llms:,} LLMs, "
-        f"{report.new_queries:,} queries, {report.new_scores:,} scores"
-        + (f", replaced {report.replaced_scores:,}" if report.replaced_scores else "")
-        + _shared_note(report)
-    )
-
-
-def _unchanged_since_last_import(workspace: str | None, key: str, files: str) -> bool:
-    from locus.errors import LocusStoreError
-
-    try:
-        with open_store(workspace, create=False) as store:
-            return bool(store.get_meta(key) == files)
-    except LocusStoreError:  # no workspace yet (or not one): nothing was imported
-        return False
-
-
-def _shared_note(report: Any) -> str:
-    shared = int(report.new_aliases) - int(report.new_queries)
-    if shared <= 0:
-        return ""
-    # scores that disagree with another source's are reported by the store's warning
-    return (
-        f"; {shared:,} of the file's query ids share their text with another id (in this file "
-        "or already in the workspace), so each such text is one query"
-    )
-
-
-def _mmlu_pro_path(workspace: str | None, progress: ProgressFactory) -> Path:
-    from locus.data.fetch import locate_or_fetch_mmlu_pro
-    from locus.store import local_workspace_dir
-
-    return locate_or_fetch_mmlu_pro(
-        downloads=local_workspace_dir(workspace) / "downloads" / "mmlu_pro", progress=progress
-    )
 
 
 @app.command("llms")
@@ -244,7 +79,7 @@ def llms_command(workspace: WorkspaceOption = None, as_json: JsonOption = False)
 def stats_command(workspace: WorkspaceOption = None, as_json: JsonOption = False) -> None:
     """Counts, sources, text encoder and content checksums of the workspace."""
     with open_store(workspace, create=False) as store:
-        payload = {
+        payload: dict[str, Any] = {
             "workspace": store.location,
             "counts": store.counts(),
             "text_encoder": store.text_encoder,

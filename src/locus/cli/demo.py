@@ -6,9 +6,10 @@ from typing import Annotated, Any
 
 import typer
 
-from locus.cli._app import QuietOption, WorkspaceOption, app
+from locus.cli._app import QuietOption, WorkspaceOption, app, open_store
 from locus.cli._render import stdout_console
-from locus.cli.data_commands import encode_command, import_command, llms_command, open_store
+from locus.cli.data_commands import encode_command, llms_command
+from locus.cli.import_commands import import_command
 from locus.cli.model_commands import evaluate_command, fit_command
 from locus.cli.route_commands import route_and_render
 from locus.errors import LocusError

@@ -6,9 +6,8 @@ from typing import Annotated
 
 import typer
 
-from locus.cli._app import JsonOption, WorkspaceOption, app
+from locus.cli._app import JsonOption, WorkspaceOption, app, open_store
 from locus.cli._render import fmt, print_json, stdout_console
-from locus.cli.data_commands import open_store
 
 keys_app = typer.Typer(
     help="API keys of locus serve (stored hashed; shown once).", no_args_is_help=True

@@ -7,15 +7,15 @@ from typing import Annotated, Any
 
 import typer
 
-from locus.cli._app import ArtifactOption, JsonOption, QuietOption, WorkspaceOption, app
+from locus.cli._app import ArtifactOption, JsonOption, QuietOption, WorkspaceOption, app, open_store
 from locus.cli._render import (
     calibration_line,
     guard_line,
     print_json,
+    stderr_console,
     stdout_console,
     training_bar,
 )
-from locus.cli.data_commands import open_store
 from locus.errors import LocusInputError
 
 
@@ -101,6 +101,8 @@ def fit_command(
     if as_json:
         print_json(report.as_dict())
         return
+    for note in report.notes:
+        stderr_console().print(f"note: {note}", markup=False, highlight=False)
     stdout_console().print(
         f"trained artifact [bold]{artifact}[/] on {report.llms} LLMs, {report.train_queries:,} "
         f"training queries in {report.seconds:.0f} s; best validation hit@1 "
@@ -269,6 +271,23 @@ def _render_evaluation(result: Any) -> None:
     summary.add_row("random LLM", f"{base.random:.4f}")
     summary.add_row("oracle", f"{base.oracle:.4f}")
     console.print(summary)
+    if routing.hit_at_1_se is not None:
+        line = f"hit@1 {routing.hit_at_1:.4f} ± {routing.hit_at_1_se:.4f} (one standard error)"
+        if routing.gain is not None and routing.gain_se is not None:
+            verdict = (
+                "the same answers on every query"
+                if routing.gain == 0 and routing.gain_se == 0
+                else "within noise (two standard errors)"
+                if routing.gain_is_noise
+                else "beyond noise"
+                if routing.gain > 0
+                else "a loss beyond noise"
+            )
+            line += (
+                f"; {routing.gain:+.4f} ± {routing.gain_se:.4f} against the best single LLM on "
+                f"the same queries: {verdict}"
+            )
+        console.print(line)
     console.print(
         f"hit@3 {routing.hit_at_3:.4f}  hit@5 {routing.hit_at_5:.4f}  |  correctness: accuracy "
         f"{correct.accuracy:.4f}  AUROC {correct.auroc:.4f}  Brier {correct.brier:.4f}  "

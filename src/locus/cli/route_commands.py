@@ -8,9 +8,8 @@ from typing import Annotated
 
 import typer
 
-from locus.cli._app import ArtifactOption, JsonOption, WorkspaceOption, app
+from locus.cli._app import ArtifactOption, JsonOption, WorkspaceOption, app, open_store
 from locus.cli._render import print_json, stderr_console, stdout_console
-from locus.cli.data_commands import open_store
 from locus.errors import LocusInputError
 
 

@@ -8,9 +8,8 @@ from typing import Annotated
 
 import typer
 
-from locus.cli._app import ArtifactOption, WorkspaceOption, app
+from locus.cli._app import ArtifactOption, WorkspaceOption, app, open_store
 from locus.cli._render import stderr_console
-from locus.cli.data_commands import open_store
 from locus.errors import LocusInputError
 
 

@@ -60,6 +60,8 @@ class ImportBatch:
         namespace: where the ids of queries *without text* live: two batches with one namespace
             and the same ``query_id`` (no text) score one query. ``""`` (the default of the
             constructor) means the source name.
+        notes: what the importer decided for the user to hear (a column recognised by its
+            name, a metric chosen, percentages read as fractions), one line each.
     """
 
     source: str
@@ -68,6 +70,7 @@ class ImportBatch:
     scores: pd.DataFrame
     llms: pd.DataFrame
     namespace: str = ""
+    notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.namespace == "":
@@ -95,6 +98,7 @@ class ImportBatch:
         describe_row: RowDescriber = _default_row,
         llm_metadata: pd.DataFrame | None = None,
         namespace: str | None = None,
+        notes: tuple[str, ...] = (),
     ) -> ImportBatch:
         """Validate a canonical long table and build the batch.
 
@@ -106,6 +110,7 @@ class ImportBatch:
             llm_metadata: optional extra LLM columns, keyed by ``llm_id``.
             namespace: identifies queries without text together with their ``query_id``;
                 default ``source``.
+            notes: the importer's decisions, for the user (`ImportBatch.notes`).
 
         Raises:
             LocusInputError: an unusable source or namespace name, a missing column, an empty
@@ -172,6 +177,7 @@ class ImportBatch:
             scores=score_rows,
             llms=llms,
             namespace=source if namespace is None else namespace,
+            notes=tuple(notes),
         )
 
 
@@ -255,9 +261,16 @@ def _numeric_column(
     parsed, bad, outside = parse_numbers(raw, low=low, high=high)
     if bad.any():
         position = int(np.flatnonzero(bad)[0])
+        found = raw.iloc[position]
+        hint = "fix the value or leave it blank for 'not evaluated'"
+        if column == "score" and str(found).strip().endswith("%"):
+            hint = (
+                "scores are fractions correct in [0, 1]: write '87%' as 0.87 (the table "
+                "importer reads a column of percentages itself)"
+            )
         raise LocusInputError(
             f"{origin}: {describe_row(position)}, column {column!r}: expected a number, found "
-            f"{_show(raw.iloc[position])}; fix the value or leave it blank for 'not evaluated'"
+            f"{_show(found)}; {hint}"
         )
     if outside.any():
         position = int(np.flatnonzero(outside)[0])

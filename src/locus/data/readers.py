@@ -78,11 +78,14 @@ class TableData:
         describe_row: maps a 0-based row position of ``frame`` to its place in the file:
             ``"line 17"`` for CSV/TSV/JSONL (the CSV header is line 1), ``"record 5"`` for a JSON
             list, ``"row 5"`` for Parquet.
+        notes: what reading decided that the user should hear (a delimiter other than the
+            suffix's, found in the header).
     """
 
     path: Path
     frame: pd.DataFrame
     describe_row: RowDescriber
+    notes: tuple[str, ...] = ()
 
 
 def table_suffix(path: Path) -> str | None:
@@ -139,12 +142,32 @@ def read_table(path: Path, *, keep_columns: Collection[str] | None = None) -> Ta
     }[kind]
     check_file(path, expected)
     if kind in ("csv", "tsv"):
-        return _read_delimited(path, "\t" if kind == "tsv" else ",", keep_columns, expected)
+        default = "\t" if kind == "tsv" else ","
+        return _read_delimited(path, _sniff_delimiter(path, default), keep_columns, expected)
     if kind == "parquet":
         return _read_parquet(path, keep_columns, expected)
     if kind == "jsonl":
         return _read_jsonl(path, keep_columns, expected)
     return _read_json_list(path, keep_columns, expected)
+
+
+_DELIMITERS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
+
+
+def _sniff_delimiter(path: Path, default: str) -> str:
+    """The delimiter of a CSV/TSV file's header line: the suffix's own where the header holds
+    it, else the one of `_DELIMITERS` it holds most of (a European ``;`` CSV, a ``.csv`` that
+    is tab-separated); the default where the header is unreadable or holds none."""
+    try:
+        with open_text(path) as text:
+            header = next((line for line in text if line.strip()), "")
+    except (OSError, UnicodeDecodeError, EOFError, zlib.error):
+        return default
+    if default in header:
+        return default
+    counts = {sep: header.count(sep) for sep in _DELIMITERS}
+    best = max(counts, key=lambda sep: counts[sep])
+    return best if counts[best] else default
 
 
 def _read_delimited(
@@ -162,7 +185,9 @@ def _read_delimited(
             encoding="utf-8",
             compression="infer",
         )
-    return TableData(path, frame, _CsvLines(path, sep))
+    default = "\t" if (table_suffix(path) or "").startswith(".tsv") else ","
+    notes = () if sep == default else (f"read as {_DELIMITERS[sep]}-separated (from its header)",)
+    return TableData(path, frame, _CsvLines(path, sep), notes)
 
 
 class _CsvLines:

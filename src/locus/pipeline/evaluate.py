@@ -39,7 +39,10 @@ class RoutingMetrics:
 
     `hit_at_1` is what `locus route` does: with the artifact's guard when it has one
     (`unguarded_hit_at_1` without it); `moved`: the share of queries the guarded router sends
-    to another LLM than the guard's default (None without a guard).
+    to another LLM than the guard's default (None without a guard). `hit_at_1_se`: one
+    standard error of `hit_at_1` over the queries; `gain`: hit@1 less the best single LLM's
+    on the queries both were scored on, with its paired standard error `gain_se` (a gain
+    under two standard errors is noise).
     """
 
     hit_at_1: float
@@ -48,13 +51,27 @@ class RoutingMetrics:
     unguarded_hit_at_1: float
     moved: float | None = None
     guard: dict[str, Any] | None = None
+    hit_at_1_se: float | None = None
+    gain: float | None = None
+    gain_se: float | None = None
+
+    @property
+    def gain_is_noise(self) -> bool:
+        """True where the gain over the best single LLM is within two standard errors."""
+        if self.gain is None or self.gain_se is None:
+            return True
+        return abs(self.gain) <= 2 * self.gain_se
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "hit@1": self.hit_at_1,
+            "hit@1_se": self.hit_at_1_se,
             "hit@3": self.hit_at_3,
             "hit@5": self.hit_at_5,
             "unguarded_hit@1": self.unguarded_hit_at_1,
+            "gain_over_best_single": self.gain,
+            "gain_se": self.gain_se,
+            "gain_is_noise": self.gain_is_noise,
             "moved": self.moved,
             "guard": self.guard,
         }
@@ -205,6 +222,7 @@ def evaluate_workspace(
             oracle=metrics.oracle_accuracy(truth[mask]),
         )
     correctness = metrics.correctness_metrics(proba, truth)
+    se, gain, gain_se = _noise(routed, truth, best_index)
     return Evaluation(
         artifact=name,
         split=split,
@@ -217,6 +235,9 @@ def evaluate_workspace(
             unguarded_hit_at_1=unguarded,
             moved=moved,
             guard=None if guard is None else guard.as_dict(),
+            hit_at_1_se=se,
+            gain=gain,
+            gain_se=gain_se,
         ),
         correctness=CorrectnessMetrics(
             accuracy=correctness["accuracy"],
@@ -237,6 +258,24 @@ def evaluate_workspace(
         per_task=per_task,
         savings=_savings(router, table, data.vectors[rows], rows, columns, proba, routed, truth),
     )
+
+
+def _noise(
+    routed: np.ndarray, truth: np.ndarray, best: int
+) -> tuple[float | None, float | None, float | None]:
+    """(standard error of hit@1, gain over the LLM `best`, the gain's paired standard error)
+    over the queries; None where fewer than two queries allow one."""
+    choice = metrics.routing_choices(routed, truth)
+    rows = np.flatnonzero(choice >= 0)
+    if len(rows) < 2:
+        return None, None, None
+    got = truth[rows, choice[rows]].astype(np.float64)
+    se = float(got.std(ddof=1) / np.sqrt(len(got)))
+    both = ~np.isnan(truth[rows, best])
+    if both.sum() < 2:
+        return se, None, None
+    diff = got[both] - truth[rows[both], best]
+    return se, float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(len(diff)))
 
 
 QUALITY_SETTINGS = (1.0, 0.95, 0.9, 0.8)

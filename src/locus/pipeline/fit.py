@@ -17,7 +17,7 @@ import numpy as np
 
 from locus.calibration import Calibration
 from locus.data.table import ScoreTable
-from locus.errors import LocusNotFoundError
+from locus.errors import LocusInputError, LocusNotFoundError
 from locus.locus import Locus
 from locus.nn.config import TrainingConfig
 from locus.nn.training import ProgressCallback
@@ -35,7 +35,21 @@ from locus.routing.locus_router import LocusRouter
 from locus.routing.stacked import StackedRouter
 from locus.store import Store
 
-__all__ = ["FitReport", "fit_workspace", "load_workspace_locus", "steps_for_epochs"]
+__all__ = [
+    "MIN_LLMS",
+    "MIN_TRAIN_QUERIES",
+    "STACK_MIN_TRAIN_QUERIES",
+    "FitReport",
+    "fit_workspace",
+    "load_workspace_locus",
+    "steps_for_epochs",
+]
+
+MIN_LLMS = 2  # routing chooses among LLMs
+MIN_TRAIN_QUERIES = 8  # what training needs to run at all (evidence, targets, a validation)
+# below this many training queries the kNN votes are too few to stack (k is 50 and 500):
+# the fit keeps LOCUS alone, and says so
+STACK_MIN_TRAIN_QUERIES = 200
 
 
 @dataclass(frozen=True)
@@ -53,6 +67,7 @@ class FitReport:
     guard: Guard | None = None
     calibration: Calibration | None = None
     stack: dict[str, Any] | None = None
+    notes: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -101,13 +116,14 @@ def fit_workspace(
             )
         excluded = set(exclude_llms)
         table = table.select_llms([llm for llm in table.llm_ids if llm not in excluded])
+    train_rows, val_rows = data.rows("train"), data.rows("val")
+    ensemble, notes = _check_size(table, train_rows, val_rows, len(data.rows("test")), ensemble)
     model = Locus(config, device=device)
     model.manifest = model.manifest.with_(
         split_seed=split_seed,
         excluded_llms=tuple(exclude_llms),
         data_checksums=store.checksums(),
     )
-    train_rows, val_rows = data.rows("train"), data.rows("val")
     model.fit(
         table,
         data.vectors,
@@ -148,7 +164,46 @@ def fit_workspace(
         guard=router.guard,
         calibration=model.manifest.calibration,
         stack=None if router.stack is None else router.stack.as_dict(),
+        notes=notes,
     )
+
+
+def _check_size(
+    table: ScoreTable, train_rows: np.ndarray, val_rows: np.ndarray, tests: int, ensemble: bool
+) -> tuple[bool, tuple[str, ...]]:
+    """(whether to stack, notes for the user) for a pool this size.
+
+    Raises:
+        LocusInputError: fewer than `MIN_LLMS` LLMs or `MIN_TRAIN_QUERIES` scored training
+            queries, or no scored validation query.
+    """
+    scored = lambda rows: int((~np.isnan(table.scores[rows])).any(axis=1).sum())  # noqa: E731
+    train, val = scored(train_rows), scored(val_rows)
+    if table.n_llms < MIN_LLMS:
+        raise LocusInputError(
+            f"fit needs at least {MIN_LLMS} LLMs to route among; the workspace has "
+            f"{table.n_llms}; import another LLM's scores (`locus import`)"
+        )
+    if train < MIN_TRAIN_QUERIES or val < 1:
+        raise LocusInputError(
+            f"fit needs at least {MIN_TRAIN_QUERIES} scored training queries and one "
+            f"validation query (the workspace's split is 80/10/10 by query text); it has "
+            f"{train} and {val}; import more queries (a few hundred to measure anything)"
+        )
+    notes = []
+    if train < STACK_MIN_TRAIN_QUERIES and ensemble:
+        ensemble = False
+        notes.append(
+            f"{train} training queries: fewer than {STACK_MIN_TRAIN_QUERIES}, too few for the "
+            "kNN votes the router stacks with LOCUS; fitted LOCUS alone"
+        )
+    if tests < 200:
+        error = 0.5 / np.sqrt(max(tests, 1))
+        notes.append(
+            f"a small pool: {tests} test queries, so one standard error of hit@1 is up to "
+            f"{error:.2f}; differences smaller than that are noise"
+        )
+    return ensemble, tuple(notes)
 
 
 def _fit_cost_model(

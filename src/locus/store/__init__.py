@@ -8,6 +8,7 @@ by several processes; the only code that speaks SQL.
     migrate.py     in-place schema migrations on open
     ingest.py      import a file or folder: the format's importer, then one write
     imports.py     write_batch: an ImportBatch into queries, aliases and scores
+    sources.py     sources: list them, remove one whole
     aliases.py     query identities and aliases of an import
     scores.py      the score table, per-LLM summaries and costs, counts
     checksums.py   content checksums, cached under a data version

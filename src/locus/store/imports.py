@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Connection, and_, func, select
+from sqlalchemy import Connection, and_, delete, func, select, tuple_
 
 from locus._progress import ProgressFactory, no_progress
 from locus.data.batch import ImportBatch
@@ -65,6 +65,7 @@ class ImportReport:
     unchanged_scores: int
     new_aliases: int = 0
     disagreeing_scores: int = 0
+    removed_scores: int = 0
 
     @property
     def changed(self) -> bool:
@@ -74,6 +75,7 @@ class ImportReport:
             or self.new_aliases
             or self.new_scores
             or self.replaced_scores
+            or self.removed_scores
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -100,7 +102,9 @@ class StoreImports(StoreCore):
 
         Scores already present with the same value are left alone, so re-importing changes
         nothing. Scores are kept per (LLM, alias): another source scoring the same query never
-        overwrites them (see `ImportReport.disagreeing_scores`).
+        overwrites them (see `ImportReport.disagreeing_scores`). With `replace`, the batch
+        replaces its source whole: differing scores are overwritten and the source's scores the
+        batch no longer holds are removed (with the aliases and queries left without any).
 
         Raises:
             LocusConflictError: a different score for an existing (LLM, alias) without
@@ -142,6 +146,7 @@ class StoreImports(StoreCore):
                 )
             to_insert = merged[is_new]
             to_replace = merged[differs]
+            removed = _remove_absent(conn, batch.source, existing, incoming) if replace else 0
             total = len(to_insert) + len(to_replace)
             with progress(f"writing {total:,} scores", total=total) as advance:
                 _insert_scores(conn, to_insert, batch.source, stamp, advance)
@@ -171,7 +176,31 @@ class StoreImports(StoreCore):
             unchanged_scores=int((~is_new & ~differs).sum()),
             new_aliases=new_aliases,
             disagreeing_scores=disagreeing,
+            removed_scores=removed,
         )
+
+
+def _remove_absent(
+    conn: Connection, source: str, existing: pd.DataFrame, incoming: pd.DataFrame
+) -> int:
+    """Delete the `source`'s stored scores (`existing`: llm, alias) that `incoming` does not
+    hold, then its aliases and the queries left without a score or alias; the count deleted."""
+    keys = incoming[["llm", "alias"]].assign(kept=True)
+    gone = existing.merge(keys, on=["llm", "alias"], how="left")
+    gone = gone[gone["kept"].isna()]
+    if not len(gone):
+        return 0
+    s, a, q = schema.scores.c, schema.query_aliases.c, schema.queries.c
+    pairs = list(zip(gone["llm"].astype(int), gone["alias"].astype(int), strict=True))
+    for start in range(0, len(pairs), CHUNK):
+        chunk = pairs[start : start + CHUNK]
+        conn.execute(
+            delete(schema.scores).where(s.source == source, tuple_(s.llm, s.alias).in_(chunk))
+        )
+    scored = select(s.alias).where(s.source == source).distinct()
+    conn.execute(delete(schema.query_aliases).where(a.source == source, a.id.not_in(scored)))
+    conn.execute(delete(schema.queries).where(q.id.not_in(select(a.query).distinct())))
+    return len(pairs)
 
 
 def _upsert_source(conn: Connection, batch: ImportBatch, kind: str, stamp: str) -> None:

@@ -57,11 +57,6 @@ class StoreScores(StoreCore):
         with self._read() as conn:
             return int(conn.execute(_disagreeing_cells()).scalar_one())
 
-    def sources(self) -> pd.DataFrame:
-        """One row per source: name, kind, origin, first_imported_at, last_imported_at."""
-        with self._read() as conn:
-            return pd.read_sql(select(schema.sources).order_by(schema.sources.c.name), conn)
-
     def llm_ids(self) -> list[str]:
         """Every LLM of the store, sorted."""
         with self._read() as conn:

@@ -54,6 +54,7 @@ from locus.store.keys import StoreKeys
 from locus.store.migrate import migrate_v1_to_v2, migrate_v2_to_v3
 from locus.store.schema import SCHEMA_VERSION
 from locus.store.scores import StoreScores
+from locus.store.sources import StoreSources
 from locus.store.vectors import StoreVectors
 
 __all__ = [
@@ -69,6 +70,7 @@ logger = logging.getLogger("locus.store")
 
 class Store(
     StoreImports,
+    StoreSources,
     StoreScores,
     StoreChecksums,
     StoreVectors,

@@ -22,9 +22,15 @@ their queries; a query without text is its id within ``namespace`` (default: the
 | `embedllm`    | the EmbedLLM release folder (train/val/test.csv + order files)            |
 | `routerbench` | RouterBench-style wide tables with ``<llm>|total_cost`` columns           |
 | `scores-json` | JSON lists of ``{question, scores: {llm: x}}`` (graded scores)            |
+| `lm-eval`     | lm-evaluation-harness output folders (results_*.json + samples_*.jsonl)   |
+| `inspect`     | inspect-ai logs (.eval files, .json logs)                                 |
+| `helm`        | HELM run directories (run_spec.json + scenario_state.json + stats)         |
 
-Modules: long_table.py, mmlu_pro.py, embedllm.py, routerbench.py, scores_json.py (one per format
-above); _common.py (input file lists, row places across files, repeated rows).
+`detect_format(path)` (`locus import auto PATH`) names the format a file or folder is in.
+
+Modules: long_table.py, mmlu_pro.py, embedllm.py, routerbench.py, scores_json.py, lm_eval.py,
+inspect_logs.py, helm_runs.py (one per format above); detect.py (detect_format);
+_common.py (input file lists, row places across files, repeated rows).
 
     >>> from locus.data.importers import get_importer
     >>> batch = get_importer("table")(Path("scores.csv"))  # doctest: +SKIP
@@ -38,7 +44,11 @@ from types import MappingProxyType
 from locus.data.batch import ImportBatch
 from locus.errors import LocusInputError
 
+from .detect import detect_format
 from .embedllm import import_embedllm
+from .helm_runs import import_helm
+from .inspect_logs import import_inspect
+from .lm_eval import import_lm_eval
 from .long_table import import_table
 from .mmlu_pro import import_mmlu_pro
 from .routerbench import import_routerbench
@@ -47,8 +57,12 @@ from .scores_json import import_scores_json
 __all__ = [
     "IMPORTERS",
     "Importer",
+    "detect_format",
     "get_importer",
     "import_embedllm",
+    "import_helm",
+    "import_inspect",
+    "import_lm_eval",
     "import_mmlu_pro",
     "import_routerbench",
     "import_scores_json",
@@ -72,6 +86,9 @@ IMPORTERS: Mapping[str, Importer] = MappingProxyType(
         "embedllm": import_embedllm,
         "routerbench": import_routerbench,
         "scores-json": import_scores_json,
+        "lm-eval": import_lm_eval,
+        "inspect": import_inspect,
+        "helm": import_helm,
     }
 )
 

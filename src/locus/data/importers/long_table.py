@@ -10,7 +10,13 @@ Queries file (optional), one row per query, joined on ``query_id``:
     query_id, query_text [, task]
 
 Columns named differently in the file are mapped with ``columns={"score": "correct", ...}``
-(canonical name -> file column).
+(canonical name -> file column). Without a mapping, a column is recognised by a name people
+commonly use for it (`SYNONYMS`: ``model`` for ``llm_id``, ``prompt`` or ``question`` for
+``query_text``, ``category`` for ``task``, ``correct`` or ``acc`` for ``score``, ...) where
+exactly one column of the file has such a name; ``query_id`` may be left out when the file has
+the query text (the text is the query's identity); a score column of percentages (``87%``) is
+read as fractions. Each such decision is a note on the batch (`ImportBatch.notes`), which
+`locus import` prints.
 
     batch = import_table(
         Path("scores.csv.gz"),
@@ -21,6 +27,7 @@ Columns named differently in the file are mapped with ``columns={"score": "corre
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -28,13 +35,26 @@ import pandas as pd
 
 from locus._progress import ProgressFactory, no_progress
 from locus.data.batch import OPTIONAL_COLUMNS, REQUIRED_COLUMNS, ImportBatch
+from locus.data.query_identity import text_hash
 from locus.data.readers import TableData, file_stem, read_table
 from locus.errors import LocusInputError
 
-__all__ = ["import_table"]
+__all__ = ["SYNONYMS", "import_table"]
 
 CANONICAL_COLUMNS = (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)
 QUERY_COLUMNS = ("query_id", "query_text", "task")
+# canonical column -> the names people give it (compared without case, spaces or dashes)
+SYNONYMS: Mapping[str, tuple[str, ...]] = {
+    "llm_id": ("llm_id", "model", "llm", "model_name", "model_id", "llm_name", "system"),
+    "query_id": ("query_id", "id", "question_id", "prompt_id", "sample_id", "item_id", "qid"),
+    "query_text": ("query_text", "prompt", "question", "input", "query", "text", "question_text"),
+    "score": ("score", "correct", "is_correct", "acc", "accuracy", "exact_match", "pass"),
+    "task": ("task", "category", "subject", "task_name", "benchmark", "dataset", "domain"),
+    "split": ("split",),
+    "cost_usd": ("cost_usd", "cost", "price_usd"),
+    "latency_ms": ("latency_ms", "latency"),
+}
+_PERCENT = re.compile(r"^\s*-?\d+(?:\.\d+)?\s*%\s*$")
 
 
 def import_table(
@@ -73,18 +93,115 @@ def import_table(
     path = Path(path)
     with progress("reading score table", total=2 if queries is not None else 1) as advance:
         table = read_table(path)
-        rows = _map_columns(table, columns or {})
+        mapping, notes = _recognise_columns(table, columns or {}, queries is not None)
+        rows = _map_columns(table, mapping)
         advance(1)
         if queries is not None:
             rows = _join_queries(rows, table, Path(queries))
             advance(1)
+    _check_required(rows, table, mapping)
+    rows, more = _ids_from_text(rows, table)
+    rows, percent = _percentages(rows)
     return ImportBatch.from_long(
         rows,
         source=source if source is not None else file_stem(path),
         origin=str(path),
         describe_row=table.describe_row,
         namespace=namespace,
+        notes=(*table.notes, *notes, *more, *percent),
     )
+
+
+def _key(name: object) -> str:
+    return re.sub(r"[\s\-]+", "_", str(name).strip().lower())
+
+
+def _recognise_columns(
+    table: TableData, given: Mapping[str, str], with_queries: bool
+) -> tuple[dict[str, str], list[str]]:
+    """`given` plus each canonical column the file lacks under its own name and that exactly
+    one file column names by a synonym (`SYNONYMS`), never one column for two; the notes say
+    which were recognised. With a queries file, query text and task come from there."""
+    columns = [str(c) for c in table.frame.columns]
+    mapping = dict(given)
+    taken = set(mapping.values()) | {c for c in columns if c in CANONICAL_COLUMNS}
+    recognised = []
+    for canonical, names in SYNONYMS.items():
+        if canonical in mapping or canonical in columns:
+            continue
+        if with_queries and canonical in ("query_text", "task"):
+            continue
+        found = [c for c in columns if _key(c) in names and c not in taken]
+        if len(found) == 1:
+            mapping[canonical] = found[0]
+            taken.add(found[0])
+            recognised.append(f"{canonical} <- {found[0]!r}")
+    notes = [f"columns recognised by name: {', '.join(recognised)}"] if recognised else []
+    return mapping, notes
+
+
+def _check_required(rows: pd.DataFrame, table: TableData, mapping: Mapping[str, str]) -> None:
+    """llm_id, score and a query id or text, each named in one line that lists the file's own
+    columns and what would be recognised."""
+    needed = ["llm_id", "score"]
+    if "query_id" not in rows.columns and "query_text" not in rows.columns:
+        needed.append("query_id")
+    for canonical in needed:
+        if canonical in rows.columns:
+            continue
+        own = [str(c) for c in table.frame.columns]
+        several = [c for c in own if _key(c) in SYNONYMS[canonical]]
+        names = ", ".join(SYNONYMS[canonical][:5])
+        what = (
+            "query id or query text column (query_id or query_text)"
+            if canonical == "query_id"
+            else f"{canonical} column"
+        )
+        hint = (
+            f"several columns could be it ({', '.join(several)}): choose one with "
+            f"-c {canonical}=COLUMN"
+            if len(several) > 1
+            else f"name a column {names}, or map yours with -c {canonical}=COLUMN"
+        )
+        raise LocusInputError(
+            f"{table.path}: no {what} found among the file's columns "
+            f"({', '.join(own) or 'none'}); {hint}"
+        )
+
+
+def _ids_from_text(rows: pd.DataFrame, table: TableData) -> tuple[pd.DataFrame, list[str]]:
+    """Without a query_id column, each query's id is its text's hash (the text is already its
+    identity); a row with neither is an error naming its line."""
+    if "query_id" in rows.columns:
+        return rows, []
+    text = rows["query_text"]
+    blank = text.isna() | (text.astype(str).str.strip() == "")
+    if blank.any():
+        position = int(blank.to_numpy().nonzero()[0][0])
+        raise LocusInputError(
+            f"{table.path}: {table.describe_row(position)}: no query text and no query_id "
+            "column; expected the query's text on every row (or a query_id column)"
+        )
+    out = rows.copy()
+    out["query_id"] = [text_hash(str(t))[:16] for t in text]
+    return out, ["query_id: none in the file, each query is identified by its text"]
+
+
+def _percentages(rows: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """A score column whose every non-blank cell is a percentage ("87%") read as fractions."""
+    if "score" not in rows.columns or pd.api.types.is_numeric_dtype(rows["score"]):
+        return rows, []
+    values = rows["score"].astype(str).str.strip()
+    blank = rows["score"].isna() | (values == "")
+    percent = values.str.match(_PERCENT)
+    if not percent.any() or not (percent | blank).all():
+        return rows, []  # none, or mixed with plain numbers: from_long names the first bad cell
+    out = rows.copy()
+    out["score"] = pd.to_numeric(values.str.rstrip("%").where(~blank), errors="coerce") / 100.0
+    example = values[percent].iloc[0]
+    return out, [
+        f"score: percentages read as fractions ({example} -> {float(example.rstrip('%')) / 100:g})"
+    ]
 
 
 def _map_columns(table: TableData, mapping: Mapping[str, str]) -> pd.DataFrame:

@@ -1,0 +1,284 @@
+"""`locus import FORMAT PATH...`: evaluation results in, one source per file or folder.
+
+Every path is read and validated before the workspace is touched, so a bad file among several
+leaves no trace; each is then written in its own transaction.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from locus._progress import ProgressFactory
+from locus.cli._app import JsonOption, QuietOption, WorkspaceOption, app, open_store
+from locus.cli._render import print_json, progress_bars, stderr_console, stdout_console
+from locus.cli.sources_commands import stale_artifacts, tell_stale
+from locus.errors import LocusInputError
+
+if TYPE_CHECKING:
+    from locus.data.batch import ImportBatch
+
+__all__ = ["FORMATS", "import_command"]
+
+FORMATS = (
+    "auto",
+    "table",
+    "lm-eval",
+    "inspect",
+    "helm",
+    "mmlu-pro",
+    "embedllm",
+    "routerbench",
+    "scores-json",
+    "llms",
+)
+_METRIC_FORMATS = ("lm-eval", "inspect", "helm")
+
+
+@app.command("import")
+def import_command(
+    format_name: Annotated[str, typer.Argument(metavar="FORMAT", help=" | ".join(FORMATS))],
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            metavar="PATH...",
+            help="Files or folders to import, each its own source (mmlu-pro: default = the "
+            "bundled data).",
+        ),
+    ] = None,
+    queries: Annotated[
+        Path | None, typer.Option("--queries", help="table: a separate queries file.")
+    ] = None,
+    column: Annotated[
+        list[str] | None,
+        typer.Option("--column", "-c", help="table: map a column, CANONICAL=FILE_COLUMN."),
+    ] = None,
+    metric: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metric",
+            help="lm-eval, inspect, helm: the per-sample metric (scorer) to import, for every "
+            "task (acc_norm) or one task (TASK=METRIC); repeat for several.",
+        ),
+    ] = None,
+    task_field: Annotated[
+        str | None,
+        typer.Option("--task-field", help="inspect: a sample metadata field to use as task."),
+    ] = None,
+    source: Annotated[
+        str | None, typer.Option("--source", help="Provenance name (default from the file).")
+    ] = None,
+    namespace: Annotated[
+        str | None,
+        typer.Option(
+            "--namespace",
+            help="Identifies queries WITHOUT text by id across files (default: the source). "
+            "Queries with text are identified by their text, whatever the file.",
+        ),
+    ] = None,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="Replace the source's scores with this file's: differing scores are "
+            "overwritten, scores the file no longer has are removed (--source names the "
+            "source a renamed file replaces).",
+        ),
+    ] = False,
+    workspace: WorkspaceOption = None,
+    as_json: JsonOption = False,
+    quiet: QuietOption = False,
+) -> None:
+    """Import evaluation results: a table (one file per LLM is fine), lm-eval output, inspect
+    logs, HELM runs, ... (`auto` names the format from the files). Nothing is written unless
+    every path reads cleanly.
+
+    `locus import llms FILE` imports the LLM catalog instead: names, families, parameters,
+    prices and endpoints (see locus.data.llm_catalog)."""
+    paths = list(paths or [])
+    if format_name == "llms":
+        if len(paths) != 1 or queries is not None or column or namespace is not None or metric:
+            raise LocusInputError(
+                "import llms: expected one catalog FILE and no --queries, --column, --metric "
+                "or --namespace"
+            )
+        _import_catalog(paths[0], workspace=workspace, as_json=as_json)
+        return
+    if source is not None and len(paths) > 1:
+        raise LocusInputError(
+            f"--source names one source, found {len(paths)} paths; import them one at a time "
+            "or drop --source (each file is then its own source)"
+        )
+    progress = progress_bars(quiet or as_json)
+    if not paths:
+        if format_name != "mmlu-pro":
+            raise LocusInputError(f"import {format_name}: expected a PATH to import, found none")
+        paths = [_mmlu_pro_path(workspace, progress)]
+    jobs = [
+        _job(format_name, path, queries, column, metric, task_field, namespace) for path in paths
+    ]
+    from locus.data.file_stamps import import_fingerprint
+    from locus.data.importers import get_importer
+
+    # read and validate everything before the workspace is touched: a bad file leaves no trace
+    batches: list[tuple[str, Path, ImportBatch | None, str, str]] = []
+    for name, path, options in jobs:
+        inputs = [path] + [v for v in options.values() if isinstance(v, Path)]
+        key, files = import_fingerprint(name, inputs, {"source": source, **options})
+        if not replace and _unchanged_since_last_import(workspace, key, files):
+            batches.append((name, path, None, key, files))
+            continue
+        read = get_importer(name)(path, source=source, progress=progress, **options)
+        batches.append((name, path, read, key, files))
+    reports = []
+    with open_store(workspace) as store:
+        for name, path, batch, key, files in batches:
+            if batch is None:
+                reports.append(
+                    {
+                        "path": str(path),
+                        "changed": False,
+                        "skipped": "files unchanged since the last import",
+                    }
+                )
+                if not as_json:
+                    stdout_console().print(
+                        f"already imported: {path} (its files are unchanged since the last "
+                        "import of them; --replace reads them again)"
+                    )
+                continue
+            if not as_json:
+                for note in batch.notes:
+                    stderr_console().print(f"note: {path.name}: {note}", markup=False)
+            report = store.write_batch(batch, kind=name, replace=replace, progress=progress)
+            store.set_meta(key, files)
+            reports.append({**report.as_dict(), "format": name, "notes": list(batch.notes)})
+            if not as_json:
+                _print_report(report)
+        stale = stale_artifacts(store) if any(r.get("changed") for r in reports) else []
+    if as_json:
+        print_json(reports[0] if len(reports) == 1 else reports)
+        return
+    tell_stale(stale)
+
+
+def _job(
+    format_name: str,
+    path: Path,
+    queries: Path | None,
+    column: list[str] | None,
+    metric: list[str] | None,
+    task_field: str | None,
+    namespace: str | None,
+) -> tuple[str, Path, dict[str, Any]]:
+    """(format, path, importer options) of one path, the format detected for `auto`."""
+    from locus.data.importers import detect_format, get_importer
+
+    name = format_name
+    if format_name == "auto":
+        name, found = detect_format(path)
+        stderr_console().print(f"note: {path}: {found}: importing as {name}", markup=False)
+    else:
+        get_importer(name)  # an unknown format fails before anything is read
+    options: dict[str, Any] = {}
+    if name == "table":
+        if queries is not None:
+            options["queries"] = queries
+        if column:
+            options["columns"] = _pairs(
+                column, "--column", "CANONICAL=FILE_COLUMN such as score=correct"
+            )
+    elif queries is not None or column:
+        raise LocusInputError(
+            f"--queries and --column apply to the 'table' format only, found them with "
+            f"{name!r}; drop them"
+        )
+    if metric:
+        if name not in _METRIC_FORMATS:
+            raise LocusInputError(
+                f"--metric applies to {', '.join(_METRIC_FORMATS)}, found it with {name!r}"
+            )
+        plain = [m for m in metric if "=" not in m]
+        options["metric"] = (
+            plain[0]
+            if len(plain) == 1 and len(metric) == 1
+            else _pairs(metric, "--metric", "METRIC or TASK=METRIC")
+        )
+    if task_field is not None:
+        if name != "inspect":
+            raise LocusInputError(f"--task-field applies to 'inspect' logs, found {name!r}")
+        options["task_field"] = task_field
+    if namespace is not None:
+        options["namespace"] = namespace
+    return name, path, options
+
+
+def _pairs(values: list[str], option: str, expected: str) -> dict[str, str]:
+    mapping: dict[str, str] = {}
+    for pair in values:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise LocusInputError(f"{option} {pair!r}: expected {expected}")
+        mapping[key.strip()] = value.strip()
+    return mapping
+
+
+def _print_report(report: Any) -> None:
+    verb = "imported" if report.changed else "already imported (nothing changed)"
+    stdout_console().print(
+        f"{verb}: {report.origin} as source [bold]{report.source}[/]: "
+        f"{report.llms_in_file:,} LLMs, {report.queries_in_file:,} queries, "
+        f"{report.scores_in_file:,} scores; new: {report.new_llms:,} LLMs, "
+        f"{report.new_queries:,} queries, {report.new_scores:,} scores"
+        + (f", replaced {report.replaced_scores:,}" if report.replaced_scores else "")
+        + (f", removed {report.removed_scores:,}" if report.removed_scores else "")
+        + _shared_note(report)
+    )
+
+
+def _import_catalog(path: Path, *, workspace: str | None, as_json: bool) -> None:
+    from locus.data.llm_catalog import read_llm_catalog
+
+    records = read_llm_catalog(path)
+    with open_store(workspace) as store:
+        counts = store.upsert_llm_metadata([(r.llm_id, r.metadata()) for r in records])
+    served = sum(r.endpoint is not None for r in records)
+    if as_json:
+        print_json({"llms": len(records), "with_endpoint": served, **counts})
+        return
+    stdout_console().print(
+        f"{path}: {len(records)} LLMs ({counts['new']} new, {counts['updated']} updated), "
+        f"{served} with an endpoint"
+    )
+
+
+def _unchanged_since_last_import(workspace: str | None, key: str, files: str) -> bool:
+    from locus.errors import LocusStoreError
+
+    try:
+        with open_store(workspace, create=False) as store:
+            return bool(store.get_meta(key) == files)
+    except LocusStoreError:  # no workspace yet (or not one): nothing was imported
+        return False
+
+
+def _shared_note(report: Any) -> str:
+    shared = int(report.new_aliases) - int(report.new_queries)
+    if shared <= 0:
+        return ""
+    # scores that disagree with another source's are reported by the store's warning
+    return (
+        f"; {shared:,} of its queries have the text of a query already known (in the workspace "
+        "or earlier in the file), so their scores join that query"
+    )
+
+
+def _mmlu_pro_path(workspace: str | None, progress: ProgressFactory) -> Path:
+    from locus.data.fetch import locate_or_fetch_mmlu_pro
+    from locus.store import local_workspace_dir
+
+    return locate_or_fetch_mmlu_pro(
+        downloads=local_workspace_dir(workspace) / "downloads" / "mmlu_pro", progress=progress
+    )

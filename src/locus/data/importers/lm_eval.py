@@ -1,0 +1,287 @@
+"""lm-evaluation-harness output folders (0.4.x, run with ``--log_samples``).
+
+An output folder holds, per model (in a subfolder named after it), per run:
+
+    results_<timestamp>.json            model_name, config (model, model_args), configs (per
+                                        task: output_type, metric_list, ...), versions, n-shot
+    samples_<task>_<timestamp>.jsonl    one record per document: doc_id, doc, target,
+                                        arguments, resps, filter, metrics, acc / acc_norm /
+                                        exact_match / ... (the per-sample metric values)
+
+Mapping to the long table, one row per (model, task, document):
+
+- ``llm_id`` = the results' ``model_name`` (else ``pretrained=`` / ``model=`` of its
+  ``config.model_args``, else ``config.model``);
+- ``query_text`` = the prompt the model was given, ``arguments.gen_args_0.arg_0``, with the
+  few-shot examples cut off (the part after the last ``n-shot`` fewshot delimiters), so
+  zero- and few-shot runs of one task share their queries; the same text in two tasks or two
+  models' runs is one query;
+- ``query_id`` = ``<task>/<doc_id>``; ``task`` = the task name;
+- ``score`` = the task's metric: ``--metric`` (``acc_norm``, or ``task=metric`` per task),
+  else the first of `METRIC_PREFERENCE` the samples carry; every value must lie in [0, 1]
+  (a note names the metric chosen per task).
+
+A model evaluated on a task in two runs keeps the newer run's samples (a note says so); a
+document scored under several filters (``strict-match``, ``flexible-extract``) keeps the
+``none`` filter, else the first. No lm-eval package is needed: the files are JSON.
+
+    batch = import_lm_eval(Path("lm-eval-output/"))          # every model's folder under it
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from locus._progress import ProgressFactory, no_progress
+from locus.data.batch import ImportBatch
+from locus.data.files import open_text
+from locus.data.readers import check_folder, load_json
+from locus.errors import LocusInputError
+
+__all__ = ["METRIC_PREFERENCE", "import_lm_eval"]
+
+DEFAULT_SOURCE = "lm-eval"
+# the per-sample metrics tried in order when --metric does not name one
+METRIC_PREFERENCE = ("acc", "exact_match", "pass@1", "pass_at_1", "acc_norm", "em", "f1")
+_EXPECTED = "an lm-evaluation-harness output folder (results_*.json + samples_*.jsonl)"
+_RESULTS = re.compile(r"^results_(?P<stamp>.+)\.json$")
+
+
+def import_lm_eval(
+    path: Path,
+    *,
+    source: str | None = None,
+    namespace: str | None = None,
+    progress: ProgressFactory = no_progress,
+    metric: str | Mapping[str, str] | None = None,
+) -> ImportBatch:
+    """Import lm-evaluation-harness ``--log_samples`` output: one results file, or every
+    results file under a folder (several models' folders at once).
+
+    Args:
+        path: a ``results_*.json`` file (its samples files sit beside it) or a folder.
+        source: provenance of the scores; default ``"lm-eval"``.
+        namespace: where ids of queries without text live (every lm-eval query has text).
+        progress: one step per results file.
+        metric: the per-sample metric to import: one name for every task, or
+            ``{task: name}``; default the first of `METRIC_PREFERENCE` each task carries.
+
+    Raises:
+        LocusInputError: no results file, a results file without samples (run lm-eval with
+            ``--log_samples``), unreadable JSON, a metric the samples do not carry or with
+            values outside [0, 1], each naming the file.
+    """
+    runs = _results_files(Path(path))
+    rows: list[dict[str, Any]] = []
+    notes: list[str] = []
+    chosen: dict[str, str] = {}
+    newest: dict[tuple[str, str], str] = {}
+    with progress("reading lm-eval results", total=len(runs)) as advance:
+        for results_path in sorted(runs, key=_stamp, reverse=True):  # newest run first
+            results = load_json(results_path, "an lm-eval results file")
+            if not isinstance(results, dict) or "configs" not in results:
+                raise LocusInputError(
+                    f"{results_path}: not an lm-eval results file (no 'configs'); expected "
+                    f"{_EXPECTED}"
+                )
+            model = _model_name(results, results_path)
+            for task, samples_path in _samples_files(results_path, results):
+                if (model, task) in newest:
+                    notes.append(
+                        f"{model} / {task}: also in an older run ({results_path.name}); "
+                        f"kept the newer ({newest[model, task]})"
+                    )
+                    continue
+                newest[model, task] = results_path.name
+                shots = _shots(results, task)
+                delimiter = str(results["configs"].get(task, {}).get("fewshot_delimiter", "\n\n"))
+                records = list(_records(samples_path))
+                name = chosen.setdefault(task, _metric_for(task, records, metric, samples_path))
+                rows.extend(
+                    _row(model, task, record, name, shots, delimiter, samples_path)
+                    for record in records
+                    if _kept(record, records)
+                )
+            advance(1)
+    if not rows:
+        raise LocusInputError(f"{path}: no samples found; expected {_EXPECTED}")
+    notes[:0] = [f"metric per task: {', '.join(f'{t} {m}' for t, m in sorted(chosen.items()))}"]
+    frame = pd.DataFrame(rows)
+    return ImportBatch.from_long(
+        frame.drop(columns=["_place"]),
+        source=source if source is not None else DEFAULT_SOURCE,
+        origin=str(path),
+        describe_row=lambda i: str(frame["_place"].iloc[i]),
+        namespace=namespace,
+        notes=tuple(notes),
+    )
+
+
+def _results_files(path: Path) -> list[Path]:
+    if path.is_file():
+        if not _RESULTS.match(path.name):
+            raise LocusInputError(
+                f"{path}: not a results_<timestamp>.json file; expected {_EXPECTED}"
+            )
+        return [path]
+    found = [p for p in check_folder(path, _EXPECTED).rglob("results_*.json") if p.is_file()]
+    if not found:
+        raise LocusInputError(
+            f"{path}: no results_*.json under this folder; expected {_EXPECTED} (lm_eval "
+            "--output_path ... --log_samples)"
+        )
+    return found
+
+
+def _stamp(results_path: Path) -> str:
+    match = _RESULTS.match(results_path.name)
+    return match.group("stamp") if match else ""
+
+
+def _model_name(results: Mapping[str, Any], path: Path) -> str:
+    name = results.get("model_name")
+    if isinstance(name, str) and name.strip():
+        return name.strip()
+    config = results.get("config") or {}
+    args = config.get("model_args")
+    if isinstance(args, str):
+        args = dict(part.split("=", 1) for part in args.split(",") if "=" in part)
+    if isinstance(args, dict):
+        for key in ("pretrained", "model", "engine", "path"):
+            if args.get(key):
+                return str(args[key]).strip()
+    if config.get("model"):
+        return str(config["model"])
+    return path.parent.name
+
+
+def _samples_files(results_path: Path, results: Mapping[str, Any]) -> Iterator[tuple[str, Path]]:
+    """(task, its samples file of the same run) for each task of the results file."""
+    stamp = _stamp(results_path)
+    for task in sorted(results["configs"]):
+        samples = results_path.with_name(f"samples_{task}_{stamp}.jsonl")
+        if not samples.is_file():
+            raise LocusInputError(
+                f"{results_path}: no per-sample file for task {task!r} ({samples.name}); "
+                "expected lm-eval's --log_samples output beside the results file; re-run "
+                "lm_eval with --log_samples"
+            )
+        yield task, samples
+
+
+def _records(path: Path) -> Iterator[dict[str, Any]]:
+    with open_text(path) as text:
+        for number, line in enumerate(text, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise LocusInputError(
+                    f"{path}: line {number}: not JSON ({error.msg}); expected one lm-eval "
+                    "sample per line; the file is damaged or truncated"
+                ) from None
+            if not isinstance(record, dict) or "doc_id" not in record:
+                raise LocusInputError(
+                    f"{path}: line {number}: expected an lm-eval sample (an object with "
+                    "doc_id, arguments and metric values)"
+                )
+            record["_line"] = number
+            yield record
+
+
+def _shots(results: Mapping[str, Any], task: str) -> int:
+    try:
+        return int((results.get("n-shot") or {}).get(task) or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _metric_for(
+    task: str,
+    records: list[dict[str, Any]],
+    metric: str | Mapping[str, str] | None,
+    path: Path,
+) -> str:
+    carried = list(dict.fromkeys(m for r in records for m in r.get("metrics") or ()))
+    wanted = metric.get(task) if isinstance(metric, Mapping) else metric
+    if wanted is not None:
+        if wanted not in carried:
+            raise LocusInputError(
+                f"{path}: task {task!r} has no per-sample metric {wanted!r}; it carries "
+                f"{', '.join(carried) or 'none'}; choose one of those with --metric"
+            )
+        return wanted
+    for name in (*METRIC_PREFERENCE, *carried):
+        if name in carried:
+            return name
+    raise LocusInputError(
+        f"{path}: task {task!r} records no per-sample metric; expected lm-eval samples with "
+        "a 'metrics' list (lm-eval 0.4 or newer)"
+    )
+
+
+def _kept(record: Mapping[str, Any], records: list[dict[str, Any]]) -> bool:
+    """One record per document: the ``none`` filter's, else the first filter's."""
+    filters = list(dict.fromkeys(str(r.get("filter", "none")) for r in records))
+    keep = "none" if "none" in filters else filters[0]
+    return str(record.get("filter", "none")) == keep
+
+
+def _row(
+    model: str,
+    task: str,
+    record: Mapping[str, Any],
+    metric: str,
+    shots: int,
+    delimiter: str,
+    path: Path,
+) -> dict[str, Any]:
+    place = f"{path.name}: line {record['_line']}"
+    value = record.get(metric)
+    if isinstance(value, list | tuple) and value:
+        value = value[0]
+    if isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, int | float) or not 0.0 <= float(value) <= 1.0:
+        raise LocusInputError(
+            f"{path}: line {record['_line']}: metric {metric!r} is {value!r}; expected a "
+            "per-sample value in [0, 1]; choose another metric with --metric"
+        )
+    return {
+        "llm_id": model,
+        "query_id": f"{task}/{record['doc_id']}",
+        "query_text": _prompt(record, shots, delimiter, path),
+        "task": task,
+        "score": float(value),
+        "_place": place,
+    }
+
+
+def _prompt(record: Mapping[str, Any], shots: int, delimiter: str, path: Path) -> str:
+    """The prompt without its few-shot examples: ``arguments.gen_args_0.arg_0`` (or the first
+    argument of older layouts), after the ``shots``-th fewshot delimiter."""
+    arguments = record.get("arguments")
+    prompt: Any = None
+    if isinstance(arguments, dict) and arguments:
+        first = arguments.get("gen_args_0") or next(iter(arguments.values()))
+        prompt = first.get("arg_0") if isinstance(first, dict) else None
+    elif isinstance(arguments, list) and arguments:  # 0.4.0-0.4.2: [[prompt, ...], ...]
+        first = arguments[0]
+        prompt = first[0] if isinstance(first, list | tuple) and first else first
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise LocusInputError(
+            f"{path}: line {record.get('_line')}: no prompt text in 'arguments'; expected an "
+            "lm-eval sample with the model's input"
+        )
+    if shots > 0 and delimiter:
+        parts = prompt.split(delimiter)
+        if len(parts) > shots:
+            prompt = delimiter.join(parts[shots:])
+    return prompt

@@ -1,0 +1,88 @@
+"""Sources: what each import brought, listed and removed whole.
+
+A source is one import's name (`ImportBatch.source`: the file's name by default); its scores
+and its query aliases belong to it. `remove_source` deletes them in one transaction, with the
+queries no other source names; `locus import --replace` replaces a source's scores with a new
+file's (`StoreImports.write_batch`). An artifact fitted before either change is stale: its
+manifest's data checksums no longer match (`Store.checksums`).
+
+    >>> with Store.open(".locus") as store:                              # doctest: +SKIP
+    ...     store.sources()[["name", "scores"]]
+    ...     store.remove_source("llm3-old")
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import delete, func, select
+
+from locus.errors import LocusNotFoundError
+from locus.store import schema
+from locus.store._core import StoreCore
+
+__all__ = ["StoreSources"]
+
+
+class StoreSources(StoreCore):
+    """`Store.sources`, `Store.remove_source`."""
+
+    def sources(self) -> pd.DataFrame:
+        """One row per source: name, kind (the import format), origin (the file or folder),
+        first_imported_at, last_imported_at, llms and scores it holds; sorted by name."""
+        src, s = schema.sources.c, schema.scores.c
+        counts = (
+            select(
+                s.source,
+                func.count().label("scores"),
+                func.count(func.distinct(s.llm)).label("llms"),
+            )
+            .group_by(s.source)
+            .subquery()
+        )
+        stmt = (
+            select(
+                src.name,
+                src.kind,
+                src.origin,
+                src.first_imported_at,
+                src.last_imported_at,
+                func.coalesce(counts.c.llms, 0).label("llms"),
+                func.coalesce(counts.c.scores, 0).label("scores"),
+            )
+            .outerjoin(counts, counts.c.source == src.name)
+            .order_by(src.name)
+        )
+        with self._read() as conn:
+            return pd.read_sql(stmt, conn)
+
+    def remove_source(self, name: str) -> dict[str, Any]:
+        """Delete the source `name`, its scores and its query aliases, and the queries no other
+        source names, in one transaction; returns what was removed.
+
+        Raises:
+            LocusNotFoundError: no such source (the message lists the sources).
+        """
+        src, a, s, q = (
+            schema.sources.c,
+            schema.query_aliases.c,
+            schema.scores.c,
+            schema.queries.c,
+        )
+        with self._write() as conn:
+            known = [str(n) for n in conn.execute(select(src.name).order_by(src.name)).scalars()]
+            if name not in known:
+                raise LocusNotFoundError(
+                    f"no source {name!r} in this workspace; expected one of "
+                    f"{', '.join(known) or 'none'} (see `locus sources`)"
+                )
+            scores = conn.execute(delete(schema.scores).where(s.source == name)).rowcount
+            aliases = conn.execute(delete(schema.query_aliases).where(a.source == name)).rowcount
+            named = select(a.query).distinct()
+            queries = conn.execute(delete(schema.queries).where(q.id.not_in(named))).rowcount
+            conn.execute(delete(schema.sources).where(src.name == name))
+            # the skip-unchanged-files records: a removed file must be read again next time
+            meta = schema.meta.c
+            conn.execute(delete(schema.meta).where(meta.key.like("import_files:%")))
+        return {"source": name, "scores": scores, "aliases": aliases, "queries": queries}
