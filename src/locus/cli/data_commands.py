@@ -76,8 +76,11 @@ def llms_command(workspace: WorkspaceOption = None, as_json: JsonOption = False)
 
 
 @app.command("stats")
-def stats_command(workspace: WorkspaceOption = None, as_json: JsonOption = False) -> None:
-    """Counts, sources, text encoder and content checksums of the workspace."""
+def stats_command(
+    workspace: WorkspaceOption = None, as_json: JsonOption = False, quiet: QuietOption = False
+) -> None:
+    """Counts, sources, text encoder and content checksums of the workspace (`quiet` is
+    accepted like every command's: stats draws no progress bar)."""
     with open_store(workspace, create=False) as store:
         payload: dict[str, Any] = {
             "workspace": store.location,
