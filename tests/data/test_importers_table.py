@@ -232,3 +232,20 @@ def test_malformed_queries_file(tmp_path: Path, scores_csv: Path, write_text: Wr
     queries = write_text(tmp_path / "q.jsonl", '{"query_id": "q1", "query_text": "x"\n')
     with pytest.raises(LocusInputError, match="malformed JSON"):
         import_table(scores_csv, queries=queries)
+
+
+def test_a_probe_file_with_common_column_names(tmp_path: Path, write_text: WriteText) -> None:
+    """`locus identify` reads the same column names `locus import table` recognises."""
+    import numpy as np
+
+    from locus.atlas.probe_file import read_probe_evidence
+
+    path = write_text(tmp_path / "probe.csv", "prompt,correct\nWhat is 2+2?,1\nDefine tort.,0\n")
+    found = read_probe_evidence(path, lambda texts: np.ones((len(texts), 3), np.float32))
+    vectors, scores = found["probe"]
+    assert vectors.shape == (2, 3) and scores.tolist() == [1.0, 0.0]
+    odd = write_text(tmp_path / "odd.csv", "q,outcome\nWhat is 2+2?,1\n")
+    mapped = read_probe_evidence(
+        odd, lambda t: np.ones((len(t), 3), np.float32), {"query_text": "q", "score": "outcome"}
+    )
+    assert mapped["odd"][1].tolist() == [1.0]

@@ -2,19 +2,21 @@
 
 The file is any table `locus import table` reads (CSV, JSONL, Parquet, ...) with a `query_text`
 and a `score` in [0, 1] per row, and optionally an `llm_id` column naming several endpoints
-(each is identified on its own). Texts the workspace holds use their stored vectors; others are
-encoded with the workspace's text encoder.
+(each is identified on its own). Columns are recognised by the names `locus import table`
+recognises (`prompt`, `correct`, `model`, ...) or mapped with `columns`. Texts the workspace
+holds use their stored vectors; others are encoded with the workspace's text encoder.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from locus.data.importers.long_table import recognise_columns
 from locus.data.readers import file_stem, read_table
 from locus.errors import LocusInputError
 
@@ -24,16 +26,24 @@ VectorsFor = Callable[[Sequence[str]], NDArray[np.float32]]
 
 
 def read_probe_evidence(
-    path: Path, vectors_for: VectorsFor
+    path: Path, vectors_for: VectorsFor, columns: Mapping[str, str] | None = None
 ) -> dict[str, tuple[NDArray[np.float32], NDArray[np.float32]]]:
-    """{endpoint name: (query vectors (K, dq), scores (K,))} from a scores file.
+    """{endpoint name: (query vectors (K, dq), scores (K,))} from a scores file; `columns`:
+    canonical name -> file column, for columns named otherwise.
 
     Raises:
         LocusInputError: unreadable or empty file, a missing column, an empty text, a score
             that is not a number in [0, 1].
     """
     table = read_table(Path(path))
-    frame = table.frame
+    names = [str(c) for c in table.frame.columns]
+    unknown = [c for c in (columns or {}).values() if c not in names]
+    if unknown:
+        raise LocusInputError(
+            f"{path}: column {unknown[0]!r} is not in the file; found {', '.join(names)}"
+        )
+    mapping, _ = recognise_columns(names, columns or {}, skip=("query_id", "task", "split"))
+    frame = table.frame.rename(columns={v: k for k, v in mapping.items()})
     missing = [c for c in ("query_text", "score") if c not in frame.columns]
     if missing:
         raise LocusInputError(

@@ -1,4 +1,5 @@
-"""The typer application, the options every command shares, and opening the workspace."""
+"""The typer application, the options every command shares, and the helpers they share
+(opening the workspace, KEY=VALUE options)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,20 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from locus.errors import LocusInputError
+
 if TYPE_CHECKING:
     from locus.store import Store
 
-__all__ = ["ArtifactOption", "JsonOption", "QuietOption", "WorkspaceOption", "app", "open_store"]
+__all__ = [
+    "ArtifactOption",
+    "JsonOption",
+    "QuietOption",
+    "WorkspaceOption",
+    "app",
+    "open_store",
+    "parse_pairs",
+]
 
 app = typer.Typer(
     name="locus",
@@ -44,3 +55,14 @@ def open_store(workspace: str | None, *, create: bool = True) -> Store:
     from locus.store import Store
 
     return Store.open(workspace, create=create)
+
+
+def parse_pairs(values: list[str], option: str, expected: str) -> dict[str, str]:
+    """{KEY: VALUE} of `--option KEY=VALUE` values; a malformed one names the option."""
+    mapping: dict[str, str] = {}
+    for pair in values:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise LocusInputError(f"{option} {pair!r}: expected {expected}")
+        mapping[key.strip()] = value.strip()
+    return mapping

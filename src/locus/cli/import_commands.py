@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from locus._progress import ProgressFactory
-from locus.cli._app import JsonOption, QuietOption, WorkspaceOption, app, open_store
+from locus.cli._app import (
+    JsonOption,
+    QuietOption,
+    WorkspaceOption,
+    app,
+    open_store,
+    parse_pairs,
+)
 from locus.cli._render import print_json, progress_bars, stderr_console, stdout_console
 from locus.cli.sources_commands import stale_artifacts, tell_stale
 from locus.errors import LocusInputError
@@ -187,7 +194,7 @@ def _job(
         if queries is not None:
             options["queries"] = queries
         if column:
-            options["columns"] = _pairs(
+            options["columns"] = parse_pairs(
                 column, "--column", "CANONICAL=FILE_COLUMN such as score=correct"
             )
     elif queries is not None or column:
@@ -204,7 +211,7 @@ def _job(
         options["metric"] = (
             plain[0]
             if len(plain) == 1 and len(metric) == 1
-            else _pairs(metric, "--metric", "METRIC or TASK=METRIC")
+            else parse_pairs(metric, "--metric", "METRIC or TASK=METRIC")
         )
     if task_field is not None:
         if name != "inspect":
@@ -213,16 +220,6 @@ def _job(
     if namespace is not None:
         options["namespace"] = namespace
     return name, path, options
-
-
-def _pairs(values: list[str], option: str, expected: str) -> dict[str, str]:
-    mapping: dict[str, str] = {}
-    for pair in values:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise LocusInputError(f"{option} {pair!r}: expected {expected}")
-        mapping[key.strip()] = value.strip()
-    return mapping
 
 
 def _print_report(report: Any) -> None:

@@ -8,7 +8,14 @@ from typing import Annotated
 
 import typer
 
-from locus.cli._app import ArtifactOption, JsonOption, QuietOption, WorkspaceOption, app
+from locus.cli._app import (
+    ArtifactOption,
+    JsonOption,
+    QuietOption,
+    WorkspaceOption,
+    app,
+    parse_pairs,
+)
 from locus.cli._render import print_json, progress_bars, stdout_console
 from locus.cli.atlas_commands import MetricOption, _atlas, _table
 
@@ -19,6 +26,10 @@ def identify_command(
         Path, typer.Argument(help="Scores of the unknown endpoint (query_text, score).")
     ],
     top: Annotated[int, typer.Option("--top", min=1, help="Known LLMs to list.")] = 5,
+    column: Annotated[
+        list[str] | None,
+        typer.Option("--column", "-c", help="Map a column, CANONICAL=FILE_COLUMN."),
+    ] = None,
     metric: MetricOption = "euclidean",
     artifact: ArtifactOption = "default",
     workspace: WorkspaceOption = None,
@@ -29,7 +40,8 @@ def identify_command(
     from locus.atlas.probe_file import read_probe_evidence
 
     with _atlas(workspace, artifact, metric, quiet=quiet or as_json, embedder=True) as atlas:
-        evidence = read_probe_evidence(path, atlas.router.vectors_for)
+        mapping = parse_pairs(column, "--column", "CANONICAL=FILE_COLUMN") if column else None
+        evidence = read_probe_evidence(path, atlas.router.vectors_for, mapping)
         with progress_bars(quiet or as_json)("fingerprinting", total=len(evidence)) as advance:
             results = []
             for name, pair in evidence.items():

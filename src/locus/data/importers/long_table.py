@@ -39,7 +39,7 @@ from locus.data.query_identity import text_hash
 from locus.data.readers import TableData, file_stem, read_table
 from locus.errors import LocusInputError
 
-__all__ = ["SYNONYMS", "import_table"]
+__all__ = ["SYNONYMS", "import_table", "recognise_columns"]
 
 CANONICAL_COLUMNS = (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)
 QUERY_COLUMNS = ("query_id", "query_text", "task")
@@ -119,17 +119,26 @@ def _key(name: object) -> str:
 def _recognise_columns(
     table: TableData, given: Mapping[str, str], with_queries: bool
 ) -> tuple[dict[str, str], list[str]]:
-    """`given` plus each canonical column the file lacks under its own name and that exactly
-    one file column names by a synonym (`SYNONYMS`), never one column for two; the notes say
-    which were recognised. With a queries file, query text and task come from there."""
-    columns = [str(c) for c in table.frame.columns]
+    """`recognise_columns` on a table file; with a queries file, query text and task come
+    from there."""
+    skip = ("query_text", "task") if with_queries else ()
+    return recognise_columns([str(c) for c in table.frame.columns], given, skip=skip)
+
+
+def recognise_columns(
+    columns: list[str], given: Mapping[str, str], *, skip: tuple[str, ...] = ()
+) -> tuple[dict[str, str], list[str]]:
+    """`given` (canonical -> file column) plus each canonical column the file lacks under its
+    own name and that exactly one of `columns` names by a synonym (`SYNONYMS`), never one
+    column for two (`skip`: canonical columns not to look for); the notes say which were
+    recognised."""
     mapping = dict(given)
     taken = set(mapping.values()) | {c for c in columns if c in CANONICAL_COLUMNS}
     recognised = []
     for canonical, names in SYNONYMS.items():
         if canonical in mapping or canonical in columns:
             continue
-        if with_queries and canonical in ("query_text", "task"):
+        if canonical in skip:
             continue
         found = [c for c in columns if _key(c) in names and c not in taken]
         if len(found) == 1:
