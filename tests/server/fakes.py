@@ -1,13 +1,15 @@
 """Fake OpenAI-compatible upstreams: a real HTTP server on 127.0.0.1, scripted per LLM.
 
 Each LLM's endpoint is `http://127.0.0.1:<port>/<name>/v1`; its script is a list of
-behaviours used one per request (the last repeats): "ok", "429", "500", "503", "reset",
-"hang" (answers after `hang_s`), "context" (400 context length), "filter" (400 content filter),
-"garbage" (200, not JSON). Streaming requests ("stream": true) answer "ok" as SSE, and also:
+behaviours used one per request (the last repeats): "ok", "429" (Retry-After: 1), "429-long"
+(Retry-After: 60), "500", "503", "reset", "hang" (answers after `hang_s`), "context" (400
+context length), "filter" (400 content filter), "garbage" (200, not JSON), "404" and "410"
+(model not found / retired). Streaming requests ("stream": true) answer "ok" as SSE, and also:
 "slow" (no first chunk for `hang_s`), "cut" (the connection reset after the first words),
 "stall" (nothing for `hang_s` after the first words), "malformed" (a broken chunk after the
-first words), "malformed-first" (a broken first chunk), "no-done" (a clean close without
-[DONE]).
+first words, then the rest of the answer), "malformed-first" (only a broken first chunk),
+"no-done" (every chunk, the finish_reason, a clean close without [DONE]), "truncated" (the
+first words, then a clean close: no finish_reason, no [DONE]).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ def reset(connection: socket.socket) -> None:
     connection.close()
 
 
-STREAMED = {"ok", "slow", "cut", "stall", "malformed", "malformed-first", "no-done"}
+STREAMED = {"ok", "slow", "cut", "stall", "malformed", "malformed-first", "no-done", "truncated"}
 
 
 class FakeUpstreams:
@@ -128,6 +130,7 @@ class FakeUpstreams:
             time.sleep(self.hang_s)
         if behaviour == "malformed":
             send(b"data: {broken\n\n")
+        if behaviour == "truncated":
             return
         send(chunk({"content": f"from {name}"}))
         send(chunk({}, "stop"))
@@ -148,12 +151,15 @@ class FakeUpstreams:
                 ],
                 "usage": {"prompt_tokens": 1000, "completion_tokens": 500, "total_tokens": 1500},
             }, {}  # fmt: skip
-        if behaviour == "429":
+        if behaviour in ("429", "429-long"):
             return (
                 429,
                 {"error": {"message": "slow down", "type": "rate_limit"}},
-                {"retry-after": "1"},
+                {"retry-after": "1" if behaviour == "429" else "60"},
             )
+        if behaviour in ("404", "410"):
+            error = {"message": f"The model `{body.get('model')}` does not exist", "type": "x"}
+            return int(behaviour), {"error": error}, {}
         if behaviour in ("500", "503"):
             return int(behaviour), {"error": {"message": "oops", "type": "server"}}, {}
         if behaviour == "context":

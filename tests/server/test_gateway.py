@@ -23,7 +23,8 @@ from locus.server.upstream import Upstreams
 from tests.server.fakes import FakeUpstreams, fake_upstreams
 
 SETTINGS = ServerSettings(
-    attempt_timeout_s=0.4, total_timeout_s=3.0, stall_timeout_s=0.4, max_attempts=3,
+    attempt_timeout_s=0.4, first_token_timeout_s=0.4, total_timeout_s=4.0, stall_timeout_s=0.4,
+    max_attempts=3, retries_per_llm=1, retry_backoff_s=0.05, retry_after_max_s=2.0,
     breaker_failures=2, breaker_cooldown_s=10.0, max_body_bytes=20_000, max_batch=4,
 )  # fmt: skip
 PRICES = {
@@ -105,37 +106,89 @@ def test_the_routed_llm_answers_and_the_answer_is_accounted() -> None:
     response, fake, gateway = chat({"a": ["ok"], "b": ["ok"], "c": ["ok"]})
     assert response.status_code == 200
     body = response.json()
-    assert body["model"] == "a" and body["choices"][0]["message"]["content"] == "answer from a"
+    # the answer names what really answered upstream; the pool's llm_id is in the header
+    assert (
+        body["model"] == "upstream-a"
+        and body["choices"][0]["message"]["content"] == "answer from a"
+    )
     assert response.headers["x-locus-llm"] == "a" and response.headers["x-locus-attempts"] == "1"
+    assert response.headers["x-locus-upstream-model"] == "upstream-a"
+    assert "x-locus-failed" not in response.headers
     assert float(response.headers["x-locus-cost-usd"]) == pytest.approx((1000 * 2 + 500 * 10) / 1e6)
     assert fake.bodies["a"][0]["model"] == "upstream-a"  # the upstream's own name for it
     assert fake.requests == {"a": 1}
     assert gateway.metrics.value("locus_choices_total", llm_id="a") == 1
 
 
-@pytest.mark.parametrize("fault", ["429", "500", "503", "reset", "hang", "garbage", "context"])
-def test_a_failing_primary_falls_back_to_the_next_llm(fault: str) -> None:
+@pytest.mark.parametrize(
+    ("fault", "calls", "kind"),
+    [
+        ("429", 2, "rate_limited"),  # a short Retry-After: once more after it, then on
+        ("429-long", 1, "rate_limited"),  # a long one: on at once
+        ("500", 2, "server_error"),  # transient: the same LLM once more
+        ("503", 2, "server_error"),
+        ("reset", 2, "connect"),
+        ("hang", 1, "timeout"),  # a timeout spent the attempt's time: on at once
+        ("garbage", 1, "bad_response"),
+        ("context", 1, "context_length"),
+        ("404", 1, "retired"),
+        ("410", 1, "retired"),
+    ],
+)
+def test_a_failing_primary_falls_back_to_the_next_llm(fault: str, calls: int, kind: str) -> None:
     response, fake, gateway = chat({"a": [fault], "b": ["ok"], "c": ["ok"]}, hang_s=2.0)
     assert response.status_code == 200, response.text
-    assert response.json()["model"] == "b"  # body model and usage are the fallback's
-    assert response.headers["x-locus-llm"] == "b" and response.headers["x-locus-attempts"] == "2"
+    assert response.json()["model"] == "upstream-b"  # body model and usage are the fallback's
+    assert response.headers["x-locus-llm"] == "b"
+    assert response.headers["x-locus-attempts"] == str(calls + 1)
+    assert response.headers["x-locus-failed"] == ",".join([f"a={kind}"] * calls)
     assert float(response.headers["x-locus-cost-usd"]) == pytest.approx(0.01)
-    assert fake.requests["a"] == 1 and fake.requests["b"] == 1
+    assert fake.requests["a"] == calls and fake.requests["b"] == 1
     assert gateway.metrics.value("locus_fallbacks_total") == 1
 
 
+def test_one_500_is_retried_on_the_same_llm() -> None:
+    response, fake, gateway = chat({"a": ["500", "ok"], "b": ["ok"]})
+    assert response.status_code == 200 and response.headers["x-locus-llm"] == "a"
+    assert response.headers["x-locus-attempts"] == "2" and fake.requests == {"a": 2}
+    assert gateway.metrics.value("locus_fallbacks_total") == 0
+    assert gateway.metrics.value("locus_upstream_errors_total", llm_id="a", kind="retried") == 1
+
+
+def test_a_429_with_a_short_retry_after_is_waited_for_on_the_same_llm() -> None:
+    import time
+
+    started = time.perf_counter()
+    response, fake, _ = chat({"a": ["429", "ok"], "b": ["ok"]})
+    assert response.status_code == 200 and response.headers["x-locus-llm"] == "a"
+    assert fake.requests == {"a": 2} and time.perf_counter() - started >= 1.0
+
+
+def test_a_retired_model_is_skipped_from_then_on(caplog: pytest.LogCaptureFixture) -> None:
+    with fake_upstreams({"a": ["404"], "b": ["ok"]}) as fake:
+        app, gateway = build(fake)
+        with caplog.at_level("WARNING", logger="locus.server"):
+            first = post(app, "/v1/chat/completions", CHAT)
+        assert first.headers["x-locus-llm"] == "b" and gateway.retired == {"a"}
+        assert "the upstream answered 'model not found'" in caplog.text
+        assert "falls back to b" in caplog.text
+        again = post(app, "/v1/chat/completions", CHAT)
+        assert again.headers["x-locus-llm"] == "b" and fake.requests["a"] == 1
+        assert post(app, "/ready").json()["retired"] == ["a"]
+
+
 def test_persistent_429_and_503_exhaust_the_attempts_with_a_json_error() -> None:
-    response, fake, _ = chat({"a": ["429"], "b": ["503"], "c": ["429"], "d": ["ok"]})
+    response, fake, _ = chat({"a": ["429-long"], "b": ["503"], "c": ["429-long"], "d": ["ok"]})
     assert response.status_code == 503
     error = response.json()["error"]
-    assert "after 3 attempts" in error["message"] and "a: rate_limited" in error["message"]
-    assert fake.requests.get("d", 0) == 0  # bounded: max_attempts = 3
+    assert "after 4 attempts" in error["message"] and "a: rate_limited" in error["message"]
+    assert fake.requests.get("d", 0) == 0  # bounded: max_attempts = 3 LLMs (b twice)
 
 
 def test_the_fallback_target_failing_too_moves_on_again() -> None:
     response, _, _ = chat({"a": ["500"], "b": ["reset"], "c": ["ok"]})
-    assert response.status_code == 200 and response.json()["model"] == "c"
-    assert response.headers["x-locus-attempts"] == "3"
+    assert response.status_code == 200 and response.headers["x-locus-llm"] == "c"
+    assert response.headers["x-locus-attempts"] == "5"  # a and b each once more
 
 
 def test_every_upstream_hanging_is_a_504_within_the_time_bound() -> None:
@@ -156,14 +209,14 @@ def test_a_content_filter_refusal_is_returned_not_retried() -> None:
 
 def test_a_real_llm_id_bypasses_routing_and_falls_back_by_the_ranking() -> None:
     response, fake, _ = chat({"a": ["ok"], "c": ["503"], "b": ["ok"]}, {**CHAT, "model": "c"})
-    assert response.status_code == 200 and response.json()["model"] == "a"
-    assert fake.requests["c"] == 1
+    assert response.status_code == 200 and response.headers["x-locus-llm"] == "a"
+    assert fake.requests["c"] == 2
 
 
 def test_unavailable_llms_are_never_called() -> None:
     body = {**CHAT, "unavailable": ["a", "b"]}
     response, fake, _ = chat({"a": ["ok"], "b": ["ok"], "c": ["ok"]}, body)
-    assert response.status_code == 200 and response.json()["model"] == "c"
+    assert response.status_code == 200 and response.headers["x-locus-llm"] == "c"
     assert set(fake.requests) == {"c"}
 
 
@@ -171,26 +224,27 @@ def test_a_flapping_primary_opens_its_circuit_and_comes_back() -> None:
     clock = Clock()
     with fake_upstreams({"a": ["500", "500", "ok"], "b": ["ok"]}) as fake:
         app, gateway = build(fake, clock)
-        for _ in range(2):  # two failures in a row open the circuit
-            assert post(app, "/v1/chat/completions", CHAT).json()["model"] == "b"
+        # two failures in a row (a call and its retry) open the circuit
+        assert post(app, "/v1/chat/completions", CHAT).headers["x-locus-llm"] == "b"
         assert gateway.breaker.state("a") == "open"
-        assert post(app, "/v1/chat/completions", CHAT).json()["model"] == "b"
+        assert post(app, "/v1/chat/completions", CHAT).headers["x-locus-llm"] == "b"
         assert fake.requests["a"] == 2  # skipped while open
         clock.now += SETTINGS.breaker_cooldown_s + 1
         answer = post(app, "/v1/chat/completions", CHAT)
-        assert answer.json()["model"] == "a"  # the trial request succeeds: closed again
+        assert answer.headers["x-locus-llm"] == "a"  # the trial request succeeds: closed again
         assert gateway.breaker.state("a") == "closed"
 
 
 def test_a_429_with_retry_after_holds_the_llm() -> None:
     clock = Clock()
-    with fake_upstreams({"a": ["429", "ok"], "b": ["ok"]}) as fake:
+    with fake_upstreams({"a": ["429-long", "ok"], "b": ["ok"]}) as fake:
         app, _ = build(fake, clock)
-        assert post(app, "/v1/chat/completions", CHAT).json()["model"] == "b"
-        assert post(app, "/v1/chat/completions", CHAT).json()["model"] == "b"  # held 1 s
+        assert post(app, "/v1/chat/completions", CHAT).headers["x-locus-llm"] == "b"
+        # held for the cool-down (the Retry-After, capped by it)
+        assert post(app, "/v1/chat/completions", CHAT).headers["x-locus-llm"] == "b"
         assert fake.requests["a"] == 1
-        clock.now += 1.5
-        assert post(app, "/v1/chat/completions", CHAT).json()["model"] == "a"
+        clock.now += SETTINGS.breaker_cooldown_s + 1
+        assert post(app, "/v1/chat/completions", CHAT).headers["x-locus-llm"] == "a"
 
 
 @pytest.mark.parametrize(
@@ -221,6 +275,27 @@ def test_a_429_with_retry_after_holds_the_llm() -> None:
         ("/v1/route", {"texts": [""]}, 400, "empty"),
         ("/v1/route", {"text": "q", "cost_weight": -1}, 400, "cost_weight: expected a number"),
         ("/v1/route", [1, 2], 400, "JSON object"),
+        (
+            "/v1/route",
+            {"queries": ["q"]},
+            400,
+            "unknown field 'queries'; expected some of text, texts, top",
+        ),
+        (
+            "/v1/route",
+            {"text": "q", "unavailble": ["a"]},
+            400,
+            "unknown field 'unavailble' (did you mean 'unavailable'?)",
+        ),
+        (
+            "/v1/route",
+            {},
+            400,
+            "expected 'text' (one query) or 'texts' (a list of queries); found neither",
+        ),
+        ("/v1/route", {"text": 42}, 400, "text: expected a string, found int"),
+        ("/v1/route", {"text": "q", "top": 0}, 400, "top: expected a whole number >= 1, found 0"),
+        ("/v1/route", {"text": "q", "top": 1.5}, 400, "top: expected a whole number >= 1"),
     ],
 )
 def test_bad_input_is_a_4xx_with_a_one_line_json_error(
@@ -287,9 +362,40 @@ def test_route_models_health_ready_and_metrics() -> None:
         ready = post(app, "/ready")
         assert ready.status_code == 200 and ready.json()["with_endpoint"] == 2
         post(app, "/v1/chat/completions", CHAT)
+        for stray in ("/wp-admin/1", "/wp-admin/2", "/v1/nope"):
+            assert post(app, stray).status_code == 404
         metrics = post(app, "/metrics").text
         assert 'locus_choices_total{llm_id="a"} 1.0' in metrics
         assert 'locus_requests_total{endpoint="/v1/route",status="200"} 3.0' in metrics
+        # stray URLs are one series, not one per path
+        assert 'locus_requests_total{endpoint="unmatched",status="404"} 3.0' in metrics
+        assert "wp-admin" not in metrics
+        assert 'locus_request_seconds_count{endpoint="/v1/route"} 3.0' in metrics
+
+
+def test_404_and_405_answer_the_documented_error_shape() -> None:
+    with fake_upstreams({"a": ["ok"]}) as fake:
+        app, _ = build(fake)
+        missing = post(app, "/v2/route", {"text": "q"})
+        assert missing.status_code == 404
+        assert missing.json() == {
+            "error": {"message": "no such endpoint: /v2/route", "type": "not_found"}
+        }
+        wrong = post(app, "/v1/route")  # a GET
+        assert wrong.status_code == 405
+        assert wrong.json() == {
+            "error": {"message": "GET is not allowed on /v1/route", "type": "method_not_allowed"}
+        }
+
+
+def test_a_routing_only_server_is_ready() -> None:
+    router = ServiceRouter(RankedRouter())
+    gateway = Gateway(router.rank, Upstreams({}), settings=SETTINGS)
+    app = create_app(router, gateway, settings=SETTINGS)
+    ready = post(app, "/ready")
+    assert ready.status_code == 200
+    assert ready.json()["mode"] == "routing" and ready.json()["status"] == "ready"
+    assert post(app, "/v1/route", {"text": "q"}).json()["llm_id"] == "a"
 
 
 def stream(
@@ -333,26 +439,40 @@ def test_a_stream_passes_through_with_the_answering_llm_as_model() -> None:
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/event-stream")
     assert response.headers["x-locus-llm"] == "a"
+    assert response.headers["x-locus-upstream-model"] == "upstream-a"
     assert text_of(items) == "answer from a" and items[-1] == "[DONE]"
-    assert all(c["model"] == "a" for c in items if isinstance(c, dict))
+    assert all(c["model"] == "upstream-a" for c in items if isinstance(c, dict))
 
 
-@pytest.mark.parametrize("fault", ["429", "503", "reset", "hang", "slow", "malformed-first"])
-def test_a_stream_failing_before_its_first_token_falls_back(fault: str) -> None:
+@pytest.mark.parametrize(
+    ("fault", "calls"),
+    [("429-long", 1), ("503", 2), ("reset", 2), ("hang", 1), ("slow", 1), ("malformed-first", 1)],
+)
+def test_a_stream_failing_before_its_first_token_falls_back(fault: str, calls: int) -> None:
     response, items, fake = stream({"a": [fault], "b": ["ok"]})
     assert response.status_code == 200 and response.headers["x-locus-llm"] == "b"
-    assert response.headers["x-locus-attempts"] == "2"
+    assert response.headers["x-locus-attempts"] == str(calls + 1)
     assert text_of(items) == "answer from b" and items[-1] == "[DONE]"
-    assert fake.requests["a"] == 1
+    assert fake.requests["a"] == calls
+
+
+@pytest.mark.parametrize("fault", ["malformed", "no-done"])
+def test_a_stream_with_a_malformed_chunk_or_no_done_is_still_whole(fault: str) -> None:
+    """A broken chunk is skipped (and counted); a stream that closes after its finish_reason
+    without [DONE] is complete: every published gateway passes both."""
+    response, items, fake = stream({"a": [fault], "b": ["ok"]})
+    assert response.status_code == 200 and response.headers["x-locus-llm"] == "a"
+    assert text_of(items) == "answer from a" and items[-1] == "[DONE]"
+    assert not any(isinstance(c, dict) and "error" in c for c in items)
+    assert fake.requests.get("b", 0) == 0
 
 
 @pytest.mark.parametrize(
     ("fault", "message"),
     [
-        ("cut", "the stream was cut"),
+        ("cut", "the stream was cut (connection reset)"),
         ("stall", "the stream stalled"),
-        ("malformed", "malformed stream chunk"),
-        ("no-done", "ended without [DONE]"),
+        ("truncated", "ended without [DONE]"),
     ],
 )
 def test_a_stream_dying_after_its_first_token_ends_with_an_error_event(

@@ -84,7 +84,8 @@ def test_the_service_routes_and_answers_over_real_http(
                 )
                 assert answer.status_code == 200, answer.text
                 llm = answer.headers["x-locus-llm"]
-                assert llm in SERVED and answer.json()["model"] == llm
+                assert llm in SERVED and answer.json()["model"] == f"model-{llm}"  # upstream's
+                assert answer.headers["x-locus-upstream-model"] == f"model-{llm}"
                 assert fake.bodies[llm][0]["model"] == f"model-{llm}"
                 assert answer.headers["x-locus-cost-usd"] == "0.00100000"
                 models = {m["id"] for m in client.get("/v1/models").json()["data"]}
@@ -191,13 +192,14 @@ def test_the_openai_client_talks_to_the_gateway(
                 base_url=f"{base}/v1", api_key="unused", max_retries=0, timeout=20
             )
             messages = [{"role": "user", "content": "enzyme protein gene membrane"}]
-            completion = client.chat.completions.create(model="locus", messages=messages)
-            assert completion.model in SERVED
-            assert completion.choices[0].message.content == f"answer from {completion.model}"
+            raw = client.chat.completions.with_raw_response.create(model="locus", messages=messages)
+            completion, llm = raw.parse(), raw.headers["x-locus-llm"]
+            assert llm in SERVED and completion.model == f"model-{llm}"  # what answered upstream
+            assert completion.choices[0].message.content == f"answer from {llm}"
             parts = list(
                 client.chat.completions.create(model="locus:cost=0", messages=messages, stream=True)
             )
             text = "".join(p.choices[0].delta.content or "" for p in parts if p.choices)
-            assert text == f"answer from {parts[0].model}"
+            assert text == f"answer from {parts[0].model.removeprefix('model-')}"
             listed = [m.id for m in client.models.list()]
             assert "locus" in listed

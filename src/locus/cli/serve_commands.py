@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import socket
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -22,6 +24,20 @@ def _loopback(host: str) -> bool:
         return False
 
 
+def _check_port(host: str, port: int) -> None:
+    """Refuse a port already taken before anything is loaded or announced."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            raise LocusInputError(
+                f"serve: cannot listen on {host}:{port} ({error.strerror or error}); another "
+                "process holds the port: stop it or choose --port"
+            ) from None
+
+
 @app.command("serve")
 def serve_command(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
@@ -31,23 +47,66 @@ def serve_command(
         bool,
         typer.Option("--no-auth", help="Serve without API keys (loopback addresses only)."),
     ] = False,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config", help="A TOML file of server settings (names of the options below)."
+        ),
+    ] = None,
+    attempts: Annotated[
+        int | None, typer.Option("--attempts", min=1, help="LLMs tried per chat request [3].")
+    ] = None,
+    retries: Annotated[
+        int | None,
+        typer.Option("--retries", min=0, help="Same-LLM retries after a transient failure [1]."),
+    ] = None,
+    first_token_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--first-token-timeout", min=0.1, help="Seconds to a stream's first token [15]."
+        ),
+    ] = None,
+    stall_timeout: Annotated[
+        float | None,
+        typer.Option("--stall-timeout", min=0.1, help="Seconds a stream may go silent [30]."),
+    ] = None,
+    attempt_timeout: Annotated[
+        float | None,
+        typer.Option("--attempt-timeout", min=0.1, help="Seconds per non-streaming call [30]."),
+    ] = None,
+    total_timeout: Annotated[
+        float | None,
+        typer.Option("--total-timeout", min=0.1, help="Seconds for every attempt together [60]."),
+    ] = None,
     artifact: ArtifactOption = "default",
     workspace: WorkspaceOption = None,
 ) -> None:
-    """Serve routing (/v1/route) and an OpenAI-compatible gateway (/v1/chat/completions)."""
+    """Serve routing (/v1/route) and an OpenAI-compatible gateway (/v1/chat/completions).
+
+    Retries, timeouts and attempts come from --config (a TOML file of `ServerSettings`
+    names), then these options."""
     import uvicorn
+
+    from locus.server.settings import ServerSettings
 
     if no_auth and not _loopback(host):
         raise LocusInputError(
             f"serve: --no-auth on {host!r} would let anyone on the network in; expected a "
             "loopback address such as 127.0.0.1"
         )
+    settings = ServerSettings.from_file(config) if config is not None else ServerSettings()
+    settings = settings.with_(
+        max_attempts=attempts, retries_per_llm=retries, first_token_timeout_s=first_token_timeout,
+        stall_timeout_s=stall_timeout, attempt_timeout_s=attempt_timeout,
+        total_timeout_s=total_timeout,
+    )  # fmt: skip
+    _check_port(host, port)
     with open_store(workspace, create=False) as store:
         path, spec = store.location, store.spec
-        from locus.server.serve import SERVE_WORKSPACE_ENV, build_app
+        from locus.server.serve import SERVE_WORKSPACE_ENV, SETTINGS_ENV, build_app
 
         # built here, so a broken workspace fails before anything listens
-        application = build_app(store, artifact, auth=not no_auth)
+        application = build_app(store, artifact, auth=not no_auth, settings=settings)
         keys = [k for k in store.list_keys() if k["revoked_at"] is None]
         access = "no API keys (loopback only)" if no_auth else f"{len(keys)} live API keys"
         stderr_console().print(
@@ -62,8 +121,9 @@ def serve_command(
         if workers == 1:
             uvicorn.run(application, host=host, port=port, log_level="warning")
             return
-    # the worker processes open the same store (`app_from_env`)
+    # the worker processes open the same store with the same settings (`app_from_env`)
     os.environ[SERVE_WORKSPACE_ENV], os.environ["LOCUS_ARTIFACT"] = spec, artifact
+    os.environ[SETTINGS_ENV] = settings.to_json()
     os.environ["LOCUS_NO_AUTH"] = "1" if no_auth else "0"
     uvicorn.run(
         "locus.server.serve:app_from_env", factory=True, host=host, port=port,

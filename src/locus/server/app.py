@@ -13,10 +13,14 @@
                                 a stream's cost is in its usage chunk, not a header)
     GET  /v1/models             the pool and the routing names
     GET  /health                liveness (no upstream calls)
-    GET  /ready                 the router is loaded and at least one LLM can be reached
-    GET  /metrics               Prometheus
+    GET  /ready                 the router is loaded and (a gateway) at least one LLM can be
+                                reached; a routing-only server (no endpoints) is ready at once
+    GET  /metrics               Prometheus (paths labelled by route, not by raw URL)
 
-Bad input is a 4xx with a one-line JSON error ({"error": {"message", "type"}}), never a 5xx.
+Every error, 404 and 405 included, is one JSON shape: {"error": {"message", "type"}}; bad
+input is a 4xx naming the field that is wrong (an unknown field of /v1/route too), never a 5xx.
+A chat answer's `model` is what the upstream answered as; `x-locus-llm` names the pool's LLM,
+`x-locus-upstream-model` the upstream model, `x-locus-failed` the LLMs tried before it.
 """
 
 from __future__ import annotations
@@ -37,7 +41,20 @@ from locus.routing.rules import DecisionRule
 from locus.server.gateway import ROUTING_MODEL, Gateway, GatewayError
 from locus.server.settings import ServerSettings
 
-__all__ = ["ServiceRouter", "create_app"]
+__all__ = ["ROUTE_FIELDS", "ServiceRouter", "create_app"]
+
+# what a /v1/route body may hold; anything else is a 400 naming it
+ROUTE_FIELDS = (
+    "text",
+    "texts",
+    "top",
+    "cost_weight",
+    "quality",
+    "budget",
+    "max_cost",
+    "unavailable",
+    "guarded",
+)
 
 
 class ServiceRouter:
@@ -134,6 +151,17 @@ def _predicted_headers(predicted: RankedLLM | None) -> dict[str, str]:
     return headers
 
 
+def _answer_headers(upstream_model: str | None, failed: Sequence[Any]) -> dict[str, str]:
+    """x-locus-upstream-model (what answered) and x-locus-failed (llm=kind of each LLM tried
+    before it), where there is something to say."""
+    headers = {}
+    if upstream_model:
+        headers["x-locus-upstream-model"] = upstream_model
+    if failed:
+        headers["x-locus-failed"] = ",".join(f"{f['llm_id']}={f['kind']}" for f in failed)
+    return headers
+
+
 def _error(status: int, message: str, kind: str) -> JSONResponse:
     return JSONResponse(
         {"error": {"message": " ".join(message.split()), "type": kind}}, status_code=status
@@ -196,6 +224,7 @@ def create_app(
 
     @app.middleware("http")
     async def bounded(request: Request, call_next: Any) -> Response:
+        started = time.perf_counter()
         length = request.headers.get("content-length")
         denied = refused(request)
         if denied is not None:
@@ -207,7 +236,11 @@ def create_app(
                 response = await call_next(request)
             except Exception:  # the last line: a bug answers 500 in JSON, never a trace
                 response = _error(500, "internal error", "internal")
-        metrics.requests.labels(request.url.path, str(response.status_code)).inc()
+        # label by the matched route's template: a stray URL must not become a new series
+        route = request.scope.get("route")
+        label = getattr(route, "path", None) or "unmatched"
+        metrics.requests.labels(label, str(response.status_code)).inc()
+        metrics.request_seconds.labels(label).observe(time.perf_counter() - started)
         return response
 
     async def body_of(request: Request) -> dict[str, Any]:
@@ -264,6 +297,17 @@ def create_app(
     async def locus_error(request: Request, error: LocusError) -> Response:
         return _error(400, str(error), "invalid_request")
 
+    from starlette.exceptions import HTTPException as StarletteHTTPException
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, error: StarletteHTTPException) -> Response:
+        kinds = {404: "not_found", 405: "method_not_allowed"}
+        message = {
+            404: f"no such endpoint: {request.url.path}",
+            405: f"{request.method} is not allowed on {request.url.path}",
+        }.get(error.status_code, str(error.detail))
+        return _error(error.status_code, message, kinds.get(error.status_code, "http_error"))
+
     @app.exception_handler(GatewayError)
     async def gateway_error(request: Request, error: GatewayError) -> Response:
         if error.kind == "refused" and isinstance(error.body, dict):
@@ -276,16 +320,23 @@ def create_app(
 
     @app.get("/ready")
     async def ready() -> Response:
+        served = gateway.upstreams.endpoints
         reachable = [
-            llm for llm in gateway.upstreams.endpoints if gateway.breaker.state(llm) != "open"
+            llm
+            for llm in served
+            if gateway.breaker.state(llm) != "open" and llm not in gateway.retired
         ]
+        mode = "gateway" if served else "routing"  # no endpoint: /v1/route only, ready at once
+        up = bool(reachable) or not served
         body = {
-            "status": "ready" if reachable else "degraded",
+            "status": "ready" if up else "degraded",
+            "mode": mode,
             "llms": len(router.llm_ids),
-            "with_endpoint": len(gateway.upstreams.endpoints),
+            "with_endpoint": len(served),
             "reachable": len(reachable),
+            "retired": sorted(gateway.retired),
         }
-        return JSONResponse(body, status_code=200 if reachable else 503)
+        return JSONResponse(body, status_code=200 if up else 503)
 
     @app.get("/metrics")
     async def prometheus() -> Response:
@@ -307,10 +358,30 @@ def create_app(
     @app.post("/v1/route")
     async def route(request: Request) -> dict[str, Any]:
         data = await body_of(request)
-        if ("text" in data) == ("texts" in data):
+        unknown = [name for name in data if name not in ROUTE_FIELDS]
+        if unknown:
+            import difflib
+
+            close = difflib.get_close_matches(unknown[0], ROUTE_FIELDS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise _Bad(
+                400,
+                f"unknown field {unknown[0]!r}{hint}; expected some of {', '.join(ROUTE_FIELDS)}",
+                "invalid_request",
+            )
+        if "text" in data and "texts" in data:
             raise _Bad(
                 400, "expected 'text' (one query) or 'texts' (a list), not both", "invalid_request"
             )
+        if "text" not in data and "texts" not in data:
+            raise _Bad(
+                400,
+                "expected 'text' (one query) or 'texts' (a list of queries); found neither",
+                "invalid_request",
+            )
+        if "text" in data and not isinstance(data["text"], str):
+            found = type(data["text"]).__name__
+            raise _Bad(400, f"text: expected a string, found {found}", "invalid_request")
         texts = [data["text"]] if "text" in data else data["texts"]
         if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
             raise _Bad(400, "texts: expected a non-empty list of strings", "invalid_request")
@@ -320,7 +391,9 @@ def create_app(
             )
         if any(not t.strip() for t in texts):
             raise _Bad(400, "a text is empty; expected query text to route", "invalid_request")
-        top = int(number(data, "top", settings.top) or settings.top)
+        top = data.get("top", settings.top)
+        if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+            raise _Bad(400, f"top: expected a whole number >= 1, found {top!r}", "invalid_request")
         weight = number(data, "cost_weight", 0.0) or 0.0
         quality = number(data, "quality", None)
         budget = number(data, "budget", None)
@@ -362,6 +435,7 @@ def create_app(
                 headers={
                     "x-locus-llm": streamed.llm_id,
                     "x-locus-attempts": str(streamed.attempts),
+                    **_answer_headers(streamed.upstream_model, streamed.failed),
                     **_predicted_headers(streamed.predicted),
                     "cache-control": "no-cache",
                 },
@@ -371,6 +445,7 @@ def create_app(
             "x-locus-llm": answer.llm_id,
             "x-locus-attempts": str(answer.attempts),
             "x-locus-cost-usd": "" if answer.cost_usd is None else f"{answer.cost_usd:.8f}",
+            **_answer_headers(answer.upstream_model, answer.failed),
             **_predicted_headers(answer.predicted),
         }
         return JSONResponse(answer.payload, headers=headers)

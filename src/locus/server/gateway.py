@@ -5,12 +5,18 @@ The model name selects routing: `locus` (P(correct) alone, guarded as `locus rou
 predictor's next best for the query). The fallback order is the routing ranking (issue 11
 measured the next best by the predictor to keep more of hit@1 than the nearest LLM by
 embedding), restricted to LLMs with an endpoint, skipping LLMs whose circuit is open; bounded
-by `max_attempts` and `total_timeout_s`.
+by `max_attempts` and `total_timeout_s`. A transient failure (a 5xx, a reset connection, a 429
+whose Retry-After is short) is retried on the same LLM first (`retries_per_llm`, after
+`retry_backoff_s` or the Retry-After); a 404 / 410 "model not found" marks the LLM retired for
+this process (the catalog names a model its provider no longer serves) and falls back. The
+answer keeps the upstream's own `model` (what really answered); locus's llm_id travels in the
+`x-locus-llm` header.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,11 +30,20 @@ from locus.routing.rules import DecisionRule
 from locus.server.breaker import CircuitBreaker
 from locus.server.prometheus import Metrics
 from locus.server.settings import ServerSettings
-from locus.server.upstream import DONE, UpstreamError, Upstreams, UpstreamStream, open_stream
+from locus.server.upstream import (
+    DONE,
+    MALFORMED,
+    UpstreamError,
+    Upstreams,
+    UpstreamStream,
+    open_stream,
+)
 
 __all__ = ["ROUTING_MODEL", "ChatAnswer", "Gateway", "GatewayError", "StreamAnswer", "parse_model"]
 
 ROUTING_MODEL = "locus"
+
+logger = logging.getLogger("locus.server")
 
 
 class GatewayError(Exception):
@@ -49,6 +64,7 @@ class ChatAnswer:
     cost_usd: float | None
     failed: list[dict[str, Any]] = field(default_factory=list)
     predicted: RankedLLM | None = None  # the router's P(correct) and expected cost for it
+    upstream_model: str | None = None  # the model name the upstream answered with
 
     @property
     def fell_back(self) -> bool:
@@ -64,6 +80,7 @@ class StreamAnswer:
     events: AsyncIterator[bytes]
     failed: list[dict[str, Any]] = field(default_factory=list)
     predicted: RankedLLM | None = None
+    upstream_model: str | None = None
 
 
 def _sse(data: Any) -> bytes:
@@ -135,6 +152,7 @@ class Gateway:
             self.settings.breaker_failures, self.settings.breaker_cooldown_s, clock=clock
         )
         self.clock = clock
+        self.retired: set[str] = set()  # answered "model not found": skipped from now on
 
     def fallback_order(
         self,
@@ -155,7 +173,8 @@ class Gateway:
             ranked = sorted(ranked, key=lambda candidate: candidate.llm_id != fixed)
             if not any(candidate.llm_id == fixed for candidate in ranked):
                 ranked = [RankedLLM(fixed, float("nan"), None, float("nan")), *ranked]
-        return [c for c in ranked if c.llm_id in self.upstreams.endpoints]
+        served = self.upstreams.endpoints
+        return [c for c in ranked if c.llm_id in served and c.llm_id not in self.retired]
 
     async def chat(
         self, body: Mapping[str, Any], text: str, *, unavailable: Sequence[str] = ()
@@ -173,8 +192,10 @@ class Gateway:
         llm, payload, attempts, failed, predicted = await self._first_success(
             body, text, unavailable, call
         )
-        payload = {**payload, "model": llm}
-        return ChatAnswer(payload, llm, attempts, self.cost(llm, payload), failed, predicted)
+        model = str(payload.get("model") or self.upstreams.endpoints[llm].model)
+        payload = {**payload, "model": model}
+        cost = self.cost(llm, payload)
+        return ChatAnswer(payload, llm, attempts, cost, failed, predicted, model)
 
     async def stream(
         self, body: Mapping[str, Any], text: str, *, unavailable: Sequence[str] = ()
@@ -182,41 +203,79 @@ class Gateway:
         """Start a streaming chat request: every failure before the first token falls back;
         the answer's `events` are the SSE lines, each chunk's model the answering LLM's. A
         stream that fails after its first token ends with an error event and no [DONE], so a
-        client never takes a truncated answer for a complete one."""
+        client never takes a truncated answer for a complete one; one that closes after its
+        last chunk (a `finish_reason`) without sending [DONE] is complete, and gets its [DONE].
+        Malformed chunks are skipped and counted (`malformed_chunks_max` in a row end it)."""
 
         async def call(llm: str, timeout: float) -> UpstreamStream:
             return await open_stream(
-                self.upstreams, llm, body, first_token_s=timeout,
+                self.upstreams, llm, body,
+                first_token_s=min(timeout, self.settings.first_token_timeout_s),
                 stall_s=self.settings.stall_timeout_s,
+                malformed_max=self.settings.malformed_chunks_max,
             )  # fmt: skip
 
         llm, upstream, attempts, failed, predicted = await self._first_success(
             body, text, unavailable, call
         )
-        return StreamAnswer(llm, attempts, self._events(llm, upstream), failed, predicted)
+        if upstream.malformed:
+            self.metrics.upstream_errors.labels(llm, "malformed_chunk").inc(upstream.malformed)
+        model = self.upstreams.endpoints[llm].model
+        for chunk in upstream.head:
+            if isinstance(chunk, dict) and chunk.get("model"):
+                model = str(chunk["model"])
+                break
+        events = self._events(llm, model, upstream)
+        return StreamAnswer(llm, attempts, events, failed, predicted, model)
 
-    async def _events(self, llm: str, upstream: UpstreamStream) -> AsyncIterator[bytes]:
+    async def _events(self, llm: str, model: str, upstream: UpstreamStream) -> AsyncIterator[bytes]:
+        finished = False  # a chunk with a finish_reason: the answer is whole
+
+        def event(chunk: Any) -> bytes:
+            nonlocal finished
+            if isinstance(chunk, dict):
+                finished = finished or any(
+                    isinstance(c, dict) and c.get("finish_reason")
+                    for c in chunk.get("choices") or []
+                )
+                chunk = {**chunk, "model": chunk.get("model") or model}
+            return _sse(chunk)
+
+        def broken(message: str) -> bytes:
+            return _sse({"error": {"message": message, "type": "upstream_stream_error"}})
+
+        malformed = 0
         try:
             for chunk in upstream.head:
-                yield _sse({**chunk, "model": llm})
+                yield event(chunk)
             while True:
                 try:
                     chunk = await upstream.next_chunk()
                 except UpstreamError as error:
                     self._failed(llm, error, [])
-                    yield _sse({"error": {"message": f"{error}; the answer is incomplete",
-                                          "type": "upstream_stream_error"}})  # fmt: skip
+                    yield broken(f"{error}; the answer is incomplete")
                     return
+                if chunk == MALFORMED:
+                    self.metrics.upstream_errors.labels(llm, "malformed_chunk").inc()
+                    malformed += 1
+                    if malformed > self.settings.malformed_chunks_max:
+                        yield broken(f"{llm}: the stream is malformed; the answer is incomplete")
+                        return
+                    continue
+                malformed = 0
                 if chunk is None:
                     self.metrics.upstream_errors.labels(llm, "no_done").inc()
-                    yield _sse({"error": {"message": f"{llm}: the stream ended without [DONE]; "
-                                          "the answer may be incomplete",
-                                          "type": "upstream_stream_error"}})  # fmt: skip
+                    if finished:  # closed after its last chunk: complete, only [DONE] missing
+                        yield b"data: [DONE]\n\n"
+                        return
+                    yield broken(
+                        f"{llm}: the stream ended without [DONE]; the answer may be incomplete"
+                    )
                     return
                 if chunk == DONE:
                     yield b"data: [DONE]\n\n"
                     return
-                yield _sse({**chunk, "model": llm} if isinstance(chunk, dict) else chunk)
+                yield event(chunk)
         finally:
             await upstream.aclose()
 
@@ -239,38 +298,77 @@ class Gateway:
             raise GatewayError(503, "no LLM with an endpoint is available", kind="unavailable")
         started = self.clock()
         failed: list[dict[str, Any]] = []
-        attempts = 0
-        for llm in order:
-            remaining = self.settings.total_timeout_s - (self.clock() - started)
-            if attempts >= self.settings.max_attempts or remaining <= 0:
+        attempts = tried = 0
+        for position, llm in enumerate(order):
+            if tried >= self.settings.max_attempts:
                 break
             if not self.breaker.allow(llm):
                 failed.append({"llm_id": llm, "kind": "circuit_open"})
                 continue
-            attempts += 1
-            began = time.perf_counter()
-            try:
-                result = await call(llm, min(self.settings.attempt_timeout_s, remaining))
-            except UpstreamError as error:
-                self._failed(llm, error, failed)
-                if not error.retryable:
-                    raise GatewayError(
-                        error.status or 502, str(error), kind=error.kind, body=error.body
-                    ) from None
-                continue
-            finally:
-                self.metrics.upstream_latency.labels(llm).observe(time.perf_counter() - began)
-            self.breaker.success(llm)
-            self.metrics.choices.labels(llm).inc()
-            if attempts > 1:
-                self.metrics.fallbacks.inc()
-            return llm, result, attempts, failed, candidate_of[llm]
+            tried += 1
+            tries = 0
+            while True:
+                remaining = self.settings.total_timeout_s - (self.clock() - started)
+                if remaining <= 0:
+                    break
+                attempts += 1
+                tries += 1
+                began = time.perf_counter()
+                try:
+                    result = await call(llm, min(self.settings.attempt_timeout_s, remaining))
+                except UpstreamError as error:
+                    self._failed(llm, error, failed)
+                    if not error.retryable:
+                        raise GatewayError(
+                            error.status or 502, str(error), kind=error.kind, body=error.body
+                        ) from None
+                    if error.kind == "retired":
+                        self._retire(llm, order[position + 1 :])
+                    wait = self._retry_wait(error, tries)
+                    if wait is None:
+                        break  # the next LLM
+                    self.metrics.upstream_errors.labels(llm, "retried").inc()
+                    await anyio.sleep(min(wait, max(remaining, 0.0)))
+                    continue
+                finally:
+                    self.metrics.upstream_latency.labels(llm).observe(time.perf_counter() - began)
+                self.breaker.success(llm)
+                self.metrics.choices.labels(llm).inc()
+                if position > 0:
+                    self.metrics.fallbacks.inc()
+                return llm, result, attempts, failed, candidate_of[llm]
         summary = "; ".join(f"{f['llm_id']}: {f['kind']}" for f in failed) or "no attempt"
         timed_out = any(f["kind"] == "timeout" for f in failed)
         raise GatewayError(
             504 if timed_out and len(failed) == attempts else 503,
             f"no LLM answered after {attempts} attempts ({summary})",
             kind="all_failed",
+        )
+
+    def _retry_wait(self, error: UpstreamError, tries: int) -> float | None:
+        """Seconds to wait before calling the same LLM again, or None to move on: transient
+        failures only, `retries_per_llm` times, a 429 after its Retry-After when that is at
+        most `retry_after_max_s`."""
+        if not error.transient or tries > self.settings.retries_per_llm:
+            return None
+        if error.kind == "rate_limited" and error.retry_after is not None:
+            if error.retry_after > self.settings.retry_after_max_s:
+                return None
+            return error.retry_after
+        return self.settings.retry_backoff_s
+
+    def _retire(self, llm: str, rest: Sequence[str]) -> None:
+        """Skip `llm` from now on: its provider answered that the model does not exist."""
+        self.retired.add(llm)
+        self.metrics.upstream_errors.labels(llm, "retired").inc()
+        substitute = rest[0] if rest else "none left"
+        logger.warning(
+            "%s: the upstream answered 'model not found' (its endpoint model %r is retired or "
+            "misnamed in the catalog); marked unavailable until the server restarts with a "
+            "corrected catalog; this request falls back to %s",
+            llm,
+            self.upstreams.endpoints[llm].model,
+            substitute,
         )
 
     def _failed(self, llm: str, error: UpstreamError, failed: list[dict[str, Any]]) -> None:

@@ -8,7 +8,7 @@ __all__ = ["Metrics"]
 
 
 class Metrics:
-    """requests, choices per LLM, fallbacks, upstream latency and errors."""
+    """requests and their time, choices per LLM, fallbacks, upstream latency and errors."""
 
     def __init__(self) -> None:
         from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -32,6 +32,11 @@ class Metrics:
             "locus_upstream_latency_seconds", "Upstream call time by LLM", ["llm_id"],
             registry=self.registry,
             buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+        )  # fmt: skip
+        self.request_seconds = Histogram(
+            "locus_request_seconds", "Time in the service by endpoint (route template)",
+            ["endpoint"], registry=self.registry,
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5, 30),
         )  # fmt: skip
 
     def render(self) -> tuple[bytes, str]:

@@ -22,10 +22,11 @@ from locus.store import Store
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-__all__ = ["SERVE_WORKSPACE_ENV", "app_from_env", "build_app", "catalog_endpoints"]
+__all__ = ["SERVE_WORKSPACE_ENV", "SETTINGS_ENV", "app_from_env", "build_app", "catalog_endpoints"]
 
 # set by `locus serve --workers N` for its worker processes: the store to open (may hold a password)
 SERVE_WORKSPACE_ENV = "LOCUS_SERVE_WORKSPACE"
+SETTINGS_ENV = "LOCUS_SERVE_SETTINGS"  # and the server settings, as JSON
 
 
 def catalog_endpoints(store: Store, llm_ids: list[str]) -> dict[str, Endpoint]:
@@ -84,8 +85,10 @@ def app_from_env() -> FastAPI:
             f"{SERVE_WORKSPACE_ENV} is not set; start the service with locus serve"
         )
     store = Store.open(workspace, create=False)
+    given = os.environ.get(SETTINGS_ENV)
     return build_app(
         store,
         os.environ.get("LOCUS_ARTIFACT", "default"),
         auth=os.environ.get("LOCUS_NO_AUTH") != "1",
+        settings=ServerSettings.from_json(given) if given else None,
     )

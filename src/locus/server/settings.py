@@ -1,8 +1,21 @@
-"""Limits and timeouts of the service, one dataclass so tests can shrink them."""
+"""Limits, timeouts and retries of the service: one dataclass, set from `locus serve` options
+or a TOML file (`ServerSettings.from_file`), shrunk by tests.
+
+    # serve.toml
+    max_attempts = 4
+    first_token_timeout_s = 10
+    retries_per_llm = 1
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from locus.errors import LocusInputError
 
 __all__ = ["ServerSettings"]
 
@@ -14,12 +27,22 @@ class ServerSettings:
     Attributes:
         max_body_bytes: larger request bodies get 413.
         max_batch: most texts one /v1/route call may route.
-        max_attempts: LLMs tried for one chat request (the routed one, then fallbacks).
-        attempt_timeout_s: one upstream call, connect to last byte (non-streaming) or to the
-            first token (streaming).
+        max_attempts: LLMs tried for one chat request (the routed one, then fallbacks); each
+            may be called `1 + retries_per_llm` times.
+        attempt_timeout_s: one non-streaming upstream call, connect to last byte.
+        first_token_timeout_s: a streaming call's wait for its first token (then it falls
+            back).
         total_timeout_s: every attempt of one request together.
         stall_timeout_s: a stream that sends nothing for this long after its first token is
             ended with an error event.
+        retries_per_llm: calls of the same LLM again, after a transient failure (a 5xx, a
+            reset connection, a 429 whose Retry-After is short), before falling over to the
+            next one.
+        retry_backoff_s: the wait before such a retry (a 429's Retry-After instead, when it
+            says so and it is at most `retry_after_max_s`).
+        retry_after_max_s: a longer Retry-After moves on to the next LLM at once.
+        malformed_chunks_max: malformed SSE chunks skipped (and counted) in one stream before
+            it is ended as broken.
         breaker_failures, breaker_cooldown_s: an LLM failing this many times in a row is
             skipped for the cool-down, then given one trial request.
         top: ranked LLMs in a /v1/route answer (the fallback order is the whole ranking).
@@ -32,9 +55,65 @@ class ServerSettings:
     max_batch: int = 256
     max_attempts: int = 3
     attempt_timeout_s: float = 30.0
+    first_token_timeout_s: float = 15.0
     total_timeout_s: float = 60.0
     stall_timeout_s: float = 30.0
+    retries_per_llm: int = 1
+    retry_backoff_s: float = 0.25
+    retry_after_max_s: float = 2.0
+    malformed_chunks_max: int = 10
     breaker_failures: int = 3
     breaker_cooldown_s: float = 30.0
     top: int = 3
     pool_check_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise LocusInputError(
+                    f"server setting {field.name}: expected a number >= 0, found {value!r}"
+                )
+        if self.max_attempts < 1 or self.top < 1:
+            raise LocusInputError("server settings: max_attempts and top must be at least 1")
+
+    def with_(self, **changes: Any) -> ServerSettings:
+        """A copy with `changes` (None values ignored: an option left unset)."""
+        given = {k: v for k, v in changes.items() if v is not None}
+        unknown = sorted(set(given) - {f.name for f in fields(self)})
+        if unknown:
+            raise LocusInputError(
+                f"unknown server setting {unknown[0]!r}; expected one of "
+                f"{', '.join(f.name for f in fields(self))}"
+            )
+        return dataclasses.replace(self, **given)
+
+    def to_json(self) -> str:
+        """The settings as JSON (`from_json` reads them back: worker processes)."""
+        import json
+
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> ServerSettings:
+        import json
+
+        return cls().with_(**json.loads(text))
+
+    @classmethod
+    def from_file(cls, path: str | Path, base: ServerSettings | None = None) -> ServerSettings:
+        """`base` (default: the defaults) with the values of a TOML file of setting names.
+
+        Raises:
+            LocusInputError: an unreadable file, an unknown name, a value of the wrong type.
+        """
+        import tomllib
+
+        try:
+            values: Mapping[str, Any] = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+            raise LocusInputError(f"{path}: not a readable TOML settings file ({error})") from None
+        try:
+            return (base or cls()).with_(**values)
+        except LocusInputError as error:
+            raise LocusInputError(f"{path}: {error}") from None

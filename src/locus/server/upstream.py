@@ -2,8 +2,10 @@
 
 A failure is *retryable* (the gateway falls back to the next LLM) when the LLM or the network
 failed: connection refused or reset, timeout, 429, 5xx, a malformed body, a context-length
-error (another LLM may have a larger context). It is not when the request itself is refused:
-another 4xx, such as a content filter, goes back to the client as it came.
+error (another LLM may have a larger context), a 404 / 410 "model not found" (the model was
+retired). It is not when the request itself is refused: another 4xx, such as a content filter,
+goes back to the client as it came. Messages name what happened in words, never an exception's
+repr.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ import httpx
 
 from locus.data.llm_catalog import Endpoint
 
-__all__ = ["DONE", "UpstreamError", "UpstreamStream", "Upstreams"]
+__all__ = ["DONE", "MALFORMED", "UpstreamError", "UpstreamStream", "Upstreams"]
 
 DONE = "[DONE]"
+MALFORMED = "[MALFORMED]"  # a data line that is not JSON: skipped and counted by the gateway
 
 
 class UpstreamError(Exception):
@@ -28,15 +31,25 @@ class UpstreamError(Exception):
 
     Attributes:
         llm_id, kind: "connect", "timeout", "rate_limited", "server_error", "bad_response",
-            "context_length", "refused" (another 4xx).
+            "context_length", "retired" (404 / 410: no such model), "refused" (another 4xx).
         status: the upstream's HTTP status (None when no response came).
         retry_after: seconds from a 429's Retry-After header, if any.
         body: the upstream's JSON error body for a refused request.
     """
 
     RETRYABLE = frozenset(
-        {"connect", "timeout", "rate_limited", "server_error", "bad_response", "context_length"}
+        {
+            "connect",
+            "timeout",
+            "rate_limited",
+            "server_error",
+            "bad_response",
+            "context_length",
+            "retired",
+        }
     )
+    # transient: the same LLM may answer a moment later (the gateway retries it once)
+    TRANSIENT = frozenset({"connect", "rate_limited", "server_error"})
 
     def __init__(
         self,
@@ -55,6 +68,10 @@ class UpstreamError(Exception):
     @property
     def retryable(self) -> bool:
         return self.kind in self.RETRYABLE
+
+    @property
+    def transient(self) -> bool:
+        return self.kind in self.TRANSIENT
 
     @property
     def counts_against_llm(self) -> bool:
@@ -123,7 +140,7 @@ class Upstreams:
         except httpx.TimeoutException:
             raise UpstreamError(llm_id, "timeout", f"no answer within {timeout:g} s") from None
         except httpx.TransportError as error:
-            raise UpstreamError(llm_id, "connect", f"connection failed ({error!r})") from None
+            raise UpstreamError(llm_id, "connect", f"connection failed ({_words(error)})") from None
         check_status(llm_id, response.status_code, response.headers, _json_or_none(response))
         data = _json_or_none(response)
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
@@ -136,16 +153,22 @@ class UpstreamStream:
     one with content last) and `chunks()` for the rest; `aclose()` releases the connection."""
 
     def __init__(
-        self, llm_id: str, response: httpx.Response, lines: AsyncIterator[str], head: list[Any]
+        self,
+        llm_id: str,
+        response: httpx.Response,
+        lines: AsyncIterator[str],
+        head: list[Any],
+        malformed: int = 0,
     ) -> None:
         self.llm_id, self._response, self._lines, self.head = llm_id, response, lines, head
+        self.malformed = malformed  # malformed chunks skipped before the first token
 
     async def next_chunk(self) -> Any:
-        """The next data chunk (a dict), DONE, or None when the stream ended without [DONE].
+        """The next data chunk (a dict), DONE, MALFORMED (a data line that is not JSON), or
+        None when the stream ended without [DONE].
 
         Raises:
-            UpstreamError: a stall (no data within the read timeout), a cut connection or a
-                malformed chunk.
+            UpstreamError: a stall (no data within the read timeout) or a cut connection.
         """
         return await _next_data(self.llm_id, self._lines)
 
@@ -164,12 +187,24 @@ async def _next_data(llm_id: str, lines: AsyncIterator[str]) -> Any:
             try:
                 return json.loads(data)
             except ValueError:
-                raise UpstreamError(llm_id, "bad_response", "malformed stream chunk") from None
+                return MALFORMED
     except httpx.TimeoutException:
         raise UpstreamError(llm_id, "timeout", "the stream stalled") from None
     except httpx.TransportError as error:
-        raise UpstreamError(llm_id, "connect", f"the stream was cut ({error!r})") from None
+        raise UpstreamError(llm_id, "connect", f"the stream was cut ({_words(error)})") from None
     return None
+
+
+def _words(error: BaseException) -> str:
+    """An exception in words for a message: its kind, and its text where it has one."""
+    kind = {
+        "ConnectError": "could not connect",
+        "ReadError": "connection reset",
+        "RemoteProtocolError": "the peer closed the connection",
+        "WriteError": "connection reset",
+    }.get(type(error).__name__, type(error).__name__)
+    text = " ".join(str(error).split())
+    return kind if not text or len(text) > 80 else f"{kind}: {text}"
 
 
 def has_content(chunk: Any) -> bool:
@@ -192,9 +227,10 @@ def _json_or_none(response: httpx.Response) -> Any:
 
 async def open_stream(
     upstreams: Upstreams, llm_id: str, body: Mapping[str, Any], *, first_token_s: float,
-    stall_s: float,
+    stall_s: float, malformed_max: int = 10,
 ) -> UpstreamStream:  # fmt: skip
-    """Start a streaming completion and read up to its first token (within `first_token_s`).
+    """Start a streaming completion and read up to its first token (within `first_token_s`),
+    skipping up to `malformed_max` malformed chunks.
 
     Raises:
         UpstreamError: anything failing before the first token (the gateway falls back).
@@ -217,15 +253,21 @@ async def open_stream(
             check_status(llm_id, response.status_code, response.headers, error_body)
         lines = response.aiter_lines()
         head: list[Any] = []
+        malformed = 0
         loop = asyncio.get_running_loop()
         deadline = loop.time() + first_token_s
         while True:
             chunk = await asyncio.wait_for(_next_data(llm_id, lines), deadline - loop.time())
             if chunk is None or chunk == DONE:
                 raise UpstreamError(llm_id, "bad_response", "the stream ended before any answer")
+            if chunk == MALFORMED:
+                malformed += 1
+                if malformed > malformed_max:
+                    raise UpstreamError(llm_id, "bad_response", "every stream chunk malformed")
+                continue
             head.append(chunk)
             if has_content(chunk):
-                return UpstreamStream(llm_id, response, lines, head)
+                return UpstreamStream(llm_id, response, lines, head, malformed)
     except (asyncio.TimeoutError, httpx.TimeoutException):
         await _close(response)
         raise UpstreamError(
@@ -233,7 +275,7 @@ async def open_stream(
         ) from None
     except httpx.TransportError as error:
         await _close(response)
-        raise UpstreamError(llm_id, "connect", f"connection failed ({error!r})") from None
+        raise UpstreamError(llm_id, "connect", f"connection failed ({_words(error)})") from None
     except UpstreamError:
         await _close(response)
         raise
@@ -259,6 +301,10 @@ def check_status(llm_id: str, status: int, headers: Mapping[str, str], body: Any
         )
     if status >= 500:
         raise UpstreamError(llm_id, "server_error", f"upstream error {status}", status=status)
+    if status in (404, 410):
+        raise UpstreamError(
+            llm_id, "retired", f"the model is not found or retired ({status})", status=status
+        )
     error = body.get("error") if isinstance(body, dict) else None
     code = str((error or {}).get("code") or "") if isinstance(error, dict) else ""
     message = str((error or {}).get("message") or "") if isinstance(error, dict) else ""

@@ -1,0 +1,44 @@
+"""Server settings from a TOML file and options; `locus serve` refuses a taken port first."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from locus.errors import LocusInputError
+from locus.server.settings import ServerSettings
+from tests.conftest import CliResult
+
+
+def test_settings_from_a_toml_file_then_options(tmp_path: Path) -> None:
+    config = tmp_path / "serve.toml"
+    config.write_text("max_attempts = 5\nfirst_token_timeout_s = 4.5\nretries_per_llm = 0\n")
+    settings = ServerSettings.from_file(config).with_(max_attempts=2, stall_timeout_s=None)
+    assert (settings.max_attempts, settings.first_token_timeout_s) == (2, 4.5)
+    assert settings.retries_per_llm == 0 and settings.stall_timeout_s == 30.0
+    assert ServerSettings.from_json(settings.to_json()) == settings
+    config.write_text("max_atempts = 5\n")
+    with pytest.raises(LocusInputError, match="unknown server setting 'max_atempts'"):
+        ServerSettings.from_file(config)
+    config.write_text("retries_per_llm = -1\n")
+    with pytest.raises(LocusInputError, match="retries_per_llm: expected a number >= 0"):
+        ServerSettings.from_file(config)
+    config.write_text("not toml [")
+    with pytest.raises(LocusInputError, match="not a readable TOML settings file"):
+        ServerSettings.from_file(config)
+
+
+def test_serve_refuses_a_taken_port_before_announcing(
+    run_cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        result = run_cli("serve", "--port", port, "--no-auth", "-w", tmp_path / "none")
+    assert result.exit_code == 2
+    assert f"serve: cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert "locus serve: workspace" not in result.stderr  # no banner
