@@ -207,6 +207,18 @@ def test_a_content_filter_refusal_is_returned_not_retried() -> None:
     assert fake.requests.get("b", 0) == 0
 
 
+def test_a_fallback_refusing_the_request_moves_on_to_the_next() -> None:
+    """The primary is down; the fallback rejects what the primary took (a prefill, a
+    parameter): that is the fallback's limit, so the next LLM gets the request."""
+    response, fake, _ = chat({"a": ["503"], "b": ["filter"], "c": ["ok"]})
+    assert response.status_code == 200 and response.headers["x-locus-llm"] == "c"
+    assert fake.requests == {"a": 2, "b": 1, "c": 1}
+    assert response.headers["x-locus-failed"] == "a=server_error,a=server_error,b=refused"
+    # every fallback refusing: the client gets the refusal as it came
+    refused, _, _ = chat({"a": ["503"], "b": ["filter"], "c": ["filter"]})
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "content_filter"
+
+
 def test_a_real_llm_id_bypasses_routing_and_falls_back_by_the_ranking() -> None:
     response, fake, _ = chat({"a": ["ok"], "c": ["503"], "b": ["ok"]}, {**CHAT, "model": "c"})
     assert response.status_code == 200 and response.headers["x-locus-llm"] == "a"

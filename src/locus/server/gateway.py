@@ -299,6 +299,7 @@ class Gateway:
         started = self.clock()
         failed: list[dict[str, Any]] = []
         attempts = tried = 0
+        refusal: UpstreamError | None = None  # a fallback's 4xx: that LLM's, not the request's
         for position, llm in enumerate(order):
             if tried >= self.settings.max_attempts:
                 break
@@ -319,9 +320,14 @@ class Gateway:
                 except UpstreamError as error:
                     self._failed(llm, error, failed)
                     if not error.retryable:
-                        raise GatewayError(
-                            error.status or 502, str(error), kind=error.kind, body=error.body
-                        ) from None
+                        if tried == 1:  # the first choice refused the request: the client's
+                            raise GatewayError(
+                                error.status or 502, str(error), kind=error.kind, body=error.body
+                            ) from None
+                        # a fallback refusing (a prefill or a parameter it does not take) is
+                        # that LLM's limit: the next one may take the request
+                        refusal = refusal or error
+                        break
                     if error.kind == "retired":
                         self._retire(llm, order[position + 1 :])
                     wait = self._retry_wait(error, tries)
@@ -337,6 +343,10 @@ class Gateway:
                 if position > 0:
                     self.metrics.fallbacks.inc()
                 return llm, result, attempts, failed, candidate_of[llm]
+        if refusal is not None and all(f["kind"] == "refused" for f in failed[-1:]):
+            raise GatewayError(
+                refusal.status or 502, str(refusal), kind=refusal.kind, body=refusal.body
+            )
         summary = "; ".join(f"{f['llm_id']}: {f['kind']}" for f in failed) or "no attempt"
         timed_out = any(f["kind"] == "timeout" for f in failed)
         raise GatewayError(
