@@ -295,3 +295,26 @@ def test_capability_search_retrieves_the_planted_specialist() -> None:
     ]:
         with pytest.raises(LocusInputError, match=message):
             parse_profile(bad, ["math", "law"])
+
+
+def test_neighbours_kept_is_not_trivially_whole_on_a_small_pool() -> None:
+    """On 8 LLMs a neighbourhood of 7 is the whole pool: any map would keep 100%. The size
+    measured is at most half the others, so a map that scrambles the pool shows it."""
+    from locus.atlas.projection import neighbour_k
+
+    assert [neighbour_k(n) for n in (1, 2, 3, 8, 21, 29)] == [0, 1, 1, 3, 10, 10]
+    rng = np.random.default_rng(0)
+    points = rng.normal(size=(8, 16))
+    scrambled = rng.normal(size=(8, 2))
+    assert neighbours_kept(points, scrambled, k=10, metric="euclidean") < 0.9
+    assert neighbours_kept(points, points, k=10, metric="euclidean") == 1.0
+
+
+def test_a_retention_above_everything_is_said_plainly() -> None:
+    from locus.cli.atlas_commands import _kept_words
+
+    assert _kept_words(0.951) == "keeps 95.1%"
+    assert _kept_words(1.051) == (
+        "the stand-ins score 5.1% higher than the routed LLMs on these queries: the router's "
+        "own choices are not the best here"
+    )

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from locus.atlas.pool_atlas import WorkspaceAtlas
-from locus.atlas.projection import neighbours_kept, project
+from locus.atlas.projection import neighbour_k, neighbours_kept, project
 
 __all__ = ["atlas_payload"]
 
@@ -78,6 +78,7 @@ def atlas_payload(
         ),
         "projections": coords,
         "projection_kept": kept,
+        "projection_k": neighbour_k(len(atlas.llm_ids)),
         "colour_by": ["family", "cluster"],
         "llms": llms,
         "portfolios": portfolios,

@@ -53,15 +53,23 @@ def project(
     return coords / scale
 
 
+def neighbour_k(n_llms: int, k: int = 10) -> int:
+    """The neighbourhood size `neighbours_kept` measures for a pool of `n_llms`: `k`, at most
+    half the other LLMs (at n - 1 every neighbourhood is the whole pool and the share is 100%
+    whatever the map), at least 1; 0 for a pool of one."""
+    return 0 if n_llms < 2 else max(1, min(k, (n_llms - 1) // 2))
+
+
 def neighbours_kept(
     embeddings: NDArray[Any], coords: NDArray[Any], *, k: int = 10, metric: str = "cosine"
 ) -> float:
-    """Mean share of each LLM's k nearest neighbours in embedding space (`metric`) that are
-    also among its k nearest on the map (Euclidean)."""
+    """Mean share of each LLM's `neighbour_k(n, k)` nearest neighbours in embedding space
+    (`metric`) that are also among its as many nearest on the map (Euclidean); NaN for a pool
+    of one."""
     high = distance_matrix(embeddings, metric)
     low = distance_matrix(coords, "euclidean")
     n = len(high)
-    k = min(k, n - 1)
+    k = neighbour_k(n, k)
     if k < 1:
         return float("nan")
     kept = [

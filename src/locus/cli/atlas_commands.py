@@ -221,14 +221,15 @@ def atlas_command(
         "png": None if png is None else str(png),
         "llms": len(payload["llms"]),
         "neighbours_kept": payload["projection_kept"],
+        "neighbours_k": payload["projection_k"],
     }
     if as_json:
         print_json(summary)
         return
     kept = ", ".join(f"{name} {share:.0%}" for name, share in payload["projection_kept"].items())
     stdout_console().print(
-        f"wrote {out} ({len(payload['llms'])} LLMs; share of 10 true nearest neighbours each map "
-        f"keeps: {kept})" + (f" and {png}" if png else "")
+        f"wrote {out} ({len(payload['llms'])} LLMs; share of {payload['projection_k']} true "
+        f"nearest neighbours each map keeps: {kept})" + (f" and {png}" if png else "")
     )
 
 
@@ -341,7 +342,20 @@ def proxy_command(
     _table(f"substitutes for {llm_id}, nearest first", _NEIGHBOUR_COLUMNS, _neighbour_rows(rows))
     stdout_console().print(
         f"proxy retention on {retention.queries:,} test queries: each routed LLM replaced by its "
-        f"nearest neighbour keeps {retention.nearest_retention:.1%} of hit@1 "
-        f"({retention.nearest_hit:.4f} of {retention.hit:.4f}); by the query's next best "
-        f"{retention.next_best_retention:.1%}. Fallback order: {retention.better}."
+        f"nearest neighbour: hit@1 {retention.nearest_hit:.4f} against {retention.hit:.4f} "
+        f"({_kept_words(retention.nearest_retention)}); by the query's next best: "
+        f"{retention.next_best_hit:.4f} ({_kept_words(retention.next_best_retention)}). "
+        f"Fallback order: {retention.better}."
     )
+
+
+def _kept_words(share: float) -> str:
+    """A retention in words: never 'keeps more than everything'."""
+    if share != share:  # NaN
+        return "no routed answer to compare"
+    if share > 1.0:
+        return (
+            f"the stand-ins score {share - 1:.1%} higher than the routed LLMs on these queries: "
+            "the router's own choices are not the best here"
+        )
+    return f"keeps {share:.1%}"

@@ -348,7 +348,8 @@
     $("projection").value = state.projection;
     const share = kept[state.projection];
     $("projection-kept").textContent = (typeof share === "number")
-      ? "keeps " + percent(share, 0) + " of each LLM's 10 nearest neighbours" : "";
+      ? "keeps " + percent(share, 0) + " of each LLM's " + (data.projection_k || 10) +
+        " nearest neighbours" : "";
     $("colour-by").value = state.colourBy || "";
     $("labels").checked = state.labels;
     $("portfolio-method").value = state.method || "";
