@@ -97,6 +97,13 @@ def test_atlas_commands(trained: Path, run_cli: Run, tmp_path: Path) -> None:
     assert portfolio["hit@1"] > portfolio["random_hit@1"]["mean"]
     proxy = run_cli("proxy", "law-2", "-w", trained)
     assert proxy.exit_code == 0 and "Fallback order" in proxy.stdout
+    # one proxy order everywhere: the CLI's default is the atlas page's (by predicted success)
+    listed = run_cli("proxy", "law-2", "-w", trained, "--json").json()
+    assert isinstance(listed, dict) and listed["by"] == "predicted"
+    with Store.open(trained) as store:
+        atlas = WorkspaceAtlas(store)
+        page_order = [row["llm_id"] for row in atlas.proxies("law-2", 5, by="predicted")]
+    assert [row["llm_id"] for row in listed["proxies"]] == page_order
     html = tmp_path / "atlas.html"
     made = run_cli("atlas", "--out", html, "-w", trained, "--png", tmp_path / "map.png", "--json")
     assert made.exit_code == 0, made.stderr

@@ -10,7 +10,9 @@ Payload keys (required unless marked optional):
     title            str
     subtitle         str or None (optional)
     projections      {name: {llm_id: [x, y]}}, at least one, every LLM in each; the first is shown
-    projection_kept  {name: share in 0..1 or None} (optional): share of each LLM's 10 true nearest
+    projection_k     int (optional): the neighbourhood size `projection_kept` measures (10, at
+                     most half the other LLMs)
+    projection_kept  {name: share in 0..1 or None} (optional): share of each LLM's k true nearest
                      neighbours the projection keeps
     colour_by        [field, ...]: fields of the LLM entries offered as colourings; first is default
     llms             [{llm_id, display_name (optional), accuracy (0..1 or None, sizes the point),
@@ -53,7 +55,7 @@ from locus.errors import LocusInputError
 __all__ = ["atlas_html", "write_atlas_html"]
 
 _REQUIRED_KEYS = ("title", "projections", "colour_by", "llms", "portfolios")
-_OPTIONAL_KEYS = ("subtitle", "projection_kept")
+_OPTIONAL_KEYS = ("subtitle", "projection_kept", "projection_k")
 # Fields of an LLM entry that are not a scalar property and so cannot colour the points.
 _STRUCTURED_FIELDS = ("llm_id", "display_name", "metadata", "neighbours", "proxies")
 
@@ -175,6 +177,9 @@ def _validated(payload: Mapping[str, Any]) -> dict[str, Any]:
     llm_ids = _check_llms(data["llms"])
     _check_colour_by(data["colour_by"], data["llms"])
     _check_projections(data["projections"], data.get("projection_kept"), llm_ids)
+    k = data.get("projection_k")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 0):
+        _fail(f"'projection_k' must be a whole number >= 0, got {k!r}")
     _check_portfolios(data["portfolios"], llm_ids)
     return data
 

@@ -326,6 +326,14 @@ def _portfolio_plot(atlas: Any, path: Path, draws: int) -> None:
 def proxy_command(
     llm_id: Annotated[str, typer.Argument(help="The LLM to find substitutes for.")],
     k: Annotated[int, typer.Option("--k", min=1, help="How many substitutes.")] = 5,
+    by: Annotated[
+        str,
+        typer.Option(
+            "--by",
+            help="predicted: the gateway's fallback order (the LLMs the predictor sends its "
+            "queries to instead; the atlas page's order); distance: nearest by embedding.",
+        ),
+    ] = "predicted",
     metric: MetricOption = "euclidean",
     artifact: ArtifactOption = "default",
     workspace: WorkspaceOption = None,
@@ -334,12 +342,13 @@ def proxy_command(
 ) -> None:
     """Substitutes for an LLM that is down, and how much routing keeps with stand-ins."""
     with _atlas(workspace, artifact, metric, quiet=quiet or as_json) as atlas:
-        rows = atlas.proxies(llm_id, k)
+        rows = atlas.proxies(llm_id, k, by=by)
         retention = atlas.retention()
     if as_json:
-        print_json({"llm_id": llm_id, "proxies": rows, "retention": retention.as_dict()})
+        print_json({"llm_id": llm_id, "by": by, "proxies": rows, "retention": retention.as_dict()})
         return
-    _table(f"substitutes for {llm_id}, nearest first", _NEIGHBOUR_COLUMNS, _neighbour_rows(rows))
+    order = "fallback order (by predicted success)" if by == "predicted" else "nearest first"
+    _table(f"substitutes for {llm_id}, {order}", _NEIGHBOUR_COLUMNS, _neighbour_rows(rows))
     stdout_console().print(
         f"proxy retention on {retention.queries:,} test queries: each routed LLM replaced by its "
         f"nearest neighbour: hit@1 {retention.nearest_hit:.4f} against {retention.hit:.4f} "
