@@ -63,6 +63,22 @@ def test_conflicting_score_needs_replace_and_changes_nothing_without(workspace: 
         assert store.checksums()["scores"] != sums["scores"]
 
 
+def test_replace_overwrites_and_only_whole_source_removes(workspace: Path) -> None:
+    """A post for one LLM to a source every LLM shares (the service's `api`) must not remove
+    the others' scores; `locus import --replace` (whole_source) makes the file the source."""
+    rows = planted_long_table()
+    one_llm = rows[rows["llm_id"] == "llm-0"].copy()
+    one_llm["score"] = 1.0 - one_llm["score"]
+    with Store.open(workspace) as store:
+        store.write_batch(batch_of(rows), kind="table")
+        report = store.write_batch(batch_of(one_llm), kind="table", replace=True)
+        assert report.removed_scores == 0 and store.counts()["scores"] == len(rows)
+        whole = store.write_batch(batch_of(one_llm), kind="table", replace=True, whole_source=True)
+        assert whole.removed_scores == len(rows) - len(one_llm)
+        assert store.counts()["scores"] == len(one_llm)
+        assert store.score_table().llm_ids == ("llm-0",)
+
+
 def test_same_queries_in_two_sources_are_one_query_per_text(workspace: Path) -> None:
     rows = planted_long_table(n_queries=10)
     with Store.open(workspace) as store:

@@ -159,7 +159,9 @@ def import_command(
             if not as_json:
                 for note in batch.notes:
                     stderr_console().print(f"note: {path.name}: {note}", markup=False)
-            report = store.write_batch(batch, kind=name, replace=replace, progress=progress)
+            report = store.write_batch(
+                batch, kind=name, replace=replace, whole_source=replace, progress=progress
+            )
             store.set_meta(key, files)
             reports.append({**report.as_dict(), "format": name, "notes": list(batch.notes)})
             if not as_json:

@@ -91,6 +91,7 @@ class StoreImports(StoreCore):
         *,
         kind: str,
         replace: bool = False,
+        whole_source: bool = False,
         progress: ProgressFactory = no_progress,
     ) -> ImportReport:
         """Write one import in one transaction.
@@ -102,9 +103,11 @@ class StoreImports(StoreCore):
 
         Scores already present with the same value are left alone, so re-importing changes
         nothing. Scores are kept per (LLM, alias): another source scoring the same query never
-        overwrites them (see `ImportReport.disagreeing_scores`). With `replace`, the batch
-        replaces its source whole: differing scores are overwritten and the source's scores the
-        batch no longer holds are removed (with the aliases and queries left without any).
+        overwrites them (see `ImportReport.disagreeing_scores`). With `replace`, differing
+        scores are overwritten; with `whole_source` too, the batch replaces its source whole:
+        the source's scores the batch no longer holds are removed (with the aliases and queries
+        left without any). `locus import --replace` does both; a service post for one LLM
+        (a source shared by every LLM posted to) only overwrites.
 
         Raises:
             LocusConflictError: a different score for an existing (LLM, alias) without
@@ -146,7 +149,9 @@ class StoreImports(StoreCore):
                 )
             to_insert = merged[is_new]
             to_replace = merged[differs]
-            removed = _remove_absent(conn, batch.source, existing, incoming) if replace else 0
+            removed = 0
+            if replace and whole_source:
+                removed = _remove_absent(conn, batch.source, existing, incoming)
             total = len(to_insert) + len(to_replace)
             with progress(f"writing {total:,} scores", total=total) as advance:
                 _insert_scores(conn, to_insert, batch.source, stamp, advance)
