@@ -219,6 +219,26 @@ def test_a_fallback_refusing_the_request_moves_on_to_the_next() -> None:
     assert refused.status_code == 400 and refused.json()["error"]["code"] == "content_filter"
 
 
+def test_a_latency_bound_prefers_the_llms_that_meet_it() -> None:
+    """a is routed first but slow (0.25 s); once measured, a request stating max_latency_ms
+    goes to b, which meets it, while requests without a bound still go to a."""
+    with fake_upstreams({"a": ["hang"], "b": ["ok"], "c": ["ok"]}, hang_s=0.25) as fake:
+        app, gateway = build(fake)
+        assert post(app, "/v1/chat/completions", CHAT).headers["x-locus-llm"] == "a"
+        assert gateway.latency.median_ms("a") >= 200  # type: ignore[operator]
+        bounded = {**CHAT, "max_latency_ms": 150}
+        answer = post(app, "/v1/chat/completions", bounded)
+        assert answer.status_code == 200 and answer.headers["x-locus-llm"] == "b"
+        assert "max_latency_ms" not in fake.bodies["b"][0]  # locus's field stays with locus
+        assert post(app, "/v1/chat/completions", CHAT).headers["x-locus-llm"] == "a"
+        status = {u["llm_id"]: u for u in post(app, "/v1/upstreams").json()["upstreams"]}
+        assert status["a"]["p50_ms"] >= 200 and status["b"]["p50_ms"] < 150
+        assert status["a"]["error_rate"] == 0.0 and status["c"]["calls"] == 0
+        assert status["a"]["circuit"] == "closed" and not status["a"]["retired"]
+        bad = post(app, "/v1/chat/completions", {**CHAT, "max_latency_ms": 0})
+        assert bad.status_code == 400 and "max_latency_ms" in bad.json()["error"]["message"]
+
+
 def test_a_real_llm_id_bypasses_routing_and_falls_back_by_the_ranking() -> None:
     response, fake, _ = chat({"a": ["ok"], "c": ["503"], "b": ["ok"]}, {**CHAT, "model": "c"})
     assert response.status_code == 200 and response.headers["x-locus-llm"] == "a"

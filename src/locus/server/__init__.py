@@ -1,6 +1,7 @@
 """`locus serve`: the routing service and an OpenAI-compatible gateway (FastAPI + uvicorn).
 
 settings.py   ServerSettings: limits, timeouts, attempts, circuit breaker
+latency.py    LatencyTracker: each upstream's recent latency and error rate (max_latency_ms)
 breaker.py    CircuitBreaker: LLMs that keep failing are skipped for a cool-down, then retried
 upstream.py   Upstreams: one OpenAI-compatible call to an LLM's endpoint (httpx, injectable
               transport), failures classified (retryable before the first token or not)

@@ -6,12 +6,14 @@
                                 order
     POST /v1/llms/{id}/scores   {"scores": [{query_text, score}, ...]}: onboard or refine the
                                 LLM live (no retraining), kept in the store; needs a key
-    POST /v1/chat/completions   OpenAI-compatible, non-streaming and SSE streaming; model
+    POST /v1/chat/completions   OpenAI-compatible, non-streaming and SSE streaming (locus's own
+                                fields: unavailable, max_latency_ms); model
                                 "locus", "locus:quality=S", "locus:budget=B",
                                 "locus:cost=W" or an llm_id; x-locus-* headers (the
                                 answering LLM, its predicted P(correct) and expected cost;
                                 a stream's cost is in its usage chunk, not a header)
     GET  /v1/models             the pool and the routing names
+    GET  /v1/upstreams          each endpoint's recent latency, error rate, circuit state
     GET  /health                liveness (no upstream calls)
     GET  /ready                 the router is loaded and (a gateway) at least one LLM can be
                                 reached; a routing-only server (no endpoints) is ready at once
@@ -338,6 +340,26 @@ def create_app(
         }
         return JSONResponse(body, status_code=200 if up else 503)
 
+    @app.get("/v1/upstreams")
+    async def upstreams() -> dict[str, Any]:
+        """Each LLM with an endpoint: recent latency (p50 / p90 ms), error rate, circuit
+        state, retired or not."""
+        measured = gateway.latency.snapshot()
+        return {
+            "upstreams": [
+                {
+                    "llm_id": llm,
+                    "model": endpoint.model,
+                    "circuit": gateway.breaker.state(llm),
+                    "retired": llm in gateway.retired,
+                    **measured.get(
+                        llm, {"calls": 0, "error_rate": None, "p50_ms": None, "p90_ms": None}
+                    ),
+                }
+                for llm, endpoint in sorted(gateway.upstreams.endpoints.items())
+            ]
+        }
+
     @app.get("/metrics")
     async def prometheus() -> Response:
         content, kind = metrics.render()
@@ -427,8 +449,19 @@ def create_app(
             raise _Bad(400, "messages: required", "invalid_request")
         text = _text_of(data["messages"])
         unavailable = check_unavailable(data.pop("unavailable", None))
+        max_latency = data.pop("max_latency_ms", None)  # locus's own field: not sent upstream
+        if max_latency is not None and (
+            isinstance(max_latency, bool)
+            or not isinstance(max_latency, int | float)
+            or max_latency <= 0
+        ):
+            raise _Bad(
+                400, "max_latency_ms: expected a number of milliseconds > 0", "invalid_request"
+            )
         if data.get("stream"):
-            streamed = await gateway.stream(data, text, unavailable=unavailable)
+            streamed = await gateway.stream(
+                data, text, unavailable=unavailable, max_latency_ms=max_latency
+            )
             return StreamingResponse(
                 streamed.events,
                 media_type="text/event-stream",
@@ -440,7 +473,7 @@ def create_app(
                     "cache-control": "no-cache",
                 },
             )
-        answer = await gateway.chat(data, text, unavailable=unavailable)
+        answer = await gateway.chat(data, text, unavailable=unavailable, max_latency_ms=max_latency)
         headers = {
             "x-locus-llm": answer.llm_id,
             "x-locus-attempts": str(answer.attempts),

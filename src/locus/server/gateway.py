@@ -28,6 +28,7 @@ from locus.errors import LocusInputError
 from locus.routing.router import RankedLLM
 from locus.routing.rules import DecisionRule
 from locus.server.breaker import CircuitBreaker
+from locus.server.latency import LatencyTracker
 from locus.server.prometheus import Metrics
 from locus.server.settings import ServerSettings
 from locus.server.upstream import (
@@ -153,6 +154,7 @@ class Gateway:
         )
         self.clock = clock
         self.retired: set[str] = set()  # answered "model not found": skipped from now on
+        self.latency = LatencyTracker()
 
     def fallback_order(
         self,
@@ -160,8 +162,11 @@ class Gateway:
         fixed: str | None,
         rule: DecisionRule,
         unavailable: Sequence[str] = (),
+        max_latency_ms: float | None = None,
     ) -> list[RankedLLM]:
-        """The candidates to try for one text, first choice first: those with an endpoint."""
+        """The candidates to try for one text, first choice first: those with an endpoint;
+        with `max_latency_ms`, those whose recent median latency meets it first (in the
+        routing order), then the others."""
         if rule.uses_cost:
             # a cost rule weighs only LLMs that can answer: one without an endpoint (and so
             # perhaps without a price) is no candidate
@@ -174,10 +179,19 @@ class Gateway:
             if not any(candidate.llm_id == fixed for candidate in ranked):
                 ranked = [RankedLLM(fixed, float("nan"), None, float("nan")), *ranked]
         served = self.upstreams.endpoints
-        return [c for c in ranked if c.llm_id in served and c.llm_id not in self.retired]
+        ranked = [c for c in ranked if c.llm_id in served and c.llm_id not in self.retired]
+        if max_latency_ms is not None:
+            fast = [c for c in ranked if self.latency.meets(c.llm_id, max_latency_ms)]
+            ranked = fast + [c for c in ranked if c not in fast]
+        return ranked
 
     async def chat(
-        self, body: Mapping[str, Any], text: str, *, unavailable: Sequence[str] = ()
+        self,
+        body: Mapping[str, Any],
+        text: str,
+        *,
+        unavailable: Sequence[str] = (),
+        max_latency_ms: float | None = None,
     ) -> ChatAnswer:
         """Answer a non-streaming chat request.
 
@@ -190,7 +204,7 @@ class Gateway:
             return await self.upstreams.complete(llm, body, timeout=timeout)
 
         llm, payload, attempts, failed, predicted = await self._first_success(
-            body, text, unavailable, call
+            body, text, unavailable, call, max_latency_ms
         )
         model = str(payload.get("model") or self.upstreams.endpoints[llm].model)
         payload = {**payload, "model": model}
@@ -198,7 +212,12 @@ class Gateway:
         return ChatAnswer(payload, llm, attempts, cost, failed, predicted, model)
 
     async def stream(
-        self, body: Mapping[str, Any], text: str, *, unavailable: Sequence[str] = ()
+        self,
+        body: Mapping[str, Any],
+        text: str,
+        *,
+        unavailable: Sequence[str] = (),
+        max_latency_ms: float | None = None,
     ) -> StreamAnswer:
         """Start a streaming chat request: every failure before the first token falls back;
         the answer's `events` are the SSE lines, each chunk's model the answering LLM's. A
@@ -216,7 +235,7 @@ class Gateway:
             )  # fmt: skip
 
         llm, upstream, attempts, failed, predicted = await self._first_success(
-            body, text, unavailable, call
+            body, text, unavailable, call, max_latency_ms
         )
         if upstream.malformed:
             self.metrics.upstream_errors.labels(llm, "malformed_chunk").inc(upstream.malformed)
@@ -285,12 +304,13 @@ class Gateway:
         text: str,
         unavailable: Sequence[str],
         call: Callable[[str, float], Awaitable[Any]],
+        max_latency_ms: float | None = None,
     ) -> tuple[str, Any, int, list[dict[str, Any]], RankedLLM | None]:
         """Walk the fallback order until `call(llm, timeout)` succeeds."""
         fixed, rule = parse_model(body.get("model"), self.upstreams.endpoints)
         # routing encodes new texts (milliseconds of CPU): off the event loop
         ranked = await anyio.to_thread.run_sync(
-            lambda: self.fallback_order(text, fixed, rule, unavailable)
+            lambda: self.fallback_order(text, fixed, rule, unavailable, max_latency_ms)
         )
         candidate_of = {c.llm_id: c for c in ranked}
         order = list(candidate_of)
@@ -318,6 +338,7 @@ class Gateway:
                 try:
                     result = await call(llm, min(self.settings.attempt_timeout_s, remaining))
                 except UpstreamError as error:
+                    self.latency.record(llm, time.perf_counter() - began, ok=False)
                     self._failed(llm, error, failed)
                     if not error.retryable:
                         if tried == 1:  # the first choice refused the request: the client's
@@ -338,6 +359,7 @@ class Gateway:
                     continue
                 finally:
                     self.metrics.upstream_latency.labels(llm).observe(time.perf_counter() - began)
+                self.latency.record(llm, time.perf_counter() - began, ok=True)
                 self.breaker.success(llm)
                 self.metrics.choices.labels(llm).inc()
                 if position > 0:
