@@ -9,6 +9,7 @@ gateway.py    Gateway: route a chat request, walk the fallback order, account th
 prometheus.py Metrics: Prometheus counters and histograms on the app's own registry
 app.py        create_app: the HTTP API (/v1/route, /v1/chat/completions, /v1/models, /health,
               /ready, /metrics), JSON errors for bad input
+outcomes.py   OutcomeLog, parse_outcomes: an answer's request id, scored later, as evidence
 onboard.py    LiveOnboarding: scores posted for an LLM create or refine its embedding
 serve.py      build_app: the service from a workspace (router, endpoints, prices, gateway)
 """

@@ -6,6 +6,9 @@
                                 order
     POST /v1/llms/{id}/scores   {"scores": [{query_text, score}, ...]}: onboard or refine the
                                 LLM live (no retraining), kept in the store; needs a key
+    POST /v1/outcomes           {"request_id": <x-locus-request-id of an answer>, "score"}
+                                (or a list under "outcomes"): the answering LLM's evidence
+                                (`locus.server.outcomes`); needs a key
     POST /v1/chat/completions   OpenAI-compatible, non-streaming and SSE streaming (locus's own
                                 fields: unavailable, max_latency_ms); model
                                 "locus", "locus:quality=S", "locus:budget=B",
@@ -201,6 +204,9 @@ def create_app(
     writes are refused."""
     settings = settings or gateway.settings
     metrics = gateway.metrics
+    from locus.server.outcomes import OutcomeLog, parse_outcomes
+
+    outcome_log = OutcomeLog()
     app = FastAPI(title="locus", docs_url=None, redoc_url=None, openapi_url=None)
     known = set(router.llm_ids)
 
@@ -209,7 +215,9 @@ def create_app(
         path = request.url.path
         if not path.startswith("/v1/"):
             return None
-        write = request.method == "POST" and path.startswith("/v1/llms/")
+        write = request.method == "POST" and (
+            path.startswith("/v1/llms/") or path == "/v1/outcomes"
+        )
         if verify_key is None:
             if write:
                 return _error(
@@ -466,6 +474,7 @@ def create_app(
                 streamed.events,
                 media_type="text/event-stream",
                 headers={
+                    "x-locus-request-id": outcome_log.record(streamed.llm_id, text),
                     "x-locus-llm": streamed.llm_id,
                     "x-locus-attempts": str(streamed.attempts),
                     **_answer_headers(streamed.upstream_model, streamed.failed),
@@ -475,6 +484,7 @@ def create_app(
             )
         answer = await gateway.chat(data, text, unavailable=unavailable, max_latency_ms=max_latency)
         headers = {
+            "x-locus-request-id": outcome_log.record(answer.llm_id, text),
             "x-locus-llm": answer.llm_id,
             "x-locus-attempts": str(answer.attempts),
             "x-locus-cost-usd": "" if answer.cost_usd is None else f"{answer.cost_usd:.8f}",
@@ -482,6 +492,25 @@ def create_app(
             **_predicted_headers(answer.predicted),
         }
         return JSONResponse(answer.payload, headers=headers)
+
+    @app.post("/v1/outcomes")
+    async def post_outcomes(request: Request) -> dict[str, Any]:
+        if onboarding is None:
+            raise _Bad(
+                501, "this server was started without a workspace to write to", "unsupported"
+            )
+        data = await body_of(request)
+        try:
+            rows = parse_outcomes(data, outcome_log)
+        except KeyError as error:
+            raise _Bad(404, str(error.args[0]), "not_found") from None
+        except ValueError as error:
+            raise _Bad(400, str(error), "invalid_request") from None
+        unknown = sorted({row["llm_id"] for row in rows} - set(router.llm_ids))
+        if unknown:
+            raise _Bad(400, f"outcome for unknown LLM {unknown[0]!r}", "invalid_request")
+        result: dict[str, Any] = await anyio.to_thread.run_sync(onboarding.add_outcomes, rows)
+        return result
 
     @app.post("/v1/llms/{llm_id}/scores")
     async def post_scores(llm_id: str, request: Request) -> Response:

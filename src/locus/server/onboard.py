@@ -21,14 +21,26 @@ from locus.store import Store
 __all__ = ["LiveOnboarding"]
 
 SOURCE = "api"
+OUTCOMES = "outcomes"  # the source of scores learned from production outcomes
 
 
 class LiveOnboarding:
     """`post(llm_id, rows)` for the service; one post at a time (they write the store)."""
 
-    def __init__(self, store: Store, router: Any, artifact: str, *, max_rows: int) -> None:
+    def __init__(
+        self,
+        store: Store,
+        router: Any,
+        artifact: str,
+        *,
+        max_rows: int,
+        refresh_every_s: float = 0.0,
+    ) -> None:
         self.store, self.router, self.artifact, self.max_rows = store, router, artifact, max_rows
+        self.refresh_every_s = refresh_every_s
         self._lock = threading.Lock()
+        self._pending: set[str] = set()  # LLMs with outcomes not yet in their embedding
+        self._timer: threading.Timer | None = None
 
     def validate(self, llm_id: str, body: Any) -> pd.DataFrame:
         """The posted scores as canonical rows; LocusInputError names the first bad one."""
@@ -79,3 +91,52 @@ class LiveOnboarding:
             "replaced_scores": imported.replaced_scores,
             "embedding": report.as_dict(),
         }
+
+    def add_outcomes(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
+        """Store outcome rows {llm_id, query_text, score} (source `outcomes`; a later outcome
+        for the same LLM and text overwrites the earlier) and re-embed their LLMs: at once, or
+        within `refresh_every_s` in the background."""
+        if len(rows) > self.max_rows:
+            raise LocusInputError(f"outcomes: {len(rows):,} rows; at most {self.max_rows:,}")
+        from locus.text.cache import encode_missing
+
+        frame = pd.DataFrame(rows)
+        frame["query_id"] = [text_hash(t)[:16] for t in frame["query_text"]]
+        llms = sorted(set(frame["llm_id"]))
+        with self._lock:
+            batch = ImportBatch.from_long(frame, source=OUTCOMES, origin="POST /v1/outcomes")
+            imported = self.store.write_batch(batch, kind="table", replace=True)
+            encode_missing(self.store, self.router.vectors.text_encoder)
+            self._pending.update(llms)
+            if self.refresh_every_s <= 0:
+                refreshed = self._refresh_pending()
+            else:
+                refreshed = []
+                if self._timer is None:
+                    self._timer = threading.Timer(self.refresh_every_s, self._scheduled)
+                    self._timer.daemon = True
+                    self._timer.start()
+        return {
+            "recorded": len(frame),
+            "llms": llms,
+            "new_scores": imported.new_scores,
+            "replaced_scores": imported.replaced_scores,
+            "refreshed": refreshed,
+            "refresh_in_s": None if refreshed else self.refresh_every_s,
+        }
+
+    def _refresh_pending(self) -> list[str]:
+        """Re-embed the LLMs with outcomes since the last refresh (called under the lock)."""
+        from locus.pipeline.embed import embed_workspace_llms
+
+        llms = sorted(self._pending)
+        if llms:
+            embed_workspace_llms(self.store, llms, name=self.artifact)
+            self.router.refresh()
+        self._pending.clear()
+        return llms
+
+    def _scheduled(self) -> None:
+        with self._lock:
+            self._timer = None
+            self._refresh_pending()

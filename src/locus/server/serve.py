@@ -71,7 +71,10 @@ def build_app(
     )
     from locus.server.onboard import LiveOnboarding
 
-    onboarding = LiveOnboarding(store, workspace_router, artifact, max_rows=10_000)
+    onboarding = LiveOnboarding(
+        store, workspace_router, artifact, max_rows=10_000,
+        refresh_every_s=settings.outcome_refresh_s,
+    )  # fmt: skip
     return create_app(
         router, gateway, settings=settings, verify_key=store.verify_key if auth else None,
         onboarding=onboarding,

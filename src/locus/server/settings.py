@@ -45,6 +45,8 @@ class ServerSettings:
             it is ended as broken.
         breaker_failures, breaker_cooldown_s: an LLM failing this many times in a row is
             skipped for the cool-down, then given one trial request.
+        outcome_refresh_s: 0: an LLM is re-embedded as soon as outcomes for it are posted;
+            otherwise at most this often, in the background.
         top: ranked LLMs in a /v1/route answer (the fallback order is the whole ranking).
         pool_check_s: how often (at most) a request checks the store for LLM embeddings
             written by another process (a replica's onboarding): the pool is re-read when they
@@ -64,6 +66,7 @@ class ServerSettings:
     malformed_chunks_max: int = 10
     breaker_failures: int = 3
     breaker_cooldown_s: float = 30.0
+    outcome_refresh_s: float = 0.0
     top: int = 3
     pool_check_s: float = 1.0
 
