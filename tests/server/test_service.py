@@ -270,3 +270,43 @@ def test_outcomes_teach_the_router_that_an_llm_fails_on_a_kind_of_query(
     assert rank_before < 4 < rank_after, (rank_before, rank_after)
     with Store.open(key_store, create=False) as store:
         assert "outcomes" in set(store.sources()["name"])
+
+
+def test_the_catalog_reloads_without_a_restart_and_an_endpoint_can_be_removed(
+    trained: Path, tmp_path: Path, run_cli: Run, uvicorn_server: Callable[[object], str]
+) -> None:
+    import shutil
+
+    ws = tmp_path / "ws"
+    shutil.copytree(trained, ws)
+    made = run_cli("keys", "create", "ops", "-w", ws, "--json").json()
+    auth = {"authorization": f"Bearer {made['key']}"}  # type: ignore[index]
+    with fake_upstreams({llm: ["ok"] for llm in SERVED}) as fake:
+        catalog = _catalog(tmp_path, fake.port)
+        assert run_cli("import", "llms", catalog, "-w", ws).exit_code == 0
+        with Store.open(ws, create=False) as store:
+            base = uvicorn_server(build_app(store))
+            with httpx.Client(base_url=base, timeout=30, headers=auth) as client:
+                listed = client.get("/v1/upstreams").json()["upstreams"]
+                assert sorted(u["llm_id"] for u in listed) == sorted(SERVED)
+                # the operator takes law-0 off: a blank base_url removes its endpoint
+                lines = catalog.read_text().splitlines()
+                lines = [lines[0]] + [
+                    "law-0,,,0.001" if line.startswith("law-0,") else line for line in lines[1:]
+                ]
+                catalog.write_text("\n".join(lines) + "\n")
+                assert run_cli("import", "llms", catalog, "-w", ws).exit_code == 0
+                reloaded = client.post("/v1/catalog/reload")
+                assert reloaded.status_code == 200
+                assert reloaded.json() == {"added": [], "removed": ["law-0"], "changed": []}
+                listed = client.get("/v1/upstreams").json()["upstreams"]
+                assert sorted(u["llm_id"] for u in listed) == ["biology-0", "math-0"]
+                direct = client.post(
+                    "/v1/chat/completions",
+                    json={"model": "law-0", "messages": [{"role": "user", "content": "tort"}]},
+                )
+                assert direct.status_code == 400 and "unknown model 'law-0'" in direct.text
+                assert (
+                    client.post("/v1/catalog/reload", headers={"authorization": ""}).status_code
+                    == 401
+                )

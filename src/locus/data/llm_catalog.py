@@ -81,9 +81,11 @@ class LLMRecord:
     price_out_per_mtok: float | None = None
     cost_per_query: float | None = None
     endpoint: Endpoint | None = None
+    removes_endpoint: bool = False  # the file has a base_url column, blank on this row
 
     def metadata(self) -> dict[str, Any]:
-        """The llms-table columns this record sets (unset fields are left as they are)."""
+        """The llms-table columns this record sets (unset fields are left as they are; a
+        blank base_url in a catalog with that column removes the LLM's endpoint)."""
         values: dict[str, Any] = {
             name: getattr(self, name)
             for name in (*_TEXTS, *_NUMBERS)
@@ -91,6 +93,8 @@ class LLMRecord:
         }
         if self.endpoint is not None:
             values["endpoint"] = self.endpoint.to_json()
+        elif self.removes_endpoint:
+            values["endpoint"] = None
         return values
 
     @classmethod
@@ -152,6 +156,7 @@ class LLMRecord:
             display_name=text("display_name"),
             family=text("family"),
             endpoint=endpoint,
+            removes_endpoint=endpoint is None and "base_url" in row,
             **numbers,
         )
 

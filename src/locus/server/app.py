@@ -17,6 +17,7 @@
                                 a stream's cost is in its usage chunk, not a header)
     GET  /v1/models             the pool and the routing names
     GET  /v1/upstreams          each endpoint's recent latency, error rate, circuit state
+    POST /v1/catalog/reload     re-read the LLM catalog (endpoints, prices); needs a key
     GET  /health                liveness (no upstream calls)
     GET  /ready                 the router is loaded and (a gateway) at least one LLM can be
                                 reached; a routing-only server (no endpoints) is ready at once
@@ -196,6 +197,7 @@ def create_app(
     settings: ServerSettings | None = None,
     verify_key: Callable[[str], str | None] | None = None,
     onboarding: Any = None,
+    reload_catalog: Callable[[], dict[str, Any]] | None = None,
 ) -> FastAPI:
     """The FastAPI app over a loaded router and gateway (nothing is loaded per request).
 
@@ -216,7 +218,7 @@ def create_app(
         if not path.startswith("/v1/"):
             return None
         write = request.method == "POST" and (
-            path.startswith("/v1/llms/") or path == "/v1/outcomes"
+            path.startswith("/v1/llms/") or path in ("/v1/outcomes", "/v1/catalog/reload")
         )
         if verify_key is None:
             if write:
@@ -492,6 +494,15 @@ def create_app(
             **_predicted_headers(answer.predicted),
         }
         return JSONResponse(answer.payload, headers=headers)
+
+    @app.post("/v1/catalog/reload")
+    async def catalog_reload() -> dict[str, Any]:
+        """Re-read the workspace's LLM catalog (after `locus import llms`): endpoints added,
+        changed or removed, prices; no restart."""
+        if reload_catalog is None:
+            raise _Bad(501, "this server was started without a workspace to reload", "unsupported")
+        changed: dict[str, Any] = await anyio.to_thread.run_sync(reload_catalog)
+        return changed
 
     @app.post("/v1/outcomes")
     async def post_outcomes(request: Request) -> dict[str, Any]:

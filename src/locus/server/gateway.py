@@ -377,6 +377,24 @@ class Gateway:
             kind="all_failed",
         )
 
+    def set_catalog(
+        self, endpoints: Mapping[str, Any], prices: Mapping[str, Mapping[str, Any]]
+    ) -> dict[str, list[str]]:
+        """Take a re-read catalog without a restart: endpoints added, changed and removed,
+        prices; LLMs retired for answering 'model not found' get another chance (their entry
+        may be corrected). Returns what changed."""
+        before = dict(self.upstreams.endpoints)
+        self.upstreams.endpoints = dict(endpoints)
+        self.prices = {llm: dict(fields) for llm, fields in prices.items()}
+        self.retired.clear()
+        return {
+            "added": sorted(set(endpoints) - set(before)),
+            "removed": sorted(set(before) - set(endpoints)),
+            "changed": sorted(
+                llm for llm in set(before) & set(endpoints) if before[llm] != endpoints[llm]
+            ),
+        }
+
     def _retry_wait(self, error: UpstreamError, tries: int) -> float | None:
         """Seconds to wait before calling the same LLM again, or None to move on: transient
         failures only, `retries_per_llm` times, a 429 after its Retry-After when that is at

@@ -75,9 +75,17 @@ def build_app(
         store, workspace_router, artifact, max_rows=10_000,
         refresh_every_s=settings.outcome_refresh_s,
     )  # fmt: skip
+
+    def reload_catalog() -> dict[str, Any]:
+        catalog = store.llm_metadata()
+        return gateway.set_catalog(
+            catalog_endpoints(store, router.llm_ids),
+            {llm: catalog.get(llm, {}) for llm in router.llm_ids},
+        )
+
     return create_app(
         router, gateway, settings=settings, verify_key=store.verify_key if auth else None,
-        onboarding=onboarding,
+        onboarding=onboarding, reload_catalog=reload_catalog,
     )  # fmt: skip
 
 
