@@ -42,3 +42,13 @@ def test_serve_refuses_a_taken_port_before_announcing(
     assert result.exit_code == 2
     assert f"serve: cannot listen on 127.0.0.1:{port}" in result.stderr
     assert "locus serve: workspace" not in result.stderr  # no banner
+
+
+def test_an_endpoint_removed_by_a_reload_mid_request_is_a_fallback_not_a_500() -> None:
+    import asyncio
+
+    from locus.server.upstream import UpstreamError, Upstreams
+
+    with pytest.raises(UpstreamError) as caught:
+        asyncio.run(Upstreams({}).complete("gone", {"messages": []}, timeout=1.0))
+    assert caught.value.kind == "retired" and caught.value.retryable

@@ -206,7 +206,7 @@ class Gateway:
         llm, payload, attempts, failed, predicted = await self._first_success(
             body, text, unavailable, call, max_latency_ms
         )
-        model = str(payload.get("model") or self.upstreams.endpoints[llm].model)
+        model = str(payload.get("model") or self._endpoint_model(llm))
         payload = {**payload, "model": model}
         cost = self.cost(llm, payload)
         return ChatAnswer(payload, llm, attempts, cost, failed, predicted, model)
@@ -239,7 +239,7 @@ class Gateway:
         )
         if upstream.malformed:
             self.metrics.upstream_errors.labels(llm, "malformed_chunk").inc(upstream.malformed)
-        model = self.upstreams.endpoints[llm].model
+        model = self._endpoint_model(llm)
         for chunk in upstream.head:
             if isinstance(chunk, dict) and chunk.get("model"):
                 model = str(chunk["model"])
@@ -377,6 +377,12 @@ class Gateway:
             kind="all_failed",
         )
 
+    def _endpoint_model(self, llm: str) -> str:
+        """The catalog's model name for `llm` (its llm_id where a catalog reload removed it
+        while a request was on its way)."""
+        endpoint = self.upstreams.endpoints.get(llm)
+        return llm if endpoint is None else endpoint.model
+
     def set_catalog(
         self, endpoints: Mapping[str, Any], prices: Mapping[str, Mapping[str, Any]]
     ) -> dict[str, list[str]]:
@@ -417,7 +423,7 @@ class Gateway:
             "misnamed in the catalog); marked unavailable until the server restarts with a "
             "corrected catalog; this request falls back to %s",
             llm,
-            self.upstreams.endpoints[llm].model,
+            self._endpoint_model(llm),
             substitute,
         )
 

@@ -115,7 +115,9 @@ class Upstreams:
     def _request(
         self, llm_id: str, body: Mapping[str, Any]
     ) -> tuple[str, dict[str, Any], dict[str, str]]:
-        endpoint = self.endpoints[llm_id]
+        endpoint = self.endpoints.get(llm_id)
+        if endpoint is None:  # the catalog was reloaded while the request was routed
+            raise UpstreamError(llm_id, "retired", "no endpoint any more (catalog reloaded)")
         headers = {"content-type": "application/json"}
         if endpoint.api_key_env:
             key = self._env.get(endpoint.api_key_env)
