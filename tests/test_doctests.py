@@ -12,6 +12,7 @@ MODULES = [
     "locus.calibration",
     "locus.routing.guard",
     "locus.routing.stack",
+    "locus.data.graders",
     "locus.artifact.manifest",
     "locus.routing.router",
     "locus.routing.evidence",

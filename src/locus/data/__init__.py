@@ -11,6 +11,7 @@ file_stamps.py      a cheap fingerprint (path, size, mtime) of the files an impo
 fetch.py            downloading public evaluation results, verified by git blob SHA-1
 families.py         an LLM's family from its name
 llm_catalog.py      the LLM catalog file: metadata, prices, endpoints
+graders.py          grading a raw answer: option letter, final number, exact match
 importers/          one importer per evaluation-result format"""
 
 from locus.data.batch import ImportBatch

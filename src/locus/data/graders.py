@@ -1,0 +1,134 @@
+"""Graders: a model's raw answer text against a reference answer -> a score in [0, 1], or None
+when the answer cannot be read (counted and shown by the caller, never scored as wrong).
+
+- `extract_choice`: the option letter a multiple-choice answer gives, in the formats models
+  write: "The answer is (C)", "Answer: C", "**C**", "(C)", "C) ...", a bare "C". The rules run
+  in order and the first that finds a letter wins: an explicit "answer is X" (its first
+  occurrence), then the last "Answer: X", then a final bolded or bracketed letter, then the
+  last letter standing alone among the options.
+- `extract_number`: the final number of a worked answer ("#### 42", "the answer is 3.5",
+  "\\boxed{12}", else the last number in the text), thousands separators and a trailing
+  period tolerated.
+- `normalise_answer`: lower case, no punctuation, articles or extra spaces (exact match).
+
+    >>> extract_choice("Let's think. ... The answer is (C).")
+    'C'
+    >>> grade("choice", "**B**", "B"), grade("number", "so it costs $1,250.", "1250")
+    (1.0, 1.0)
+    >>> grade("choice", "I cannot tell.", "A") is None
+    True
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+from collections.abc import Callable
+
+from locus.errors import LocusInputError
+
+__all__ = [
+    "GRADERS",
+    "extract_choice",
+    "extract_number",
+    "grade",
+    "normalise_answer",
+]
+
+LETTERS = "ABCDEFGHIJ"
+
+
+def extract_choice(text: str, letters: str = LETTERS) -> str | None:
+    """The option letter `text` answers with, or None (see the module's rules)."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    span = f"[{re.escape(letters)}]"
+    explicit = re.search(rf"answer is:?\s*\(?\**\s*({span})\b\)?", text, re.IGNORECASE)
+    if explicit and explicit.group(1).upper() in letters:
+        return explicit.group(1).upper()
+    labelled = re.findall(rf"[aA]nswer\s*:\s*\**\(?\s*({span})\b", text)
+    if labelled:
+        return labelled[-1]
+    marked = re.findall(rf"(?:\*\*\(?({span})\)?\*\*|\(({span})\))", text)
+    if marked:
+        last = marked[-1]
+        return last[0] or last[1]
+    # a letter standing alone; "I" followed by a lower-case word is the pronoun, not option I
+    others = re.escape(letters.replace("I", ""))
+    pronoun_free = r"(?<![\w'])I(?![\w'])(?!\s+[a-z])"
+    alone = re.findall(rf"(?<![\w'])[{others}](?![\w'])|{pronoun_free}", text)
+    return alone[-1] if alone else None
+
+
+_NUMBER = r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+"
+
+
+def extract_number(text: str) -> float | None:
+    """The final number of `text` (see the module's rules), or None."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    for pattern in (
+        rf"####\s*\$?\s*({_NUMBER})",
+        rf"\\boxed\{{\s*\$?\s*({_NUMBER})",
+        rf"answer is:?\s*\$?\s*({_NUMBER})",
+    ):
+        found = re.findall(pattern, text, re.IGNORECASE)
+        if found:
+            return _to_float(found[-1])
+    found = re.findall(_NUMBER, text)
+    return _to_float(found[-1]) if found else None
+
+
+def _to_float(raw: str) -> float | None:
+    try:
+        return float(raw.replace(",", "").rstrip("."))
+    except ValueError:
+        return None
+
+
+def normalise_answer(text: str) -> str:
+    """Lower case; no punctuation, no articles (a, an, the), single spaces."""
+    lowered = "".join(ch for ch in str(text).lower() if ch not in string.punctuation)
+    return " ".join(word for word in lowered.split() if word not in ("a", "an", "the"))
+
+
+def _choice(answer: str, reference: str) -> float | None:
+    found = extract_choice(answer)
+    return None if found is None else float(found == str(reference).strip().upper())
+
+
+def _number(answer: str, reference: str, rel_tol: float = 1e-6) -> float | None:
+    found, expected = extract_number(answer), extract_number(str(reference))
+    if found is None or expected is None:
+        return None
+    return float(math.isclose(found, expected, rel_tol=rel_tol, abs_tol=1e-9))
+
+
+def _exact(answer: str, reference: str) -> float | None:
+    if not isinstance(answer, str) or not answer.strip():
+        return None
+    return float(normalise_answer(answer) == normalise_answer(reference))
+
+
+GRADERS: dict[str, Callable[[str, str], float | None]] = {
+    "choice": _choice,
+    "number": _number,
+    "exact": _exact,
+}
+
+
+def grade(kind: str, answer: str, reference: str) -> float | None:
+    """`answer` graded against `reference` by the grader `kind` (one of `GRADERS`): 1.0, 0.0,
+    or None where the answer cannot be read.
+
+    Raises:
+        LocusInputError: an unknown grader.
+    """
+    try:
+        grader = GRADERS[kind]
+    except KeyError:
+        raise LocusInputError(
+            f"unknown grader {kind!r}; expected one of {', '.join(GRADERS)}"
+        ) from None
+    return grader(answer, reference)
