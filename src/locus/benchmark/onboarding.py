@@ -3,9 +3,11 @@
 Per seed, whole families are held out (an LLM's fine-tunes and size siblings together: a random
 split of LLMs lets near-duplicates leak) until about `holdout_share` of the pool is out. Every
 method is fitted on the other LLMs only (the same fold for all), then each held-out LLM is
-onboarded from its scores on k training queries (one shared random order, the first k it was
-scored on), nothing else refitted: LOCUS embeds it in one forward pass, kNN and the cluster
-router use its k scores directly, MF and IRT fit only its own vector. Measured on the test
+onboarded from its scores on k training queries (the first k it was scored on in the probe
+order of each `strategies` entry, `locus.pipeline.probes`: "random", a shared random order, as
+before; "informative", chosen from the known LLMs' scores only), nothing else refitted: LOCUS
+embeds it in one forward pass, kNN and the cluster router use its k scores directly, MF and IRT
+fit only its own vector. Measured on the test
 queries: correctness of the held-out LLMs (AUROC, accuracy, log-loss, ECE over their test
 cells) and routing hit@1 over the whole pool, next to the same LLMs onboarded from all their
 training scores ("all").
@@ -68,11 +70,22 @@ def _held_out(
 
 
 def _evidence_rows(
-    observed: np.ndarray, train: np.ndarray, column: int, count: int | None, seed: int
+    observed: np.ndarray, order: np.ndarray, column: int, count: int | None
 ) -> np.ndarray:
-    order = train[np.random.default_rng([seed, 7]).permutation(len(train))]
     rows = order[observed[order, column]]
     return rows if count is None else rows[:count]
+
+
+def _probe_order(
+    strategy: str, pool: WorkspaceTable, known: list[int], train: np.ndarray, seed: int
+) -> np.ndarray:
+    """The training rows in `strategy`'s probe order, from the known LLMs' scores alone."""
+    if strategy == "random":  # the suite's order before strategies existed
+        return train[np.random.default_rng([seed, 7]).permutation(len(train))]
+    from locus.pipeline.probes import probe_order
+
+    scores = pool.table.scores[:, known]
+    return probe_order(scores, pool.vectors, train, strategy, seed=seed)
 
 
 def _onboarded(
@@ -115,12 +128,14 @@ def run_onboarding(
     cache_dir: Path | None = None,
     locus_settings: dict[str, Any] | None = None,
     queries: int | None = None,
+    strategies: Sequence[str] = ("random",),
     progress: ProgressFactory = no_progress,
 ) -> dict[str, Any]:
     """Run the suite; a JSON-ready dict of per-seed values and mean ± sd per method and k.
 
     `queries`: run each seed on its own random subsample of that many queries
-    (`WorkspaceTable.subsample`).
+    (`WorkspaceTable.subsample`). `strategies`: probe orders to onboard from; results of a
+    strategy other than "random" are keyed `<method>@<strategy>`.
 
     Raises:
         LocusInputError: a method that cannot onboard, bad k, or nothing to hold out.
@@ -133,6 +148,14 @@ def run_onboarding(
         )
     if not seeds:
         raise LocusInputError("a suite needs at least one seed")
+    from locus.pipeline.probes import STRATEGIES
+
+    strange = [s for s in strategies if s not in STRATEGIES]
+    if strange or not strategies:
+        raise LocusInputError(
+            f"probe strategy {strange[0] if strange else None!r}: expected some of "
+            f"{', '.join(STRATEGIES)}"
+        )
     if any(int(k) < 1 for k in ks):
         raise LocusInputError("onboarding: every k must be at least 1 score")
     llm_ids = list(data.table.llm_ids)
@@ -142,8 +165,9 @@ def run_onboarding(
     sizes: list[int | None] = [int(k) for k in ks] + [None]
     labels = [str(k) for k in ks] + ["all"]
     started = time.perf_counter()
+    keyed = [(m, s, m if s == "random" else f"{m}@{s}") for m in methods for s in strategies]
     per_seed: dict[str, dict[str, list[dict[str, Any]]]] = {
-        m: {label: [] for label in labels} for m in methods
+        key: {label: [] for label in labels} for _, _, key in keyed
     }
     held_out_by_seed: dict[str, list[str]] = {}
     with progress("onboarding suite", total=len(seeds) * len(methods)) as step:
@@ -161,9 +185,13 @@ def run_onboarding(
             table = replace(pool.table, scores=scores).select_llms([llm_ids[c] for c in known])
             fold = Fold(table, pool.vectors, train, val, pool.encoder, seed,
                         f"seed {seed}, {len(held)} LLMs held out")  # fmt: skip
+            orders = {s: _probe_order(s, pool, known, train, seed) for s in strategies}
             evidence = {
-                size: {c: _evidence_rows(observed, train, c, size, seed) for c in held}
-                for size in sizes
+                s: {
+                    size: {c: _evidence_rows(observed, orders[s], c, size) for c in held}
+                    for size in sizes
+                }
+                for s in strategies
             }
             for method in methods:
                 router, cached = fit_method(
@@ -176,13 +204,20 @@ def run_onboarding(
                     base_pool = (list(model.llm_ids_), model.llm_embeddings_.copy(),
                                  [int(n) for n in model.evidence_counts_],
                                  [known.get(i, (None, 0))[0] for i in model.llm_ids_])  # fmt: skip
-                for size, label in zip(sizes, labels, strict=True):
+                for (_, strategy, key), size_label in (
+                    ((m, s, k), pair)
+                    for m, s, k in keyed
+                    if m == method
+                    for pair in zip(sizes, labels, strict=True)
+                ):
+                    size, label = size_label
                     t = time.perf_counter()
-                    onboarded = _onboarded(router, pool, held, evidence[size], base_pool)
+                    chosen = evidence[strategy][size]
+                    onboarded = _onboarded(router, pool, held, chosen, base_pool)
                     order = [list(onboarded.llm_ids).index(name) for name in llm_ids]
                     proba = np.asarray(onboarded.predict_proba(pool.vectors[test]))[:, order]
                     quality = correctness_metrics(proba[:, held], truth[:, held])
-                    per_seed[method][label].append(
+                    per_seed[key][label].append(
                         {
                             "seed": seed,
                             "hit@1": routing_accuracy(proba, truth),
@@ -208,7 +243,8 @@ def run_onboarding(
         "suite": "onboarding",
         "seeds": list(seeds),
         "k": labels,
-        "methods": list(methods),
+        "methods": [key for _, _, key in keyed],  # <method>@<strategy> beyond random
+        "strategies": list(strategies),
         "llms": len(llm_ids),
         "families": named,
         "held_out": held_out_by_seed,

@@ -49,6 +49,13 @@ def benchmark_command(
         float,
         typer.Option("--holdout-share", min=0.01, max=0.9, help="onboarding: share of LLMs out."),
     ] = 0.2,
+    strategies: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--strategy",
+            help="onboarding: probe order (repeat): random (default), anchors, informative.",
+        ),
+    ] = None,
     draw: Annotated[
         str,
         typer.Option(
@@ -129,8 +136,9 @@ def benchmark_command(
         name = f"{name}-{queries}q"
     if suite == "onboarding":
         _onboarding(
-            data, name, seeds, ks, methods, holdout_share, queries, cache_root, out, quiet, as_json
-        )
+            data, name, seeds, ks, methods, holdout_share, queries, cache_root, out, quiet,
+            as_json, strategies,
+        )  # fmt: skip
         return
     if suite == "cost":
         _cost(
@@ -196,6 +204,7 @@ def _onboarding(
     out: Path,
     quiet: bool,
     as_json: bool,
+    strategies: list[str] | None = None,
 ) -> None:
     from locus.benchmark.onboarding import DEFAULT_K, ONBOARDING_METHODS, run_onboarding
     from locus.benchmark.report import onboarding_table, plot_onboarding
@@ -208,6 +217,7 @@ def _onboarding(
         holdout_share=holdout_share,
         queries=queries,
         cache_dir=cache_root / "onboarding",
+        strategies=strategies or ["random"],
         progress=progress_bars(quiet or as_json),
     )
     json_path, png_path = _save(result, out, f"onboarding-{name}", name, plot_onboarding)

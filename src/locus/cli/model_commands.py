@@ -306,3 +306,51 @@ def _render_evaluation(result: Any) -> None:
                 f"{row.oracle:.4f}",
             )
         console.print(tasks)
+
+
+@app.command("probes")
+def probes_command(
+    n: Annotated[int, typer.Option("--n", min=1, help="How many probe queries.")] = 32,
+    strategy: Annotated[
+        str,
+        typer.Option(
+            "--strategy",
+            help="informative (queries the pool disagrees on, spread over the query space), "
+            "random, or anchors (the fit's shared order).",
+        ),
+    ] = "informative",
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Write them as JSON lines (query_id, query_text, task)."),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="For random and anchors.")] = 0,
+    workspace: WorkspaceOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The queries to evaluate a new LLM on, before onboarding it (`locus import`, then
+    `locus embed NAME`): chosen among the workspace's training queries."""
+    from locus.pipeline.probes import choose_probes
+
+    with open_store(workspace, create=False) as store:
+        probes = choose_probes(store, n, strategy=strategy, seed=seed)
+    if out is not None:
+        import json
+
+        out.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in probes))
+    if as_json:
+        print_json(probes)
+        return
+    tasks: dict[str, int] = {}
+    for probe in probes:
+        tasks[str(probe["task"])] = tasks.get(str(probe["task"]), 0) + 1
+    spread = ", ".join(f"{task} {count}" for task, count in sorted(tasks.items()))
+    stdout_console().print(
+        f"{len(probes)} probes ({strategy}) over {len(tasks)} tasks: {spread}"
+        + (f"; written to {out}" if out is not None else ""),
+        markup=False,
+    )
+    if out is None:
+        for probe in probes[:10]:
+            stdout_console().print(
+                f"  {' '.join(str(probe['query_text']).split())[:100]}", markup=False
+            )

@@ -8,6 +8,7 @@ score table and cached query vectors, assign the hash split, save the artifact u
     fit.py                   fit_workspace -> FitReport; load_workspace_locus
     embed.py                 embed_workspace_llms -> [EmbedReport]
     evaluate.py              evaluate_workspace -> Evaluation
+    probes.py                probe_order, choose_probes: the queries to evaluate a new LLM on
     workspace_artifacts.py   where artifacts live: DEFAULT_ARTIFACT, artifact_path,
                              trained_artifact, publish_artifact
     workspace_router.py      WorkspaceRouter: query vectors + the fitted router + costs,

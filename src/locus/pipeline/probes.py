@@ -1,0 +1,119 @@
+"""Probe selection: which queries to evaluate a new LLM on, so that its few scores place it well.
+
+Strategies (`probe_order` gives an order: the first n are the n probes, for every n):
+
+- `random`: a seeded shuffle of the candidate queries.
+- `anchors`: the fit's shared anchor order (`locus.data.anchor_choice` with the training
+  seed), the queries every LLM of the pool was embedded from.
+- `informative`: queries the pool disagrees on, spread over the query space: candidates are
+  the quarter of queries with the largest variance of the pool's scores (a query every LLM
+  gets right, or every LLM wrong, says nothing about a new one), ordered by farthest-point
+  selection on their query vectors, so the probes cover the tasks instead of crowding into
+  one region.
+
+    >>> from locus.store import Store                                       # doctest: +SKIP
+    >>> with Store.open(".locus") as store:
+    ...     probes = choose_probes(store, 32, strategy="informative")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from locus.errors import LocusInputError
+
+__all__ = ["STRATEGIES", "choose_probes", "first_scored", "probe_order"]
+
+STRATEGIES = ("random", "anchors", "informative")
+
+
+def probe_order(
+    scores: NDArray[Any],
+    vectors: NDArray[np.float32],
+    rows: NDArray[np.int64],
+    strategy: str = "informative",
+    *,
+    seed: int = 0,
+    share: float = 0.25,
+) -> NDArray[np.int64]:
+    """The candidate `rows` in probe order for `strategy` (see the module).
+
+    Args:
+        scores: (n_queries, n_llms) the pool's scores (NaN: not evaluated).
+        vectors: (n_queries, dq) query vectors.
+        rows: the candidate queries (e.g. the training rows).
+        share: `informative`: the share of candidates, by disagreement, it spreads over.
+
+    Raises:
+        LocusInputError: an unknown strategy, or no candidate.
+    """
+    if strategy not in STRATEGIES:
+        raise LocusInputError(
+            f"unknown probe strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}"
+        )
+    rows = np.asarray(rows, dtype=np.int64)
+    if not len(rows):
+        raise LocusInputError("no candidate queries to choose probes from")
+    rng = np.random.default_rng([seed, 11])
+    if strategy == "random":
+        return rows[rng.permutation(len(rows))]
+    if strategy == "anchors":  # the order `choose_anchors` draws with the training seed
+        return rows[np.random.default_rng(seed).permutation(len(rows))]
+    pool = np.asarray(scores, dtype=np.float64)[rows]
+    with np.errstate(invalid="ignore"):
+        spread = np.nanvar(pool, axis=1)
+    spread = np.where(np.isnan(spread), -1.0, spread)
+    count = max(1, round(share * len(rows)))
+    keep = np.argsort(-spread, kind="stable")[:count]
+    candidates = rows[keep]
+    unit = np.asarray(vectors, dtype=np.float32)[candidates]
+    unit = unit / np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
+    chosen = [0]  # the most disputed query first
+    nearest = 1.0 - unit @ unit[0]  # cosine distance to the chosen set
+    for _ in range(1, len(candidates)):
+        nearest[chosen[-1]] = -1.0
+        pick = int(np.argmax(nearest))
+        chosen.append(pick)
+        nearest = np.minimum(nearest, 1.0 - unit @ unit[pick])
+    ordered = candidates[np.asarray(chosen, dtype=np.int64)]
+    rest = np.setdiff1d(rows, ordered, assume_unique=True)
+    return np.concatenate([ordered, rest[rng.permutation(len(rest))]])
+
+
+def choose_probes(
+    store: Any,
+    n: int,
+    *,
+    strategy: str = "informative",
+    seed: int = 0,
+    split_seed: int = 0,
+) -> list[dict[str, Any]]:
+    """The `n` queries of the workspace to evaluate a new LLM on (training queries only, so
+    a later evaluation's test queries stay unseen): [{query_id, query_text, task}].
+
+    Raises:
+        LocusInputError: n below 1, an unknown strategy, a workspace without encoded queries.
+    """
+    from locus.pipeline.data import workspace_table
+
+    if n < 1:
+        raise LocusInputError(f"probes: n must be at least 1, found {n}")
+    data = workspace_table(store, split_seed=split_seed)
+    order = probe_order(data.table.scores, data.vectors, data.rows("train"), strategy, seed=seed)
+    table = data.table
+    return [
+        {"query_id": table.query_ids[i], "query_text": table.query_texts[i], "task": table.tasks[i]}
+        for i in order[:n]
+    ]
+
+
+def first_scored(
+    order: NDArray[np.int64], observed: Sequence[bool] | NDArray[Any], n: int
+) -> NDArray[np.int64]:
+    """The first `n` rows of `order` an LLM was scored on (`observed`, by row)."""
+    mask = np.asarray(observed, dtype=bool)[order]
+    return order[mask][:n]

@@ -1,0 +1,61 @@
+"""Probe selection: the orders are prefixes, informative probes are disputed and spread."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from locus.errors import LocusInputError
+from locus.pipeline.probes import first_scored, probe_order
+from tests.conftest import CliResult
+
+
+def _pool(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """200 queries in 4 clusters; on half of each cluster every LLM agrees (all right), on
+    the other half they split."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(4, 16)) * 3
+    vectors = np.vstack([centres[q % 4] + rng.normal(size=16) for q in range(200)]).astype(
+        np.float32
+    )
+    scores = np.ones((200, 6))
+    disputed = np.arange(200) % 8 >= 4
+    scores[disputed] = rng.integers(0, 2, (int(disputed.sum()), 6))
+    return scores, vectors
+
+
+def test_informative_probes_are_disputed_and_spread_over_the_clusters() -> None:
+    scores, vectors = _pool()
+    rows = np.arange(200)
+    order = probe_order(scores, vectors, rows, "informative")
+    assert sorted(order.tolist()) == rows.tolist()  # an order of every candidate
+    first = order[:8]
+    assert (np.arange(200)[first] % 8 >= 4).all()  # every one disputed
+    assert len({int(q) % 4 for q in first}) == 4  # every cluster covered
+    random = probe_order(scores, vectors, rows, "random", seed=3)
+    assert sorted(random.tolist()) == rows.tolist()
+    np.testing.assert_array_equal(random, probe_order(scores, vectors, rows, "random", seed=3))
+    observed = np.zeros(200, dtype=bool)
+    observed[::2] = True
+    assert all(observed[r] for r in first_scored(order, observed, 10))
+    with pytest.raises(LocusInputError, match="unknown probe strategy 'smart'"):
+        probe_order(scores, vectors, rows, "smart")
+    with pytest.raises(LocusInputError, match="no candidate"):
+        probe_order(scores, vectors, rows[:0], "random")
+
+
+def test_the_probes_command(run_cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    from tests.planted_workspace import build_planted_workspace
+
+    ws = build_planted_workspace(tmp_path / "ws")
+    out = tmp_path / "probes.jsonl"
+    result = run_cli("probes", "--n", "12", "--out", out, "-w", ws, "--json")
+    assert result.exit_code == 0, result.stderr
+    probes = result.json()
+    assert isinstance(probes, list) and len(probes) == 12
+    assert {"query_id", "query_text", "task"} <= set(probes[0])
+    assert len(out.read_text().splitlines()) == 12
+    assert len({p["task"] for p in probes}) == 3  # spread over the planted tasks
