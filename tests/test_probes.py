@@ -38,6 +38,9 @@ def test_informative_probes_are_disputed_and_spread_over_the_clusters() -> None:
     random = probe_order(scores, vectors, rows, "random", seed=3)
     assert sorted(random.tolist()) == rows.tolist()
     np.testing.assert_array_equal(random, probe_order(scores, vectors, rows, "random", seed=3))
+    mixed = probe_order(scores, vectors, rows, "mixed", seed=3)
+    assert sorted(mixed.tolist()) == rows.tolist()
+    assert mixed[0] == order[0] and mixed[1] == random[0]  # informative and random in turn
     observed = np.zeros(200, dtype=bool)
     observed[::2] = True
     assert all(observed[r] for r in first_scored(order, observed, 10))

@@ -53,7 +53,7 @@ def benchmark_command(
         list[str] | None,
         typer.Option(
             "--strategy",
-            help="onboarding: probe order (repeat): random (default), anchors, informative.",
+            help="onboarding: probe order (repeat): random (default), anchors, informative, mixed.",
         ),
     ] = None,
     draw: Annotated[

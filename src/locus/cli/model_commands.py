@@ -315,10 +315,11 @@ def probes_command(
         str,
         typer.Option(
             "--strategy",
-            help="informative (queries the pool disagrees on, spread over the query space), "
-            "random, or anchors (the fit's shared order).",
+            help="random (the best measured for LOCUS: benchmarks/README), informative "
+            "(queries the pool disagrees on, spread over the query space), mixed (the two in "
+            "turn), or anchors (the fit's order).",
         ),
-    ] = "informative",
+    ] = "random",
     out: Annotated[
         Path | None,
         typer.Option("--out", help="Write them as JSON lines (query_id, query_text, task)."),
