@@ -310,3 +310,67 @@ def test_the_catalog_reloads_without_a_restart_and_an_endpoint_can_be_removed(
                     client.post("/v1/catalog/reload", headers={"authorization": ""}).status_code
                     == 401
                 )
+
+
+def test_a_real_locus_serve_reloads_its_catalog_on_sighup(
+    trained: Path, tmp_path: Path, run_cli: Run
+) -> None:
+    """`locus serve` as its own process on loopback: SIGHUP re-reads the catalog (an endpoint
+    removed) and the server keeps serving."""
+    import os
+    import shutil
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    ws = tmp_path / "ws"
+    shutil.copytree(trained, ws)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with fake_upstreams({llm: ["ok"] for llm in SERVED}) as fake:
+        catalog = _catalog(tmp_path, fake.port)
+        assert run_cli("import", "llms", catalog, "-w", ws).exit_code == 0
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+        server = subprocess.Popen(
+            [str(Path(sys.executable).parent / "locus"), "serve", "--no-auth", "--port",
+             str(port), "-w", str(ws)],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            base = f"http://127.0.0.1:{port}"
+            with httpx.Client(base_url=base, timeout=5) as client:
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline and server.poll() is None:
+                    try:
+                        if client.get("/health").status_code == 200:
+                            break
+                    except httpx.TransportError:
+                        time.sleep(0.2)
+                assert server.poll() is None, "locus serve exited before serving"
+                listed = client.get("/v1/upstreams").json()["upstreams"]
+                assert sorted(u["llm_id"] for u in listed) == sorted(SERVED)
+                lines = catalog.read_text().splitlines()
+                catalog.write_text(
+                    "\n".join(
+                        [lines[0]]
+                        + ["law-0,,,0.001" if x.startswith("law-0,") else x for x in lines[1:]]
+                    )
+                    + "\n"
+                )
+                assert run_cli("import", "llms", catalog, "-w", ws).exit_code == 0
+                server.send_signal(signal.SIGHUP)
+                deadline = time.monotonic() + 20
+                names: list[str] = []
+                while time.monotonic() < deadline:
+                    names = [u["llm_id"] for u in client.get("/v1/upstreams").json()["upstreams"]]
+                    if "law-0" not in names:
+                        break
+                    time.sleep(0.2)
+                assert sorted(names) == ["biology-0", "math-0"]
+                assert server.poll() is None  # still serving
+        finally:
+            server.terminate()
+            _, err = server.communicate(timeout=20)
+    assert "catalog reloaded on SIGHUP" in err

@@ -24,6 +24,22 @@ def _loopback(host: str) -> bool:
         return False
 
 
+def _reload_on_sighup(application: object) -> None:
+    """`kill -HUP <pid>` re-reads the LLM catalog (as POST /v1/catalog/reload does) instead
+    of ending the server."""
+    import signal
+
+    reload = getattr(getattr(application, "state", None), "reload_catalog", None)
+    if reload is None or not hasattr(signal, "SIGHUP"):
+        return
+
+    def handle(signum: int, frame: object) -> None:
+        changed = reload()
+        stderr_console().print(f"locus serve: catalog reloaded on SIGHUP: {changed}", markup=False)
+
+    signal.signal(signal.SIGHUP, handle)
+
+
 def _check_port(host: str, port: int) -> None:
     """Refuse a port already taken before anything is loaded or announced."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -119,6 +135,7 @@ def serve_command(
                 "`locus keys create NAME`, or serve with --no-auth on loopback[/]"
             )
         if workers == 1:
+            _reload_on_sighup(application)
             uvicorn.run(application, host=host, port=port, log_level="warning")
             return
     # the worker processes open the same store with the same settings (`app_from_env`)

@@ -83,10 +83,12 @@ def build_app(
             {llm: catalog.get(llm, {}) for llm in router.llm_ids},
         )
 
-    return create_app(
+    app = create_app(
         router, gateway, settings=settings, verify_key=store.verify_key if auth else None,
         onboarding=onboarding, reload_catalog=reload_catalog,
     )  # fmt: skip
+    app.state.reload_catalog = reload_catalog  # `locus serve` reloads on SIGHUP too
+    return app
 
 
 def app_from_env() -> FastAPI:
