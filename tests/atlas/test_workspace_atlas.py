@@ -196,3 +196,18 @@ def test_the_atlas_runs_without_torch(trained: Path) -> None:
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["near"].startswith("law-") and result["page"] > 1_000_000
     assert result["torch"] is False
+
+
+def test_the_default_view_is_the_projection_that_keeps_the_most_neighbours(trained: Path) -> None:
+    from locus.atlas.page import atlas_payload
+
+    with Store.open(trained) as store:
+        payload = atlas_payload(WorkspaceAtlas(store), max_portfolio=3)
+    kept = payload["projection_kept"]
+    first = next(iter(payload["projections"]))
+    assert kept[first] == max(kept.values())
+    assert (
+        f"shown: {first}, the projection that keeps the most true neighbours"
+        in (payload["subtitle"])
+    )
+    assert payload["projection_k"] == 5  # 12 LLMs: at most half the other 11

@@ -29,8 +29,9 @@ def atlas_payload(
     seed: int = 0,
 ) -> dict[str, Any]:
     """The page's data: 2-D coordinates per projection (and the share of true neighbours
-    each keeps), per LLM its family, cluster, accuracy, metadata, nearest neighbours and
-    proxies, and the k-center / k-medoids portfolios for k = 1..max_portfolio."""
+    each keeps; the one that keeps the most first, which the page shows by default), per LLM
+    its family, cluster, accuracy, metadata, nearest neighbours and proxies, and the k-center /
+    k-medoids portfolios for k = 1..max_portfolio."""
     clusters = atlas.clusters().labels
     coords, kept = {}, {}
     for method in projections:
@@ -40,6 +41,9 @@ def atlas_payload(
             llm: [float(x), float(y)] for llm, (x, y) in zip(atlas.llm_ids, xy, strict=True)
         }
         kept[name] = neighbours_kept(atlas.embeddings, xy, k=10)
+    # the default view is the projection that keeps the most true neighbours on this pool
+    best = sorted(coords, key=lambda name: -np.nan_to_num(kept[name], nan=-1.0))
+    coords = {name: coords[name] for name in best}
     llms = []
     for i, llm in enumerate(atlas.llm_ids):
         near = [
@@ -74,7 +78,8 @@ def atlas_payload(
         "title": f"locus atlas: {len(atlas.llm_ids)} LLMs",
         "subtitle": (
             f"artifact {atlas.artifact} · {atlas.embeddings.shape[1]}-d LLM embeddings, "
-            f"{atlas.metric} distance · agreement on {len(atlas.test_scores):,} test queries"
+            f"{atlas.metric} distance · agreement on {len(atlas.test_scores):,} test queries · "
+            f"shown: {best[0]}, the projection that keeps the most true neighbours here"
         ),
         "projections": coords,
         "projection_kept": kept,

@@ -212,7 +212,7 @@ def atlas_command(
 
             from locus.atlas.plots import map_png
 
-            coords = payload["projections"]["t-SNE"]
+            coords = next(iter(payload["projections"].values()))  # the page's default view
             xy = np.array([coords[llm] for llm in atlas.llm_ids])
             map_png(xy, atlas.llm_ids, atlas.families, atlas.accuracy, png)
     write_atlas_html(payload, out)
