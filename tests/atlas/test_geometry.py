@@ -318,3 +318,22 @@ def test_a_retention_above_everything_is_said_plainly() -> None:
         "the stand-ins score 5.1% higher than the routed LLMs on these queries: the router's "
         "own choices are not the best here"
     )
+
+
+def test_the_png_map_colours_families_as_the_html_page_does() -> None:
+    """One palette, one order: the page's JS PALETTE is the PNG's, categories in natural order,
+    unknown last and grey."""
+    import re
+    from pathlib import Path
+
+    from locus.atlas import plots
+
+    script = (Path(plots.__file__).parent / "assets" / "atlas.js").read_text(encoding="utf-8")
+    block = script[
+        script.index("const PALETTE") : script.index("];", script.index("const PALETTE"))
+    ]
+    assert tuple(re.findall(r'"(#[0-9a-f]{6})"', block)) == plots.PALETTE
+    assert plots.UNKNOWN in script
+    colours = plots.category_colours(["llama", "gpt", None, "llama", "claude-10", "claude-9"])
+    assert list(colours) == ["claude-9", "claude-10", "gpt", "llama", "unknown"]
+    assert colours["claude-9"] == plots.PALETTE[0] and colours["unknown"] == plots.UNKNOWN

@@ -38,6 +38,33 @@ def dendrogram_png(
     return _save(figure, path)
 
 
+# the atlas page's categorical colours (assets/atlas.js PALETTE), so the PNG map and the HTML
+# map colour each family alike; categories in the page's order, "unknown" last and grey
+PALETTE = (
+    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#b07aa1", "#edc948", "#9c755f",
+    "#ff9da7", "#17becf", "#8cd17d", "#d37295", "#a0cbe8", "#b6992d", "#499894", "#fabfd2",
+    "#86bcb6", "#79706e",
+)  # fmt: skip
+UNKNOWN = "#b8c0cc"
+
+
+def _natural(name: str) -> list[Any]:
+    """The page's order of categories (numbers within names in numeric order)."""
+    import re
+
+    return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", name)]
+
+
+def category_colours(groups: Sequence[str | None]) -> dict[str, str]:
+    """{category: colour} as the atlas page gives them: named categories in natural order
+    through `PALETTE`, then "unknown" (no value) in grey."""
+    named = sorted({str(g) for g in groups if g not in (None, "")}, key=_natural)
+    colours = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(named)}
+    if any(g in (None, "") for g in groups):
+        colours["unknown"] = UNKNOWN
+    return colours
+
+
 def map_png(
     coords: NDArray[Any],
     labels: Sequence[str],
@@ -50,17 +77,18 @@ def map_png(
     """A 2-D map: one point per LLM, coloured by group, sized by accuracy, labelled."""
     plt = pyplot()
     figure, axis = plt.subplots(figsize=(10, 7.5))
-    names = sorted(set(groups))
-    colours = plt.get_cmap("tab20" if len(names) > 10 else "tab10")
+    palette = category_colours(groups)
+    groups = ["unknown" if g in (None, "") else str(g) for g in groups]
+    names = list(palette)
     sizes = np.asarray(sizes, dtype=np.float64)
     area = 30 + 300 * (sizes - np.nanmin(sizes)) / max(np.nanmax(sizes) - np.nanmin(sizes), 1e-9)
-    for g, name in enumerate(names):
+    for name in names:
         rows = [i for i, group in enumerate(groups) if group == name]
         axis.scatter(
             coords[rows, 0],
             coords[rows, 1],
             s=area[rows],
-            color=colours(g % colours.N),
+            color=palette[name],
             alpha=0.8,
             edgecolor="white",
             linewidth=0.8,
