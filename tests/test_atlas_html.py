@@ -226,6 +226,46 @@ POINTS_JS = """() => {
 }"""
 
 
+# the drawn labels' boxes on the page, in pixels
+LABEL_BOXES_JS = """
+() => [...document.querySelectorAll('.scatterlayer .textpoint text')]
+  .filter(t => t.textContent.trim())
+  .map(t => { const b = t.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; })
+"""
+
+
+def _overlapping(boxes: list[list[float]]) -> list[tuple[int, int]]:
+    return [
+        (i, j)
+        for i, a in enumerate(boxes)
+        for j, b in enumerate(boxes[:i])
+        if a[0] < b[2] - 1 and b[0] < a[2] - 1 and a[1] < b[3] - 1 and b[1] < a[3] - 1
+    ]
+
+
+def test_labels_never_overlap_at_laptop_size(tmp_path: Path) -> None:
+    executable = _chromium()
+    sync_api = pytest.importorskip("playwright.sync_api")
+    page_path = write_atlas_html(planted_payload(), tmp_path / "atlas.html")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=executable,
+            args=["--headless", "--no-sandbox", "--disable-gpu"],
+            timeout=BROWSER_TIMEOUT_MS,
+        )
+        try:
+            for width, height in ((1024, 640), (1400, 1000)):
+                page = browser.new_page(viewport={"width": width, "height": height})
+                page.set_default_timeout(BROWSER_TIMEOUT_MS)
+                page.goto(page_path.as_uri())
+                page.wait_for_function("document.body.dataset.ready === '1'")
+                boxes = page.evaluate(LABEL_BOXES_JS)
+                assert boxes and not _overlapping(boxes), (width, _overlapping(boxes))
+                page.close()
+        finally:
+            browser.close()
+
+
 def test_page_works_in_headless_chromium(tmp_path: Path) -> None:
     executable = _chromium()
     sync_api = pytest.importorskip("playwright.sync_api")
@@ -261,6 +301,9 @@ def test_page_works_in_headless_chromium(tmp_path: Path) -> None:
 
             points = page.evaluate(POINTS_JS)
             assert sorted(p["llmId"] for p in points) == sorted(names)
+            boxes = page.evaluate(LABEL_BOXES_JS)
+            assert boxes, "the map shows labels"
+            assert not _overlapping(boxes), "labels overlap on the map"
             assert page.locator(".scatterlayer .trace .points path.point").count() == len(names)
 
             where = {p["llmId"]: p for p in points}

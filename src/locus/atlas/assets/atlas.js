@@ -27,7 +27,7 @@
   const kept = data.projection_kept || {};
   const plot = $("plot"), panel = $("panel");
   const state = {projection: projections[0], colourBy: colourFields[0] || null,
-    labels: llms.length <= 40, selected: null, method: null, k: null};
+    labels: true, selected: null, method: null, k: null};
 
   const esc = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
   const nameOf = (llm) => llm.display_name || llm.llm_id;
@@ -150,11 +150,46 @@
       line: {color: colour, width: 1.6, dash}, opacity: 0.7};
   }
 
+  // Labels that never overlap: the highlighted LLMs first (the selection, its neighbours and
+  // proxies, portfolio members), then by accuracy; a label is drawn only where its box (its
+  // text's width at 11 px, on the plot's size in pixels) clears every label already placed.
+  function placedLabels(coords, roles, chosen) {
+    const ids = llms.map((llm) => llm.llm_id);
+    const xs = ids.map((id) => coords[id][0]), ys = ids.map((id) => coords[id][1]);
+    const spanX = Math.max(...xs) - Math.min(...xs) || 1;
+    const spanY = Math.max(...ys) - Math.min(...ys) || 1;
+    const size = (plot._fullLayout && plot._fullLayout._size) || {w: 900, h: 560};
+    // the points span less than the plot (autorange pads each side): measure conservatively
+    const width = Math.max(size.w * 0.8, 160), height = Math.max(size.h * 0.8, 120);
+    const rank = (llm) => {
+      const id = llm.llm_id;
+      if (roles !== null && roles.has(id)) return 0;
+      if (chosen !== null && chosen.has(id)) return 1;
+      return 2;
+    };
+    const order = [...llms].sort((a, b) => rank(a) - rank(b) ||
+      (b.accuracy === null ? -1 : b.accuracy) - (a.accuracy === null ? -1 : a.accuracy));
+    const boxes = [], placed = new Set();
+    for (const llm of order) {
+      const [x, y] = coords[llm.llm_id];
+      const cx = (x - Math.min(...xs)) / spanX * width;
+      const cy = (Math.max(...ys) - y) / spanY * height;  // pixels grow downwards
+      const half = nameOf(llm).length * 3.8 + 4, box = [cx - half, cy - 26, cx + half, cy - 4];
+      if (boxes.some((b) => box[0] < b[2] && b[0] < box[2] && box[1] < b[3] && b[1] < box[3])) {
+        continue;
+      }
+      boxes.push(box); placed.add(llm.llm_id);
+    }
+    state.labelled = placed.size;
+    return placed;
+  }
+
   function traces() {
     const coords = data.projections[state.projection];
     const roles = focusRoles();
     const chosenList = chosenIds();
     const chosen = chosenList === null || !chosenList.length ? null : new Set(chosenList);
+    const placed = state.labels ? placedLabels(coords, roles, chosen) : new Set();
     const result = [];
     if (roles !== null) {
       const llm = llmById(state.selected);
@@ -201,7 +236,7 @@
         }
         if (role === "self") { size += 5; width = 3.5; ring = INK; }
         trace.x.push(coords[id][0]); trace.y.push(coords[id][1]);
-        trace.text.push(state.labels && label !== null ? esc(nameOf(llm)) : "");
+        trace.text.push(state.labels && label !== null && placed.has(id) ? esc(nameOf(llm)) : "");
         trace.hovertext.push(hoverTexts[i]); trace.customdata.push(id);
         trace.textfont.color.push(label || LABEL);
         trace.marker.size.push(size); trace.marker.opacity.push(opacity);
@@ -229,9 +264,20 @@
   let drawn = false;
   function render() {
     renderPanel();
+    const first = !drawn;
     const call = drawn ? Plotly.react : Plotly.newPlot;
-    return call(plot, traces(), layout(), CONFIG).then(() => { drawn = true; });
+    return call(plot, traces(), layout(), CONFIG).then(() => {
+      drawn = true;
+      // labels are placed for the plot's size in pixels, known once it is drawn
+      if (first && state.labels) return Plotly.react(plot, traces(), layout(), CONFIG);
+      return undefined;
+    });
   }
+  let resizing = null;
+  window.addEventListener("resize", () => {
+    clearTimeout(resizing);
+    resizing = setTimeout(() => { if (drawn && state.labels) render(); }, 150);
+  });
 
   const colourOf = (llm) => categories(state.colourBy).colour.get(categoryOf(llm, state.colourBy));
   function llmButton(id, role) {
