@@ -150,35 +150,57 @@ def _plot_sweep(
     title: str,
     path: Path,
 ) -> Path:
-    """One panel per (metric, y label): a line per method over `sizes`, ± sd error bars."""
+    """One panel per (metric, y label): a line per method over `sizes` with ± sd error bars
+    (bars where there is one size), a legend on every panel. The random LLM is named in the
+    caption, not drawn: its far lower line would squash the differences that matter."""
     plt = pyplot()
     xs = _x_positions(result, sizes)
-    figure, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.6), squeeze=False)
+    figure, axes = plt.subplots(1, len(panels), figsize=(6.4 * len(panels), 4.8), squeeze=False)
+    shown = [m for m in result["methods"] if m != "random"]
     for (metric, ylabel), axis in zip(panels, axes[0], strict=True):
-        for method in result["methods"]:
-            if method == "random" and metric != "hit@1":
-                continue
+        drawn = []
+        for i, method in enumerate(shown):
             summary = result["summary"][method]
             means = [summary[s][metric]["mean"] for s in sizes]
             sds = [summary[s][metric]["sd"] for s in sizes]
             if all(math.isnan(m) for m in means):
                 continue
-            style = {"linewidth": 2.6, "zorder": 5} if method == "locus" else {"linewidth": 1.3}
+            drawn.append(method)
+            main = method.split("@")[0] in ("locus", "locus+knn")
+            if len(sizes) == 1:
+                axis.bar(i, means[0], yerr=sds[0], capsize=3, label=method,
+                         alpha=1.0 if main else 0.7)  # fmt: skip
+                continue
+            style = {"linewidth": 2.6, "zorder": 5} if main else {"linewidth": 1.3}
             axis.errorbar(xs, means, yerr=sds, marker="o", markersize=3.5, capsize=2.5,
                           label=method, **style)  # fmt: skip
         if metric == "hit@1" and "oracle" in result:
             axis.axhline(result["oracle"], color="grey", linestyle=":", label="oracle")
-        axis.set_xscale("log", base=2)
-        axis.set_xticks(xs, sizes)
-        axis.set_xlabel(xlabel)
+        if len(sizes) == 1:
+            axis.set_xticks(range(len(shown)), shown, rotation=30, ha="right", fontsize=8)
+            axis.set_xlabel(f"{xlabel}: {sizes[0]}")
+            lows = [result["summary"][m][sizes[0]][metric]["mean"] for m in drawn]
+            finite = [v for v in lows if not math.isnan(v)]
+            if finite:
+                axis.set_ylim(min(finite) - 0.02, max(finite) + 0.02)
+        else:
+            axis.set_xscale("log", base=2)
+            axis.set_xticks(xs, sizes)
+            axis.set_xlabel(xlabel)
         axis.set_ylabel(ylabel)
         axis.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=8, ncol=2)
+        if len(sizes) > 1:
+            axis.legend(fontsize=7.5, ncol=2)
     seeds = len(result["seeds"])
-    figure.suptitle(
+    caption = (
         f"{title}: {result['llms']} LLMs, {result['queries']['test']:,} test queries, "
         f"mean ± sd over {seeds} seed{'s' if seeds != 1 else ''}"
     )
+    if "random" in result["methods"]:
+        first = result["summary"]["random"][sizes[-1]].get("hit@1", {}).get("mean")
+        if first is not None and not math.isnan(first):
+            caption += f"; a random LLM: hit@1 {first:.3f} (not drawn)"
+    figure.suptitle(caption, fontsize=10)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110)
