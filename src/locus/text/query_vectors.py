@@ -1,7 +1,8 @@
 """`QueryVectors`: where a routed text's vector comes from, as one injected service.
 
 A text already in the workspace (normalised exactly as at import, `locus.data.query_identity`)
-has its vector in the store's cache; a text seen recently has it in a bounded in-memory cache;
+has its vector in the store's cache; a text seen recently (stored or new) has it in a bounded
+in-memory cache;
 any other text is encoded by the text encoder (loaded on first need, so routing known texts
 never loads it) and remembered. Routers never see texts: the workspace router asks this
 service for vectors, then routes them.
@@ -94,7 +95,10 @@ class QueryVectors:
                 found[h] = self._cache[h]
         wanted = [h for h in dict.fromkeys(hashes) if h not in found]
         if wanted and self._lookup is not None:
-            found.update(self._lookup(self.encoder_name, wanted))
+            stored = self._lookup(self.encoder_name, wanted)
+            found.update(stored)
+            for key, vector in stored.items():  # a text asked again skips the store
+                self._remember(key, vector)
         self.cache_hits += sum(1 for h in hashes if h in found)
         first_of: dict[str, int] = {}
         for i, h in enumerate(hashes):
