@@ -31,9 +31,8 @@ A chat answer's `model` is what the upstream answered as; `x-locus-llm` names th
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -41,10 +40,11 @@ import anyio
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from locus.errors import LocusError, LocusInputError
-from locus.routing.router import RankedLLM, RouteDecision, TextRouter
+from locus.errors import LocusError
 from locus.routing.rules import DecisionRule
 from locus.server.gateway import ROUTING_MODEL, Gateway, GatewayError
+from locus.server.responses import answer_headers, error_response, predicted_headers, text_of
+from locus.server.service_router import ServiceRouter
 from locus.server.settings import ServerSettings
 
 __all__ = ["ROUTE_FIELDS", "ServiceRouter", "create_app"]
@@ -61,133 +61,6 @@ ROUTE_FIELDS = (
     "unavailable",
     "guarded",
 )
-
-
-class ServiceRouter:
-    """The workspace router behind the service: `rank` (fallback orders) and `decide` (the
-    /v1/route answer), one call at a time. Wraps any `locus.routing.router.TextRouter` (a
-    `locus.routing.WorkspaceRouter`)."""
-
-    def __init__(
-        self,
-        router: TextRouter,
-        *,
-        pool_version: Callable[[], object] | None = None,
-        check_every_s: float = 1.0,
-    ) -> None:
-        """`pool_version`: a cheap read that changes when another process rewrote the pool
-        (the store's `embeddings_version`); checked at most every `check_every_s`, and the
-        router's `refresh()` runs when it changed."""
-        self.router = router
-        self._lock = threading.Lock()  # the router's text cache and encoder: one at a time
-        self._pool_version = pool_version
-        self._check_every_s = check_every_s
-        self._seen = None if pool_version is None else pool_version()
-        self._checked_at = time.monotonic()
-        self.refreshes = 0
-
-    def _follow_store(self) -> None:
-        """Re-read the pool when another process changed it (called under the lock)."""
-        if self._pool_version is None or time.monotonic() - self._checked_at < self._check_every_s:
-            return
-        self._checked_at = time.monotonic()
-        version = self._pool_version()
-        if version != self._seen:
-            self.router.refresh()
-            self._seen = version
-            self.refreshes += 1
-
-    @property
-    def llm_ids(self) -> list[str]:
-        return list(self.router.llm_ids)
-
-    def priced(self, llm_ids: Collection[str]) -> bool:
-        """True when every LLM of `llm_ids` (of the pool) has a cost, so a cost rule can weigh
-        them; False for none."""
-        costs = getattr(self.router, "costs", None) or {}
-        chosen = [llm for llm in self.llm_ids if llm in llm_ids]
-        return bool(chosen) and all(llm in costs for llm in chosen)
-
-    def decide(
-        self,
-        texts: Sequence[str],
-        *,
-        top: int,
-        cost_weight: float = 0.0,
-        quality: float | None = None,
-        budget: float | None = None,
-        max_cost: float | None = None,
-        unavailable: Sequence[str] = (),
-        guarded: bool = True,
-    ) -> list[RouteDecision]:
-        with self._lock:
-            self._follow_store()
-            return list(
-                self.router.route_texts(
-                    list(texts), top=top, cost_weight=cost_weight, quality=quality,
-                    budget=budget, max_cost=max_cost, unavailable=unavailable,
-                    guarded=guarded,
-                )
-            )  # fmt: skip
-
-    def rank(
-        self,
-        texts: Sequence[str],
-        *,
-        cost_weight: float = 0.0,
-        quality: float | None = None,
-        budget: float | None = None,
-        unavailable: Sequence[str] = (),
-    ) -> list[list[RankedLLM]]:
-        """Every candidate per text, best first (the gateway's fallback order)."""
-        decisions = self.decide(
-            texts, top=len(self.llm_ids), cost_weight=cost_weight, quality=quality,
-            budget=budget, unavailable=unavailable,
-        )  # fmt: skip
-        return [list(d.ranked) for d in decisions]
-
-
-def _predicted_headers(predicted: RankedLLM | None) -> dict[str, str]:
-    """x-locus-p-correct and x-locus-expected-cost-usd of the answering LLM, where known."""
-    headers = {}
-    if predicted is not None and predicted.p_correct == predicted.p_correct:  # not NaN
-        headers["x-locus-p-correct"] = f"{predicted.p_correct:.4f}"
-    if predicted is not None and predicted.cost_usd is not None:
-        headers["x-locus-expected-cost-usd"] = f"{predicted.cost_usd:.8f}"
-    return headers
-
-
-def _answer_headers(upstream_model: str | None, failed: Sequence[Any]) -> dict[str, str]:
-    """x-locus-upstream-model (what answered) and x-locus-failed (llm=kind of each LLM tried
-    before it), where there is something to say."""
-    headers = {}
-    if upstream_model:
-        headers["x-locus-upstream-model"] = upstream_model
-    if failed:
-        headers["x-locus-failed"] = ",".join(f"{f['llm_id']}={f['kind']}" for f in failed)
-    return headers
-
-
-def _error(status: int, message: str, kind: str) -> JSONResponse:
-    return JSONResponse(
-        {"error": {"message": " ".join(message.split()), "type": kind}}, status_code=status
-    )
-
-
-def _text_of(messages: Any) -> str:
-    """The text to route a chat on: the last user message's text."""
-    if not isinstance(messages, list) or not messages:
-        raise LocusInputError("messages: expected a non-empty list of {role, content} objects")
-    for message in messages:
-        if not isinstance(message, dict) or "role" not in message:
-            raise LocusInputError("messages: every message needs a role and a content")
-    users = [m for m in messages if m.get("role") == "user"] or messages
-    content = users[-1].get("content")
-    if isinstance(content, list):  # [{"type": "text", "text": ...}, ...]
-        content = " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    if not isinstance(content, str) or not content.strip():
-        raise LocusInputError("messages: the last user message has no text content")
-    return content
 
 
 def create_app(
@@ -222,16 +95,18 @@ def create_app(
         )
         if verify_key is None:
             if write:
-                return _error(
+                return error_response(
                     403, "writes need an API key; this server runs --no-auth", "forbidden"
                 )
             return None
         header = request.headers.get("authorization", "")
         scheme, _, secret = header.partition(" ")
         if scheme.lower() != "bearer" or not secret.strip():
-            return _error(401, "missing API key: send Authorization: Bearer <key>", "unauthorized")
+            return error_response(
+                401, "missing API key: send Authorization: Bearer <key>", "unauthorized"
+            )
         if verify_key(secret.strip()) is None:
-            return _error(401, "unknown or revoked API key", "unauthorized")
+            return error_response(401, "unknown or revoked API key", "unauthorized")
         return None
 
     @app.middleware("http")
@@ -242,12 +117,14 @@ def create_app(
         if denied is not None:
             response = denied
         elif length is not None and length.isdigit() and int(length) > settings.max_body_bytes:
-            response = _error(413, f"body over {settings.max_body_bytes:,} bytes", "too_large")
+            response = error_response(
+                413, f"body over {settings.max_body_bytes:,} bytes", "too_large"
+            )
         else:
             try:
                 response = await call_next(request)
             except Exception:  # the last line: a bug answers 500 in JSON, never a trace
-                response = _error(500, "internal error", "internal")
+                response = error_response(500, "internal error", "internal")
         # label by the matched route's template: a stray URL must not become a new series
         route = request.scope.get("route")
         label = getattr(route, "path", None) or "unmatched"
@@ -294,7 +171,7 @@ def create_app(
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, error: Exception) -> Response:
-        return _error(500, "internal error", "internal")
+        return error_response(500, "internal error", "internal")
 
     class _Bad(Exception):
         def __init__(self, status: int, message: str, kind: str) -> None:
@@ -303,28 +180,30 @@ def create_app(
 
     @app.exception_handler(_Bad)
     async def bad(request: Request, error: _Bad) -> Response:
-        return _error(error.status, str(error), error.kind)
+        return error_response(error.status, str(error), error.kind)
 
     @app.exception_handler(LocusError)
-    async def locus_error(request: Request, error: LocusError) -> Response:
-        return _error(400, str(error), "invalid_request")
+    async def locuserror_response(request: Request, error: LocusError) -> Response:
+        return error_response(400, str(error), "invalid_request")
 
     from starlette.exceptions import HTTPException as StarletteHTTPException
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, error: StarletteHTTPException) -> Response:
+    async def httperror_response(request: Request, error: StarletteHTTPException) -> Response:
         kinds = {404: "not_found", 405: "method_not_allowed"}
         message = {
             404: f"no such endpoint: {request.url.path}",
             405: f"{request.method} is not allowed on {request.url.path}",
         }.get(error.status_code, str(error.detail))
-        return _error(error.status_code, message, kinds.get(error.status_code, "http_error"))
+        return error_response(
+            error.status_code, message, kinds.get(error.status_code, "http_error")
+        )
 
     @app.exception_handler(GatewayError)
-    async def gateway_error(request: Request, error: GatewayError) -> Response:
+    async def gatewayerror_response(request: Request, error: GatewayError) -> Response:
         if error.kind == "refused" and isinstance(error.body, dict):
             return JSONResponse(error.body, status_code=error.status)
-        return _error(error.status, str(error), error.kind)
+        return error_response(error.status, str(error), error.kind)
 
     @app.get("/health")
     async def health() -> dict[str, str]:
@@ -457,7 +336,7 @@ def create_app(
         data = await body_of(request)
         if "messages" not in data:
             raise _Bad(400, "messages: required", "invalid_request")
-        text = _text_of(data["messages"])
+        text = text_of(data["messages"])
         unavailable = check_unavailable(data.pop("unavailable", None))
         max_latency = data.pop("max_latency_ms", None)  # locus's own field: not sent upstream
         if max_latency is not None and (
@@ -479,8 +358,8 @@ def create_app(
                     "x-locus-request-id": outcome_log.record(streamed.llm_id, text),
                     "x-locus-llm": streamed.llm_id,
                     "x-locus-attempts": str(streamed.attempts),
-                    **_answer_headers(streamed.upstream_model, streamed.failed),
-                    **_predicted_headers(streamed.predicted),
+                    **answer_headers(streamed.upstream_model, streamed.failed),
+                    **predicted_headers(streamed.predicted),
                     "cache-control": "no-cache",
                 },
             )
@@ -490,8 +369,8 @@ def create_app(
             "x-locus-llm": answer.llm_id,
             "x-locus-attempts": str(answer.attempts),
             "x-locus-cost-usd": "" if answer.cost_usd is None else f"{answer.cost_usd:.8f}",
-            **_answer_headers(answer.upstream_model, answer.failed),
-            **_predicted_headers(answer.predicted),
+            **answer_headers(answer.upstream_model, answer.failed),
+            **predicted_headers(answer.predicted),
         }
         return JSONResponse(answer.payload, headers=headers)
 

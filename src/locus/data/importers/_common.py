@@ -10,12 +10,20 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from locus.data.batch import parse_numbers
+from locus.data.batch import ImportBatch, parse_numbers
 from locus.data.query_identity import normalise_text
 from locus.data.readers import check_file, check_folder
 from locus.errors import LocusInputError
 
-__all__ = ["RepeatPolicy", "input_files", "merge_repeats", "places", "unwrap_list_text"]
+__all__ = [
+    "RepeatPolicy",
+    "batch_of_samples",
+    "input_files",
+    "merge_repeats",
+    "per_task_note",
+    "places",
+    "unwrap_list_text",
+]
 
 logger = logging.getLogger("locus.data.importers")
 
@@ -179,3 +187,36 @@ def unwrap_list_text(text: str) -> str:
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
         return "\n".join(value)
     return text
+
+
+def batch_of_samples(
+    rows: list[dict[str, object]],
+    *,
+    source: str,
+    origin: str,
+    namespace: str | None,
+    notes: Sequence[str],
+    average: bool = False,
+) -> ImportBatch:
+    """The batch of an evaluation tool's samples: `rows` of llm_id, query_id, query_text, task,
+    score and `_place` (where in the tool's files the row came from, for errors); with
+    `average`, one row per (llm_id, query_id), its scores averaged (epochs, trials)."""
+    frame = pd.DataFrame(rows)
+    if average:
+        frame = frame.groupby(["llm_id", "query_id"], sort=False, as_index=False).agg(
+            {"query_text": "first", "task": "first", "score": "mean", "_place": "first"}
+        )
+    where = frame["_place"].astype(str).tolist()
+    return ImportBatch.from_long(
+        frame[[c for c in frame.columns if not str(c).startswith("_")]],
+        source=source,
+        origin=origin,
+        describe_row=lambda i: where[i],
+        namespace=namespace,
+        notes=tuple(notes),
+    )
+
+
+def per_task_note(what: str, chosen: dict[str, str]) -> str:
+    """'<what> per task: task metric, ...' (the metric or scorer an importer chose)."""
+    return f"{what} per task: {', '.join(f'{t} {m}' for t, m in sorted(chosen.items()))}"

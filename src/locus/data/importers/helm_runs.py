@@ -29,12 +29,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from locus._progress import ProgressFactory, no_progress
 from locus.data.batch import ImportBatch
 from locus.data.files import check_folder, load_json
 from locus.errors import LocusInputError
+
+from ._common import batch_of_samples, per_task_note
 
 __all__ = ["METRIC_PREFERENCE", "import_helm"]
 
@@ -83,18 +83,13 @@ def import_helm(
             advance(1)
     if not rows:
         raise LocusInputError(f"{path}: no scored instances; expected {_EXPECTED}")
-    frame = pd.DataFrame(rows)
-    frame = frame.groupby(["llm_id", "query_id"], sort=False, as_index=False).agg(
-        {"query_text": "first", "task": "first", "score": "mean", "_place": "first"}
-    )  # train trials: one mean score per instance
-    note = f"metric per task: {', '.join(f'{t} {m}' for t, m in sorted(chosen.items()))}"
-    return ImportBatch.from_long(
-        frame.drop(columns=["_place"]),
+    return batch_of_samples(  # train trials: one mean score per instance
+        rows,
         source=source if source is not None else DEFAULT_SOURCE,
         origin=str(path),
-        describe_row=lambda i: str(frame["_place"].iloc[i]),
         namespace=namespace,
-        notes=(note,),
+        notes=[per_task_note("metric", chosen)],
+        average=True,
     )
 
 

@@ -36,12 +36,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from locus._progress import ProgressFactory, no_progress
 from locus.data.batch import ImportBatch
 from locus.data.files import check_file, check_folder
 from locus.errors import LocusInputError
+
+from ._common import batch_of_samples, per_task_note
 
 __all__ = ["VALUE_SCORES", "import_inspect"]
 
@@ -98,18 +98,13 @@ def import_inspect(
             advance(1)
     if not rows:
         raise LocusInputError(f"{path}: no scored samples; expected {_EXPECTED}")
-    notes[:0] = [f"scorer per task: {', '.join(f'{t} {s}' for t, s in sorted(chosen.items()))}"]
-    frame = pd.DataFrame(rows)
-    frame = frame.groupby(["llm_id", "query_id"], sort=False, as_index=False).agg(
-        {"query_text": "first", "task": "first", "score": "mean", "_place": "first"}
-    )  # epochs: one mean score per sample
-    return ImportBatch.from_long(
-        frame.drop(columns=["_place"]),
+    return batch_of_samples(  # epochs: one mean score per sample
+        rows,
         source=source if source is not None else DEFAULT_SOURCE,
         origin=str(path),
-        describe_row=lambda i: str(frame["_place"].iloc[i]),
         namespace=namespace,
-        notes=tuple(notes),
+        notes=[per_task_note("scorer", chosen), *notes],
+        average=True,
     )
 
 

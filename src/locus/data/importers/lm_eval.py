@@ -36,13 +36,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from locus._progress import ProgressFactory, no_progress
 from locus.data.batch import ImportBatch
 from locus.data.files import open_text
 from locus.data.readers import check_folder, load_json
 from locus.errors import LocusInputError
+
+from ._common import batch_of_samples, per_task_note
 
 __all__ = ["METRIC_PREFERENCE", "import_lm_eval"]
 
@@ -111,15 +111,12 @@ def import_lm_eval(
             advance(1)
     if not rows:
         raise LocusInputError(f"{path}: no samples found; expected {_EXPECTED}")
-    notes[:0] = [f"metric per task: {', '.join(f'{t} {m}' for t, m in sorted(chosen.items()))}"]
-    frame = pd.DataFrame(rows)
-    return ImportBatch.from_long(
-        frame.drop(columns=["_place"]),
+    return batch_of_samples(
+        rows,
         source=source if source is not None else DEFAULT_SOURCE,
         origin=str(path),
-        describe_row=lambda i: str(frame["_place"].iloc[i]),
         namespace=namespace,
-        notes=tuple(notes),
+        notes=[per_task_note("metric", chosen), *notes],
     )
 
 
