@@ -166,20 +166,20 @@ class StackedRouter(LogitRouter):
         truth = {split: _columns(e, ids) for split, e in (("train", train), ("val", val))}
         if not (~np.isnan(truth["val"])).any():
             return cls(locus)
-        logits = {"train": locus.predict_logits(train.vectors), "val": None}
-        logits["val"] = locus.predict_logits(val.vectors)
+        val_logits = locus.predict_logits(val.vectors)
         stack = None
         if stacked:
             knn = knn or KNNRouter().fit(train, val)
             needed = sorted({*STACK_KS, knn.k_})
+            logits = {"train": locus.predict_logits(train.vectors), "val": val_logits}
             votes = {
                 "train": knn_votes(knn, train.vectors, ids, needed),
                 "val": knn_votes(knn, val.vectors, ids, needed),
             }
-            stack = fit_locus_knn_stack(logits, votes, truth, mix_k=knn.k_)  # type: ignore[arg-type]
-            val_proba = sigmoid(stack.logits(logits["val"], votes["val"]))  # type: ignore[arg-type]
-        else:
-            knn, val_proba = None, sigmoid(logits["val"])  # type: ignore[arg-type]
+            stack = fit_locus_knn_stack(logits, votes, truth, mix_k=knn.k_)
+            val_proba = sigmoid(stack.logits(val_logits, votes["val"]))
+        else:  # LOCUS alone: the training queries' logits are not needed
+            knn, val_proba = None, sigmoid(val_logits)
         guard = fit_default_guard(val_proba, truth["train"], truth["val"], ids)
         return cls(locus, knn, stack, guard)
 
