@@ -8,6 +8,7 @@ real HTTP to scripted upstream servers on 127.0.0.1; every wait is bounded (atte
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Collection, Sequence
 from typing import Any, ClassVar
 
@@ -26,6 +27,12 @@ SETTINGS = ServerSettings(
     attempt_timeout_s=0.4, first_token_timeout_s=0.4, total_timeout_s=4.0, stall_timeout_s=0.4,
     max_attempts=3, retries_per_llm=1, retry_backoff_s=0.05, retry_after_max_s=2.0,
     breaker_failures=2, breaker_cooldown_s=10.0, max_body_bytes=20_000, max_batch=4,
+)  # fmt: skip
+# for tests where no upstream should time out: a loaded machine must not turn a success into a
+# fallback (0.4 s to a first token was missed once in CI)
+PATIENT = dataclasses.replace(
+    SETTINGS, attempt_timeout_s=10.0, first_token_timeout_s=10.0, stall_timeout_s=10.0,
+    total_timeout_s=20.0,
 )  # fmt: skip
 PRICES = {
     "a": {"price_in_per_mtok": 2.0, "price_out_per_mtok": 10.0},
@@ -65,14 +72,16 @@ class Clock:
         return self.now
 
 
-def build(fake: FakeUpstreams, clock: Clock | None = None) -> tuple[Any, Gateway]:
+def build(
+    fake: FakeUpstreams, clock: Clock | None = None, settings: ServerSettings = SETTINGS
+) -> tuple[Any, Gateway]:
     router = ServiceRouter(RankedRouter())
     clock = clock or Clock()
     gateway = Gateway(
-        router.rank, Upstreams(fake.endpoints()), prices=PRICES, settings=SETTINGS,
-        breaker=CircuitBreaker(SETTINGS.breaker_failures, SETTINGS.breaker_cooldown_s, clock=clock),
+        router.rank, Upstreams(fake.endpoints()), prices=PRICES, settings=settings,
+        breaker=CircuitBreaker(settings.breaker_failures, settings.breaker_cooldown_s, clock=clock),
     )  # fmt: skip
-    return create_app(router, gateway, settings=SETTINGS), gateway
+    return create_app(router, gateway, settings=settings), gateway
 
 
 CHAT = {"model": "locus", "messages": [{"role": "user", "content": "What is 2+2?"}]}
@@ -431,13 +440,13 @@ def test_a_routing_only_server_is_ready() -> None:
 
 
 def stream(
-    scripts: dict[str, list[str]], *, hang_s: float = 1.5
+    scripts: dict[str, list[str]], *, hang_s: float = 1.5, settings: ServerSettings = SETTINGS
 ) -> tuple[httpx.Response, list[Any], FakeUpstreams]:
     """POST a streaming chat; returns the response and its SSE data items (parsed)."""
     import json
 
     with fake_upstreams(scripts, hang_s=hang_s) as fake:
-        app, _ = build(fake)
+        app, _ = build(fake, settings=settings)
 
         async def go() -> tuple[httpx.Response, list[Any]]:
             transport = httpx.ASGITransport(app=app)
@@ -467,7 +476,7 @@ def text_of(items: list[Any]) -> str:
 
 
 def test_a_stream_passes_through_with_the_answering_llm_as_model() -> None:
-    response, items, _ = stream({"a": ["ok"], "b": ["ok"]})
+    response, items, _ = stream({"a": ["ok"], "b": ["ok"]}, settings=PATIENT)
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/event-stream")
     assert response.headers["x-locus-llm"] == "a"
@@ -492,7 +501,7 @@ def test_a_stream_failing_before_its_first_token_falls_back(fault: str, calls: i
 def test_a_stream_with_a_malformed_chunk_or_no_done_is_still_whole(fault: str) -> None:
     """A broken chunk is skipped (and counted); a stream that closes after its finish_reason
     without [DONE] is complete: every published gateway passes both."""
-    response, items, fake = stream({"a": [fault], "b": ["ok"]})
+    response, items, fake = stream({"a": [fault], "b": ["ok"]}, settings=PATIENT)
     assert response.status_code == 200 and response.headers["x-locus-llm"] == "a"
     assert text_of(items) == "answer from a" and items[-1] == "[DONE]"
     assert not any(isinstance(c, dict) and "error" in c for c in items)
