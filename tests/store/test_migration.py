@@ -308,7 +308,7 @@ def test_failed_migration_leaves_the_v1_database_untouched(tmp_path: Path) -> No
             "FROM scores WHERE source = 'harness' LIMIT 1"
         )
     before = dump(db)
-    with pytest.raises(LocusStoreError, match=r"schema version 1 to 3 failed .*unchanged"):
+    with pytest.raises(LocusStoreError, match=r"schema version 1 to 4 failed .*unchanged"):
         Store.open(tmp_path / "v1")
     assert dump(db) == before
     assert v1_counts(db)["queries"] == 6
@@ -319,10 +319,11 @@ def test_v2_workspace_gains_the_artifacts_table(workspace: Path) -> None:
         store.write_batch(planted_batches()[0], kind="table")
         sums = store.checksums()
     with sqlite3.connect(workspace / "locus.db") as con:
-        con.execute("DROP TABLE artifacts")
+        for table in ("artifacts", "query_references", "probe_answers"):
+            con.execute(f"DROP TABLE {table}")
         con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     with Store.open(workspace) as store:
-        assert store.get_meta("schema_version") == "3"
+        assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
         assert store.checksums() == sums
         assert store.artifact_names() == []
         folder = workspace / "artifacts" / "a"
@@ -330,6 +331,24 @@ def test_v2_workspace_gains_the_artifacts_table(workspace: Path) -> None:
         (folder / "config.json").write_text("{}")
         digest = store.put_artifact("a", folder)
         assert store.artifact_digest("a") == digest
+
+
+def test_v3_workspace_gains_references_and_reads_its_files_again(workspace: Path) -> None:
+    """A version-3 store gains the reference and probe-answer tables, and forgets which files it
+    imported, so that importing them again keeps the reference answers they carry."""
+    with Store.open(workspace) as store:
+        store.write_batch(planted_batches()[0], kind="table")
+        store.set_meta("import_files:abc", "digest")
+        sums = store.checksums()
+    with sqlite3.connect(workspace / "locus.db") as con:
+        con.execute("DROP TABLE query_references")
+        con.execute("DROP TABLE probe_answers")
+        con.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    with Store.open(workspace) as store:
+        assert store.get_meta("schema_version") == "4"
+        assert store.get_meta("import_files:abc") is None
+        assert store.checksums() == sums
+        assert store.references() == {} and store.probe_answers("x") == {}
 
 
 def test_unknown_old_schema_is_refused(workspace: Path) -> None:

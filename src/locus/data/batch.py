@@ -5,7 +5,9 @@ column names; the store writes a batch in one transaction. Validation happens he
 every format gets the same checks and the same error messages.
 
 Canonical long table columns: `llm_id, query_id, score` (required) and `query_text, task, split,
-cost_usd, latency_ms` (optional). A missing (blank) score means "not evaluated": the row is dropped,
+cost_usd, latency_ms, reference, grader` (optional; `reference` is the query's reference answer,
+`grader` how a model's answer is scored against it, `locus.data.graders`: guessed from the
+reference when blank). A missing (blank) score means "not evaluated": the row is dropped,
 never read as 0.
 
 Query identity: a query with text is its normalised text, whatever source or file it came from;
@@ -33,7 +35,9 @@ __all__ = [
 ]
 
 REQUIRED_COLUMNS = ("llm_id", "query_id", "score")
-OPTIONAL_COLUMNS = ("query_text", "task", "split", "cost_usd", "latency_ms")
+OPTIONAL_COLUMNS = (
+    "query_text", "task", "split", "cost_usd", "latency_ms", "reference", "grader",
+)  # fmt: skip
 SPLIT_NAMES = ("train", "val", "test")
 
 RowDescriber = Callable[[int], str]
@@ -52,7 +56,8 @@ class ImportBatch:
             store keeps each source's ``(query_id, text_hash)`` as an alias of its query.
         origin: the file or folder the data came from (for messages only).
         queries: one row per distinct query of the file: ``query_id, text_hash, query_text, task,
-            split``. ``text_hash`` is ``""`` for a query given without text. The same
+            split, reference, grader`` (the last two None where the file has no reference).
+            ``text_hash`` is ``""`` for a query given without text. The same
             ``query_id`` with two different texts is two queries.
         scores: one row per observed (LLM, query): ``llm_id, query_id, text_hash, score, cost_usd,
             latency_ms`` (the last two may be NaN).
@@ -143,6 +148,8 @@ class ImportBatch:
         tasks = _optional_text(rows, "task")
         splits = _optional_text(rows, "split")
         _check_splits(splits, origin, describe_row)
+        references = _optional_text(rows, "reference")
+        graders = _graders(_optional_text(rows, "grader"), references, texts, origin, describe_row)
 
         hashes, normalised = _hash_texts(texts)
         long = pd.DataFrame(
@@ -156,6 +163,8 @@ class ImportBatch:
                 "score": scores,
                 "cost_usd": cost,
                 "latency_ms": latency,
+                "reference": references,
+                "grader": graders,
                 "_position": np.arange(len(rows)),
             }
         )
@@ -309,6 +318,37 @@ def _optional_text(rows: pd.DataFrame, column: str) -> list[str | None]:
     return out
 
 
+def _graders(
+    given: list[str | None],
+    references: list[str | None],
+    texts: list[str | None],
+    origin: str,
+    describe_row: RowDescriber,
+) -> list[str | None]:
+    """Each row's grader: the one given (checked), else guessed from its reference
+    (`guess_grader`); None without a reference."""
+    from locus.data.graders import GRADERS, guess_grader
+
+    out: list[str | None] = []
+    guessed: dict[tuple[str, str], str] = {}
+    for position, (grader, reference, text) in enumerate(
+        zip(given, references, texts, strict=True)
+    ):
+        if grader is not None:
+            grader = grader.strip().lower()
+            if grader not in GRADERS:
+                raise LocusInputError(
+                    f"{origin}: {describe_row(position)}, column 'grader': expected one of "
+                    f"{', '.join(GRADERS)}, found {grader!r}; fix the cell or leave it blank "
+                    "(the grader is then guessed from the reference)"
+                )
+        if reference is not None and grader is None:
+            key = (reference, text or "")
+            grader = guessed.get(key) or guessed.setdefault(key, guess_grader(*key))
+        out.append(None if reference is None else grader)
+    return out
+
+
 def _check_splits(splits: list[str | None], origin: str, describe_row: RowDescriber) -> None:
     for position, split in enumerate(splits):
         if split is not None and split not in SPLIT_NAMES:
@@ -322,6 +362,9 @@ def _check_splits(splits: list[str | None], origin: str, describe_row: RowDescri
 def _distinct_queries(long: pd.DataFrame, origin: str, describe_row: RowDescriber) -> pd.DataFrame:
     columns = ["query_id", "text_hash", "query_text", "task", "split"]
     queries = long[[*columns, "_position"]].drop_duplicates(subset=columns)
+    # a query's reference (and grader): the first given for it (GroupBy.first skips nulls)
+    given = long[["query_id", "text_hash", "reference", "grader"]].dropna(subset=["reference"])
+    answers = given.groupby(["query_id", "text_hash"], sort=False).first()
     clash = queries.duplicated(subset=["query_id", "text_hash"], keep=False)
     if clash.any():
         first = queries[clash].sort_values("_position")
@@ -338,7 +381,8 @@ def _distinct_queries(long: pd.DataFrame, origin: str, describe_row: RowDescribe
                     f"{describe_row(int(same.iloc[0]['_position']))}; expected one {field} per "
                     "query; make them agree"
                 )
-    return queries.drop(columns="_position").reset_index(drop=True)
+    queries = queries.drop(columns="_position").join(answers, on=["query_id", "text_hash"])
+    return queries.astype({"reference": object, "grader": object}).reset_index(drop=True)
 
 
 def _distinct_scores(long: pd.DataFrame, origin: str, describe_row: RowDescriber) -> pd.DataFrame:

@@ -10,6 +10,9 @@ when the answer cannot be read (counted and shown by the caller, never scored as
   "\\boxed{12}", else the last number in the text), thousands separators and a trailing
   period tolerated.
 - `normalise_answer`: lower case, no punctuation, articles or extra spaces (exact match).
+- `guess_grader`: the grader for a reference answer when its source names none: `choice` for
+  a lone option letter of a query that lists lettered options, `number` for a number (or a
+  worked answer ending "#### N"), `exact` otherwise.
 
     >>> extract_choice("Let's think. ... The answer is (C).")
     'C'
@@ -33,6 +36,7 @@ __all__ = [
     "extract_choice",
     "extract_number",
     "grade",
+    "guess_grader",
     "normalise_answer",
 ]
 
@@ -116,6 +120,26 @@ GRADERS: dict[str, Callable[[str, str], float | None]] = {
     "number": _number,
     "exact": _exact,
 }
+
+
+_OPTION_LINE = re.compile(r"(?m)^\s*\(?[A-J][.):]\s")
+_WHOLE_NUMBER = re.compile(rf"^\s*(?:####\s*)?\$?\s*(?:{_NUMBER})\s*\.?\s*$")
+
+
+def guess_grader(reference: str, query_text: str = "") -> str:
+    """The grader for `reference` (see the module): `choice`, `number` or `exact`.
+
+    >>> guess_grader("C", "Which?\\nA. one\\nB. two\\nC. three"), guess_grader("1,250")
+    ('choice', 'number')
+    >>> guess_grader("Paris"), guess_grader("so 6 + 6 = 12\\n#### 12")
+    ('exact', 'number')
+    """
+    answer = str(reference).strip()
+    if len(answer) == 1 and answer.upper() in LETTERS and _OPTION_LINE.search(query_text):
+        return "choice"
+    if _WHOLE_NUMBER.match(answer) or re.search(rf"####\s*\$?\s*(?:{_NUMBER})\s*$", answer):
+        return "number"
+    return "exact"
 
 
 def grade(kind: str, answer: str, reference: str) -> float | None:

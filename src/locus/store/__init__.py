@@ -16,6 +16,7 @@ by several processes; the only code that speaks SQL.
     embeddings.py  LLM embeddings per artifact, with their evidence counts
     artifacts.py   trained artifacts kept in the database (shared stores)
     catalog.py     the LLM catalog: metadata and endpoints per LLM
+    references.py  reference answers of queries; what probed endpoints answered
     keys.py        API keys of `locus serve`, stored hashed"""
 
 from locus.store.imports import ImportReport

@@ -24,6 +24,7 @@ from locus.errors import LocusConflictError
 from locus.store import schema
 from locus.store._core import CHUNK, StoreCore, llm_keys, now, upsert
 from locus.store.aliases import write_aliases
+from locus.store.references import delete_references, write_references
 
 __all__ = ["LLM_METADATA", "ImportReport", "StoreImports"]
 
@@ -66,6 +67,7 @@ class ImportReport:
     new_aliases: int = 0
     disagreeing_scores: int = 0
     removed_scores: int = 0
+    references: int = 0
 
     @property
     def changed(self) -> bool:
@@ -76,6 +78,7 @@ class ImportReport:
             or self.new_scores
             or self.replaced_scores
             or self.removed_scores
+            or self.references
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -119,6 +122,7 @@ class StoreImports(StoreCore):
             _upsert_source(conn, batch, kind, stamp)
             new_llms = _insert_llms(conn, batch.llms, stamp)
             new_queries, new_aliases, alias_pk = write_aliases(conn, batch)
+            references = write_references(conn, batch, alias_pk)
 
             incoming = batch.scores.copy()
             incoming["llm"] = incoming["llm_id"].map(llm_keys(conn, batch.llms["llm_id"].tolist()))
@@ -182,6 +186,7 @@ class StoreImports(StoreCore):
             new_aliases=new_aliases,
             disagreeing_scores=disagreeing,
             removed_scores=removed,
+            references=references,
         )
 
 
@@ -203,6 +208,8 @@ def _remove_absent(
             delete(schema.scores).where(s.source == source, tuple_(s.llm, s.alias).in_(chunk))
         )
     scored = select(s.alias).where(s.source == source).distinct()
+    unscored = select(a.id).where(a.source == source, a.id.not_in(scored))
+    delete_references(conn, unscored)
     conn.execute(delete(schema.query_aliases).where(a.source == source, a.id.not_in(scored)))
     conn.execute(delete(schema.queries).where(q.id.not_in(select(a.query).distinct())))
     return len(pairs)

@@ -1,6 +1,8 @@
 """In-place schema migrations, run by `Store.open` in the one transaction that opens the store:
 a migration that fails leaves the database exactly as it was.
 
+Version 3 -> 4 adds the `query_references` and `probe_answers` tables (empty).
+
 Version 2 -> 3 adds the `artifacts` table (trained artifacts kept in the database).
 
 Version 1 -> 2 (query identity). Version 1 had one `queries` row per (source, query_id,
@@ -40,7 +42,7 @@ from sqlalchemy import (
 from locus.store import schema
 from locus.store._core import CHUNK, now
 
-__all__ = ["migrate_v1_to_v2", "migrate_v2_to_v3"]
+__all__ = ["migrate_v1_to_v2", "migrate_v2_to_v3", "migrate_v3_to_v4"]
 
 logger = logging.getLogger("locus.store")
 
@@ -173,3 +175,14 @@ def migrate_v2_to_v3(conn: Connection) -> None:
     schema.artifacts.create(conn)
     m = schema.meta.c
     conn.execute(schema.meta.update().where(m.key == "schema_version").values(value="3"))
+
+
+def migrate_v3_to_v4(conn: Connection) -> None:
+    """Version 3 -> 4: add the (empty) `query_references` and `probe_answers` tables, and
+    forget which files were imported, so the next import reads them again and keeps the
+    reference answers they carry."""
+    schema.query_references.create(conn)
+    schema.probe_answers.create(conn)
+    m = schema.meta.c
+    conn.execute(schema.meta.delete().where(m.key.like("import_files:%")))
+    conn.execute(schema.meta.update().where(m.key == "schema_version").values(value="4"))

@@ -3,6 +3,10 @@
 Bump `SCHEMA_VERSION` with every change and teach `Store` to migrate from the previous one
 (`locus.store.migrate`); a store written by a newer locus is refused rather than guessed at.
 
+Version 4 adds `query_references` (a query's reference answer and its grader, per alias: each
+source keeps the answer it gave) and `probe_answers` (what an endpoint answered to the probes
+`locus onboard` sent it, kept the moment each answer arrives, so no paid answer is lost).
+
 Version 3 adds `artifacts`: trained artifacts kept in the database itself, so that processes on
 several machines sharing one PostgreSQL store share its models too (a SQLite workspace keeps its
 artifacts as folders beside the database and leaves the table empty).
@@ -35,7 +39,7 @@ from sqlalchemy import (
 
 __all__ = ["SCHEMA_VERSION", "metadata", "query_identity"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 metadata = MetaData()
 
@@ -113,6 +117,34 @@ scores = Table(
     Column("imported_at", String(40), nullable=False),
     PrimaryKeyConstraint("llm", "alias", name="pk_scores_llm_alias"),
     Index("ix_scores_alias", "alias"),
+)
+
+
+query_references = Table(
+    "query_references",
+    metadata,
+    Column("alias", Integer, ForeignKey("query_aliases.id"), primary_key=True),
+    Column("answer", Text, nullable=False),
+    # a name of `locus.data.graders.GRADERS`
+    Column("grader", String(32), nullable=False),
+)
+
+probe_answers = Table(
+    "probe_answers",
+    metadata,
+    # not a key of `llms`: the LLM being onboarded is not in the pool until its scores are
+    Column("llm_id", String(300), nullable=False),
+    Column("text_hash", String(64), nullable=False),
+    Column("answer", Text, nullable=False),
+    # None: no grader could read the answer (counted, never scored as wrong)
+    Column("score", Float),
+    Column("upstream_model", String(300)),
+    Column("prompt_tokens", Integer),
+    Column("completion_tokens", Integer),
+    Column("cost_usd", Float),
+    Column("latency_ms", Float),
+    Column("asked_at", String(40), nullable=False),
+    PrimaryKeyConstraint("llm_id", "text_hash", name="pk_probe_answers"),
 )
 
 

@@ -21,6 +21,7 @@ from sqlalchemy import delete, func, select
 from locus.errors import LocusNotFoundError
 from locus.store import schema
 from locus.store._core import StoreCore
+from locus.store.references import delete_references
 
 __all__ = ["StoreSources"]
 
@@ -78,6 +79,7 @@ class StoreSources(StoreCore):
                     f"{', '.join(known) or 'none'} (see `locus sources`)"
                 )
             scores = conn.execute(delete(schema.scores).where(s.source == name)).rowcount
+            delete_references(conn, select(a.id).where(a.source == name))
             aliases = conn.execute(delete(schema.query_aliases).where(a.source == name)).rowcount
             named = select(a.query).distinct()
             queries = conn.execute(delete(schema.queries).where(q.id.not_in(named))).rowcount

@@ -12,6 +12,8 @@ committed state while a write runs (SQLite WAL). `Store` is assembled from one p
 - `vectors`: query vectors (`texts_without_vectors`, `put_vectors`, `find_vectors`,
   `get_vectors`, `vector_dim`, `vector_count`);
 - `embeddings`: LLM embeddings (`replace_embeddings`, `embeddings`);
+- `references`: reference answers of queries and the answers of probed endpoints
+  (`references`, `put_probe_answer`, `probe_answers`);
 - `catalog`: LLM metadata and endpoints (`upsert_llm_metadata`; read with `llm_metadata`);
 - `keys`: API keys of the service, hashed (`create_key`, `list_keys`, `revoke_key`,
   `verify_key`);
@@ -51,7 +53,8 @@ from locus.store.database import database_cache_dir, database_engine, is_databas
 from locus.store.embeddings import StoreEmbeddings
 from locus.store.imports import ImportReport, StoreImports
 from locus.store.keys import StoreKeys
-from locus.store.migrate import migrate_v1_to_v2, migrate_v2_to_v3
+from locus.store.migrate import migrate_v1_to_v2, migrate_v2_to_v3, migrate_v3_to_v4
+from locus.store.references import StoreReferences
 from locus.store.schema import SCHEMA_VERSION
 from locus.store.scores import StoreScores
 from locus.store.sources import StoreSources
@@ -76,6 +79,7 @@ class Store(
     StoreVectors,
     StoreEmbeddings,
     StoreCatalog,
+    StoreReferences,
     StoreKeys,
     StoreArtifacts,
 ):
@@ -192,7 +196,7 @@ class Store(
                 )
                 conn.execute(schema.meta.insert().values(key="created_at", value=now()))
                 return
-            if version not in (1, 2):
+            if version not in (1, 2, 3):
                 raise LocusStoreError(
                     f"workspace {self.location}: schema version {version} is not one this "
                     f"locus can read or migrate (1 to {SCHEMA_VERSION}); open it with the "
@@ -207,7 +211,9 @@ class Store(
             try:
                 if version == 1:
                     migrate_v1_to_v2(conn)
-                migrate_v2_to_v3(conn)
+                if version <= 2:
+                    migrate_v2_to_v3(conn)
+                migrate_v3_to_v4(conn)
             except DBAPIError as error:
                 raise LocusStoreError(
                     f"workspace {self.location}: migrating the database from schema version "

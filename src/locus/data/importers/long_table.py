@@ -7,7 +7,10 @@ Scores file, one row per observed (LLM, query):
 
 Queries file (optional), one row per query, joined on ``query_id``:
 
-    query_id, query_text [, task]
+    query_id, query_text [, task, reference (or answer), grader]
+
+A reference answer (``reference``, or a synonym such as ``gold`` or ``target``; ``answer`` in
+a queries file) is kept with its query: `locus onboard` grades a new LLM's answers against it.
 
 Columns named differently in the file are mapped with ``columns={"score": "correct", ...}``
 (canonical name -> file column). Without a mapping, a column is recognised by a name people
@@ -42,7 +45,7 @@ from locus.errors import LocusInputError
 __all__ = ["SYNONYMS", "import_table", "recognise_columns"]
 
 CANONICAL_COLUMNS = (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)
-QUERY_COLUMNS = ("query_id", "query_text", "task")
+QUERY_COLUMNS = ("query_id", "query_text", "task", "reference", "grader", "answer")
 # canonical column -> the names people give it (compared without case, spaces or dashes)
 SYNONYMS: Mapping[str, tuple[str, ...]] = {
     "llm_id": ("llm_id", "model", "llm", "model_name", "model_id", "llm_name", "system"),
@@ -53,7 +56,13 @@ SYNONYMS: Mapping[str, tuple[str, ...]] = {
     "split": ("split",),
     "cost_usd": ("cost_usd", "cost", "price_usd"),
     "latency_ms": ("latency_ms", "latency"),
-}
+    # not "answer": in a scores file that is as often the model's own answer
+    "reference": (
+        "reference", "reference_answer", "gold", "gold_answer", "target", "correct_answer",
+        "expected_answer", "ground_truth",
+    ),
+    "grader": ("grader",),
+}  # fmt: skip
 _PERCENT = re.compile(r"^\s*-?\d+(?:\.\d+)?\s*%\s*$")
 
 
@@ -254,16 +263,24 @@ def _join_queries(rows: pd.DataFrame, table: TableData, queries_path: Path) -> p
             "non-empty id, found a blank; fill in the id or drop the line"
         )
     text = frame["query_text"]
-    task = frame["task"] if "task" in frame.columns else pd.Series(None, index=frame.index)
     _check_unique_queries(ids, text, queries)
     first = ~ids.duplicated()
-    text_by_id = pd.Series(text[first].to_numpy(), index=ids[first].to_numpy())
-    task_by_id = pd.Series(task[first].to_numpy(), index=ids[first].to_numpy())
+    absent_column = pd.Series(None, index=frame.index, dtype=object)
+    reference = "reference" if "reference" in frame.columns else "answer"
+    lookups = {
+        column: pd.Series(
+            frame.get(name, absent_column)[first].to_numpy(), index=ids[first].to_numpy()
+        )
+        for column, name in (
+            ("query_text", "query_text"), ("task", "task"), ("reference", reference),
+            ("grader", "grader"),
+        )
+    }  # fmt: skip
 
     if "query_id" not in rows.columns:
         return rows  # ImportBatch.from_long names the missing column
     row_ids = _as_ids(rows["query_id"])
-    absent = (row_ids != "") & ~row_ids.isin(text_by_id.index)
+    absent = (row_ids != "") & ~row_ids.isin(lookups["query_text"].index)
     if absent.any():
         position = int(absent.to_numpy().nonzero()[0][0])
         raise LocusInputError(
@@ -273,7 +290,9 @@ def _join_queries(rows: pd.DataFrame, table: TableData, queries_path: Path) -> p
             "query to the queries file or drop its score rows"
         )
     joined = rows.copy()
-    for column, lookup in (("query_text", text_by_id), ("task", task_by_id)):
+    for column, lookup in lookups.items():
+        if lookup.isna().all():
+            continue
         filled = row_ids.map(lookup)
         if column in joined.columns:
             own = joined[column]

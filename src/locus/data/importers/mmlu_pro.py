@@ -10,7 +10,8 @@ pred`` (and the generated text). Mapping to the long table:
   (a revised question or option list is therefore a different query under the same id);
 - ``task``: ``category``;
 - ``score``: 1.0 if ``pred`` equals the query's answer key else 0.0; ``pred`` null (no answer
-  letter extracted) is 0.
+  letter extracted) is 0;
+- ``reference``: the answer key (a letter), graded by ``choice`` (`locus.data.graders`).
 
 The answer key of a query is the one in the most recently written file that has the query (zip
 member timestamp, or file modification time for plain JSON). The MMLU-Pro authors corrected some
@@ -116,6 +117,8 @@ def import_mmlu_pro(
         1.0 if pred is not None and pred == answer else 0.0
         for pred, answer in zip(preds, key, strict=True)
     ]
+    columns["reference"] = list(key)  # the answer letter, for grading a new LLM's answers
+    columns["grader"] = ["choice"] * len(key)
     if rekeyed:
         logger.info("%s: %d queries carry a corrected answer key in newer files", path, rekeyed)
     # object columns: pandas would otherwise copy every text into an Arrow string buffer
