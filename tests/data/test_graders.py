@@ -64,3 +64,18 @@ def test_the_choice_grader_agrees_with_mmlu_pros_own_extraction(shared_data: Pat
                 both += 1
                 agree += ours == theirs
     assert both > 5000 and agree / both >= 0.99, (agree, both)
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("Paris", 1.0),
+        ("The answer is Paris.", 1.0),
+        ("Let me think.\nAnswer: paris\nThat is the capital.", 1.0),
+        ("I think Paris is nice", 0.0),
+        ("The answer is Lyon.", 0.0),
+        ("", None),
+    ],
+)
+def test_exact_match_reads_the_marked_answer(answer: str, expected: float | None) -> None:
+    assert grade("exact", answer, "Paris") == expected

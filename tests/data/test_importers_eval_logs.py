@@ -46,6 +46,12 @@ def test_lm_eval_joins_models_on_the_prompt_and_keeps_the_newer_run(lm_eval_fold
     }
     found = _by_model(batch)["tiny-alpha"]
     assert {k: v for k, v in found.items() if k.startswith("tiny_mc/")} == expected
+    # references: a generation task's target; a multiple-choice task's right continuation
+    refs = batch.queries.set_index("query_id")
+    assert refs.loc["tiny_mc/0", ["reference", "grader"]].tolist() == ["56", "number"]
+    assert refs.loc["tiny_mc/1", ["reference", "grader"]].tolist() == ["Canberra", "exact"]
+    assert refs.loc["tiny_gen/0", ["reference", "grader"]].tolist() == ["15", "number"]
+    assert refs["reference"].notna().all()
 
 
 def test_lm_eval_metric_choice(lm_eval_folder: Path) -> None:
@@ -97,6 +103,10 @@ def test_inspect_reads_eval_and_json_logs_alike(inspect_folder: Path) -> None:
     # a chat input: the last user message is the query, not the system prompt
     q12 = a.queries.set_index("query_id").loc["tiny_qa/q12", "query_text"]
     assert q12 == "What gas do plants absorb from the air?"
+    # each sample's target is its reference answer
+    refs = a.queries.set_index("query_id")
+    assert refs.loc["tiny_qa/q01", ["reference", "grader"]].tolist() == ["4", "number"]
+    assert refs["reference"].notna().all()
 
 
 def test_inspect_epochs_average_and_scorer_choice(inspect_folder: Path) -> None:

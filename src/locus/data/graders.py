@@ -9,7 +9,9 @@ when the answer cannot be read (counted and shown by the caller, never scored as
 - `extract_number`: the final number of a worked answer ("#### 42", "the answer is 3.5",
   "\\boxed{12}", else the last number in the text), thousands separators and a trailing
   period tolerated.
-- `normalise_answer`: lower case, no punctuation, articles or extra spaces (exact match).
+- `normalise_answer`: lower case, no punctuation, articles or extra spaces; `exact` compares
+  the whole answer, or what follows its last "answer is" / "Answer:" / "####", with the
+  reference.
 - `guess_grader`: the grader for a reference answer when its source names none: `choice` for
   a lone option letter of a query that lists lettered options, `number` for a number (or a
   worked answer ending "#### N"), `exact` otherwise.
@@ -109,10 +111,20 @@ def _number(answer: str, reference: str, rel_tol: float = 1e-6) -> float | None:
     return float(math.isclose(found, expected, rel_tol=rel_tol, abs_tol=1e-9))
 
 
+_ANSWER_MARK = re.compile(r"(?:answer is|answer\s*:|####)\s*", re.IGNORECASE)
+
+
 def _exact(answer: str, reference: str) -> float | None:
+    """The whole answer, or what follows its last "answer is" / "Answer:" / "####" (its first
+    line), equals the reference once normalised."""
     if not isinstance(answer, str) or not answer.strip():
         return None
-    return float(normalise_answer(answer) == normalise_answer(reference))
+    expected = normalise_answer(reference)
+    candidates = [answer]
+    marks = list(_ANSWER_MARK.finditer(answer))
+    if marks:
+        candidates.append(answer[marks[-1].end() :].strip().split("\n")[0])
+    return float(any(normalise_answer(c) == expected for c in candidates))
 
 
 GRADERS: dict[str, Callable[[str, str], float | None]] = {

@@ -19,7 +19,9 @@ Mapping to the long table, one row per (model, task, sample id):
   log; ``"C"`` (correct) 1, ``"I"`` (incorrect) 0, ``"P"`` (partial) 0.5, ``"N"`` (no answer)
   0, numbers and booleans as they are (they must lie in [0, 1]); a sample scored over several
   epochs gets its mean;
-- ``task`` may instead come from a sample metadata field (``--task-field category``).
+- ``task`` may instead come from a sample metadata field (``--task-field category``);
+- ``reference`` = the sample's target, kept for `locus onboard` (for a multiple-choice sample,
+  the text of the choice the target letter names, as its input does not list the options).
 
 A model run twice on one task keeps its newer log (a note says so). No inspect package is
 needed: the files are zip and JSON.
@@ -256,9 +258,27 @@ def _rows(
             "query_text": _input_text(sample.get("input"), place),
             "task": query_task,
             "score": value,
+            "reference": _reference(sample),
             "_place": place,
             "_task": task,
         }
+
+
+def _reference(sample: Mapping[str, Any]) -> str | None:
+    """The sample's target (the first of a list); for a multiple-choice sample, whose input
+    does not list its options, the text of the choice its target letter names."""
+    target = sample.get("target")
+    if isinstance(target, list):
+        target = target[0] if target else None
+    if not isinstance(target, str) or not target.strip():
+        return None
+    choices = sample.get("choices")
+    if isinstance(choices, list) and choices:
+        index = ord(target.strip().upper()) - ord("A") if len(target.strip()) == 1 else -1
+        if not 0 <= index < len(choices) or not isinstance(choices[index], str):
+            return None
+        return choices[index].strip() or None
+    return target.strip()
 
 
 def _value(value: Any, place: str, scorer: str) -> float:

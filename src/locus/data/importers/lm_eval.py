@@ -17,6 +17,8 @@ Mapping to the long table, one row per (model, task, document):
   zero- and few-shot runs of one task share their queries; the same text in two tasks or two
   models' runs is one query;
 - ``query_id`` = ``<task>/<doc_id>``; ``task`` = the task name;
+- ``reference`` = the answer a model should give (kept for `locus onboard`): a generation
+  task's ``target``, a multiple-choice task's right continuation text;
 - ``score`` = the task's metric: ``--metric`` (``acc_norm``, or ``task=metric`` per task),
   else the first of `METRIC_PREFERENCE` the samples carry; every value must lie in [0, 1]
   (a note names the metric chosen per task).
@@ -100,11 +102,16 @@ def import_lm_eval(
                     continue
                 newest[model, task] = results_path.name
                 shots = _shots(results, task)
-                delimiter = str(results["configs"].get(task, {}).get("fewshot_delimiter", "\n\n"))
+                config = results["configs"].get(task, {})
+                delimiter = str(config.get("fewshot_delimiter", "\n\n"))
+                multiple_choice = config.get("output_type") == "multiple_choice"
                 records = list(_records(samples_path))
                 name = chosen.setdefault(task, _metric_for(task, records, metric, samples_path))
                 rows.extend(
-                    _row(model, task, record, name, shots, delimiter, samples_path)
+                    {
+                        **_row(model, task, record, name, shots, delimiter, samples_path),
+                        "reference": _reference(record, multiple_choice),
+                    }
                     for record in records
                     if _kept(record, records)
                 )
@@ -118,6 +125,25 @@ def import_lm_eval(
         namespace=namespace,
         notes=[per_task_note("metric", chosen), *notes],
     )
+
+
+def _reference(record: Mapping[str, Any], multiple_choice: bool) -> str | None:
+    """The answer a model should give to the prompt: a generation task's ``target``; for a
+    multiple-choice task, the text of the right continuation (the ``target``-th choice's
+    ``arg_1``), since its prompt does not list the options."""
+    target = record.get("target")
+    if not multiple_choice:
+        return str(target).strip() or None if isinstance(target, str | int | float) else None
+    arguments = record.get("arguments")
+    try:
+        index = int(str(target))
+        if isinstance(arguments, dict):
+            continuation = arguments[f"gen_args_{index}"]["arg_1"]
+        else:  # 0.4.0-0.4.2: [[prompt, continuation], ...]
+            continuation = arguments[index][1]
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+    return str(continuation).strip() or None if isinstance(continuation, str) else None
 
 
 def _results_files(path: Path) -> list[Path]:
