@@ -4,7 +4,8 @@
     _render.py          consoles, progress bars, JSON, number formats
     import_commands.py  import FORMAT PATH... (auto, table, lm-eval, inspect, helm, ...)
     data_commands.py    llms, stats, encode
-    model_commands.py   fit, embed, evaluate
+    model_commands.py   fit, embed, evaluate, probes
+    onboard_commands.py onboard NAME --endpoint URL (probe, grade, import, embed, place)
     route_commands.py   route
     benchmark_commands.py  benchmark SUITE
     atlas_commands.py   similar, geometry, cluster, atlas, portfolio, proxy
@@ -32,6 +33,7 @@ from locus.cli import (  # noqa: F401
     import_commands,
     keys_commands,
     model_commands,
+    onboard_commands,
     route_commands,
     search_commands,
     serve_commands,

@@ -1,0 +1,154 @@
+"""`locus onboard`: probes asked of a real endpoint on 127.0.0.1 that answers as a known LLM of
+the pool, graded, imported, embedded; placed next to that LLM; resumable; every failure one
+clear line with nothing half-written."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from locus.data.llm_catalog import Endpoint
+from locus.errors import LocusInputError
+from locus.pipeline.onboard import onboard_llm
+from locus.store import Store
+from tests.conftest import CliResult
+from tests.fake_llm_endpoint import impersonating
+from tests.planted_workspace import build_planted_workspace, planted_rows
+
+OPTIONS = "\nA. the first\nB. the second\nC. the third\nD. the fourth"
+TWIN = "math-0"  # the LLM the fake endpoint answers as
+
+
+def _mc_rows() -> pd.DataFrame:
+    """The planted pool as multiple-choice questions with a reference letter each."""
+    rows = planted_rows()
+    rng = np.random.default_rng(5)
+    letters = {q: "ABCD"[rng.integers(4)] for q in rows["query_id"].unique()}
+    return rows.assign(
+        query_text=rows["query_text"] + OPTIONS, reference=rows["query_id"].map(letters)
+    )
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from locus.pipeline import fit_workspace
+    from tests.nn.conftest import small_config
+
+    path = build_planted_workspace(tmp_path_factory.mktemp("onboard") / "ws", _mc_rows())
+    with Store.open(path) as store:
+        fit_workspace(store, small_config())
+    return Path(path)
+
+
+@pytest.fixture
+def ws(fitted: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "ws"
+    shutil.copytree(fitted, copy)
+    return copy
+
+
+def _truth(path: Path, llm_id: str = TWIN) -> dict[str, tuple[str, bool]]:
+    """Query text -> (reference letter, whether `llm_id` was right), as stored."""
+    with Store.open(path) as store:
+        table = store.score_table()
+        references = store.references()
+    column = table.scores[:, table.llm_index(llm_id)]
+    return {
+        str(text): (references[h].answer, bool(score > 0.5))
+        for text, h, score in zip(table.query_texts, table.text_hashes, column, strict=True)
+        if h in references
+    }
+
+
+def test_onboarding_places_the_endpoint_next_to_the_llm_it_answers_as(ws: Path) -> None:
+    with impersonating(_truth(ws), unreadable_every=11) as fake, Store.open(ws) as store:
+        report = onboard_llm(store, "clone", Endpoint(fake.base_url, fake.model), n=32)
+        assert fake.requests == 32 and report.asked == 32 and report.reused == 0
+        # every probe carries its grader's instruction, then the query
+        assert "The answer is (X)" in fake.bodies[0]["messages"][0]["content"]
+        assert report.graded + report.ungradable == 32 and report.ungradable == 2
+        assert report.ungradable_examples[0].startswith("I am not able")
+        # the nearest LLM is one of the twin's group (same skills), not another group's
+        assert report.nearest[0]["llm_id"].startswith("math-")
+        # predicted accuracy per task near the twin's (0.9 on math, 0.2 elsewhere)
+        predicted = {row["task"]: row["predicted"] for row in report.per_task}
+        assert predicted["math"] > 0.65 and predicted["law"] < 0.45
+        assert predicted["biology"] < 0.45
+        assert report.prompt_tokens == 100 * 32 and report.cost_usd is None
+        # the LLM is in the pool, scored from its own source, with its endpoint recorded
+        assert "onboard:clone" in set(store.sources()["name"])
+        assert int(store.score_table(llm_ids=["clone"]).observed.sum()) == report.graded
+        assert Endpoint.from_json(store.llm_metadata()["clone"]["endpoint"]) == Endpoint(
+            fake.base_url, fake.model
+        )
+
+
+def test_a_crash_halfway_loses_no_answer_and_a_rerun_asks_only_the_rest(ws: Path) -> None:
+    truth = _truth(ws)
+    endpoint_of = lambda fake: Endpoint(fake.base_url, fake.model)  # noqa: E731
+    with impersonating(truth, fail_after=10) as failing, Store.open(ws) as store:
+        report = onboard_llm(store, "clone", endpoint_of(failing), n=24, retries=1)
+        assert report.graded == 10 and len(report.failed) == 14
+        assert "HTTP 503" in next(iter(report.failed.values()))
+    with impersonating(truth) as healthy, Store.open(ws) as store:
+        again = onboard_llm(store, "clone", endpoint_of(healthy), n=24)
+        assert healthy.requests == 14 and again.reused == 10 and again.asked == 14
+        assert again.graded == 24 and not again.failed
+        # more probes later: only the new ones are asked
+        more = onboard_llm(store, "clone", endpoint_of(healthy), n=30)
+        assert healthy.requests == 20 and more.reused == 24
+        assert int(store.score_table(llm_ids=["clone"]).observed.sum()) == 30
+
+
+def test_every_failure_is_one_clear_line_and_imports_nothing(ws: Path, tmp_path: Path) -> None:
+    truth = _truth(ws)
+    with Store.open(ws) as store:
+        before = store.counts()
+        with impersonating(truth, key="sekret") as fake:
+            with pytest.raises(LocusInputError, match="refused the API key .HTTP 401"):
+                onboard_llm(store, "x", Endpoint(fake.base_url, fake.model), api_key="wrong")
+            with pytest.raises(LocusInputError, match="does not serve model 'gpt-9'.*clone-1"):
+                onboard_llm(store, "x", Endpoint(fake.base_url, "gpt-9"), api_key="sekret")
+            port = fake.base_url
+        with pytest.raises(LocusInputError, match="is unreachable"):
+            onboard_llm(store, "x", Endpoint(port, "clone-1"))
+        with impersonating(truth, unreadable_every=1) as mute:
+            with pytest.raises(LocusInputError, match=r"only 0 of 8 .*8 answers no grader"):
+                onboard_llm(store, "x", Endpoint(mute.base_url, mute.model), n=8)
+        assert store.counts() == before  # nothing imported
+        assert len(store.probe_answers("x")) == 8  # but the answers are kept
+    bare = build_planted_workspace(tmp_path / "bare")
+    with Store.open(bare) as store:
+        from locus.pipeline import fit_workspace
+        from tests.nn.conftest import small_config
+
+        fit_workspace(store, small_config(max_steps=50))
+        with pytest.raises(LocusInputError, match="no reference answers.*locus import mmlu-pro"):
+            onboard_llm(store, "x", Endpoint("http://127.0.0.1:9/v1", "m"))
+
+
+def test_the_onboard_command(ws: Path, run_cli: Callable[..., CliResult]) -> None:
+    with impersonating(_truth(ws)) as fake:
+        result = run_cli(
+            "onboard", "clone", "--endpoint", fake.base_url, "--model", fake.model,
+            "--n", "16", "-w", ws, "--json",
+        )  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+        report = result.json()
+        assert report["graded"] == 16 and report["nearest"][0]["llm_id"].startswith("math-")
+        text = run_cli(
+            "onboard", "clone", "--endpoint", fake.base_url, "--model", fake.model,
+            "--n", "16", "-w", ws,
+        )  # fmt: skip
+        assert text.exit_code == 0, text.stderr
+        assert "16 reused" in text.stdout and "nearest" in text.stdout
+        assert fake.requests == 16  # the second run asked nothing
+        bad = run_cli(
+            "onboard", "y", "--endpoint", fake.base_url, "--model", "nope", "-w", ws
+        )  # fmt: skip
+        assert bad.exit_code == 2 and "does not serve model 'nope'" in bad.stderr
