@@ -297,7 +297,8 @@ def _placement(
         in_task = tasks[evaluated] == task
         measured = mine[probe_tasks == task]
         per_task.append(
-            {"task": task, "predicted": float(p[in_task, me].mean()),
+            {"task": task, "queries": int(in_task.sum()),
+             "predicted": float(p[in_task, me].mean()),
              "probes": len(measured),
              "measured_on_probes": float(measured.mean()) if len(measured) else None}
         )  # fmt: skip
