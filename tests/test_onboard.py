@@ -19,6 +19,7 @@ from locus.store import Store
 from tests.conftest import CliResult
 from tests.fake_llm_endpoint import impersonating
 from tests.planted_workspace import build_planted_workspace, planted_rows
+from tests.server.test_service import uvicorn_server  # noqa: F401  (a fixture)
 
 OPTIONS = "\nA. the first\nB. the second\nC. the third\nD. the fourth"
 TWIN = "math-0"  # the LLM the fake endpoint answers as
@@ -152,3 +153,56 @@ def test_the_onboard_command(ws: Path, run_cli: Callable[..., CliResult]) -> Non
             "onboard", "y", "--endpoint", fake.base_url, "--model", "nope", "-w", ws
         )  # fmt: skip
         assert bad.exit_code == 2 and "does not serve model 'nope'" in bad.stderr
+
+
+def test_the_service_onboards_an_endpoint_in_the_background(
+    ws: Path, run_cli: Callable[..., CliResult], uvicorn_server: Callable[[object], str]
+) -> None:
+    import time
+
+    import httpx
+
+    from locus.server.serve import build_app
+
+    key = run_cli("keys", "create", "onboarder", "-w", ws, "--json").json()
+    assert isinstance(key, dict)
+    auth = {"authorization": f"Bearer {key['key']}"}
+    with impersonating(_truth(ws)) as fake, Store.open(ws, create=False) as store:
+        base = uvicorn_server(build_app(store))
+        with httpx.Client(base_url=base, timeout=30, headers=auth) as client:
+            body = {"base_url": fake.base_url, "model": fake.model, "n": 16}
+            assert httpx.post(f"{base}/v1/llms/clone/onboard", json=body).status_code == 401
+            for bad, words in (
+                ({"base_url": "ftp://x"}, "http(s) URL"),
+                ({**body, "api_key": "sk-1"}, "unknown field 'api_key'"),
+                ({**body, "n": 0}, "n must be an integer"),
+            ):
+                answer = client.post("/v1/llms/clone/onboard", json=bad)
+                assert answer.status_code == 400 and words in answer.text, answer.text
+            missing = client.get("/v1/llms/clone/onboard")
+            assert missing.status_code == 404
+            started = client.post("/v1/llms/clone/onboard", json=body)
+            assert started.status_code == 202 and started.json()["status"] == "running"
+            deadline = time.monotonic() + 60
+            status = started.json()
+            while status["status"] == "running" and time.monotonic() < deadline:
+                time.sleep(0.2)
+                status = client.get("/v1/llms/clone/onboard").json()
+            assert status["status"] == "done", status
+            assert status["asked"] == status["total"] == 16
+            assert status["report"]["graded"] == 16
+            assert status["report"]["nearest"][0]["llm_id"].startswith("math-")
+            # the next request can route to it, and the gateway knows its endpoint
+            ranked = client.post("/v1/route", json={"text": "integral matrix"}).json()
+            assert "clone" in ranked["fallback_order"], ranked
+            upstreams = client.get("/v1/upstreams").json()
+            assert "clone" in str(upstreams)
+            # a failing job says why
+            failing = client.post(
+                "/v1/llms/other/onboard", json={**body, "model": "not-served"}
+            )
+            assert failing.status_code == 202
+            while client.get("/v1/llms/other/onboard").json()["status"] == "running":
+                time.sleep(0.1)
+            failed = client.get("/v1/llms/other/onboard").json()
+            assert failed["status"] == "failed" and "does not serve model" in failed["error"]

@@ -43,6 +43,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from locus.errors import LocusError
 from locus.routing.rules import DecisionRule
 from locus.server.gateway import ROUTING_MODEL, Gateway, GatewayError
+from locus.server.onboard_jobs import add_onboard_routes
 from locus.server.responses import answer_headers, error_response, predicted_headers, text_of
 from locus.server.service_router import ServiceRouter
 from locus.server.settings import ServerSettings
@@ -71,6 +72,7 @@ def create_app(
     verify_key: Callable[[str], str | None] | None = None,
     onboarding: Any = None,
     reload_catalog: Callable[[], dict[str, Any]] | None = None,
+    onboard_jobs: Any = None,
 ) -> FastAPI:
     """The FastAPI app over a loaded router and gateway (nothing is loaded per request).
 
@@ -414,4 +416,5 @@ def create_app(
         known.add(llm_id)
         return report
 
+    add_onboard_routes(app, onboard_jobs)
     return app

@@ -70,6 +70,7 @@ def build_app(
         llm_ids=lambda: router.llm_ids,
     )
     from locus.server.onboard import LiveOnboarding
+    from locus.server.onboard_jobs import OnboardJobs
 
     onboarding = LiveOnboarding(
         store, workspace_router, artifact, max_rows=10_000,
@@ -83,9 +84,27 @@ def build_app(
             {llm: catalog.get(llm, {}) for llm in router.llm_ids},
         )
 
+    def onboard(llm_id: str, options: dict[str, Any], progress: Any) -> dict[str, Any]:
+        from locus.pipeline.onboard import onboard_llm
+
+        key_env = options.get("api_key_env")
+        api_key = os.environ.get(key_env) if key_env else None
+        if key_env and not api_key:
+            raise LocusInputError(
+                f"onboard: api_key_env {key_env} is not set in the server's environment"
+            )
+        report = onboard_llm(
+            store, llm_id, Endpoint(options["base_url"], options.get("model") or llm_id, key_env),
+            api_key=api_key, n=options.get("n", 32), strategy=options.get("strategy", "random"),
+            seed=options.get("seed", 0), artifact=artifact, progress=progress,
+        )  # fmt: skip
+        workspace_router.refresh()
+        reload_catalog()
+        return report.as_dict()
+
     app = create_app(
         router, gateway, settings=settings, verify_key=store.verify_key if auth else None,
-        onboarding=onboarding, reload_catalog=reload_catalog,
+        onboarding=onboarding, reload_catalog=reload_catalog, onboard_jobs=OnboardJobs(onboard),
     )  # fmt: skip
     app.state.reload_catalog = reload_catalog  # `locus serve` reloads on SIGHUP too
     return app
