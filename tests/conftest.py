@@ -132,3 +132,31 @@ def postgres_url(postgres: object, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert isinstance(postgres, PostgresServer)
     monkeypatch.setenv("LOCUS_ARTIFACT_CACHE", str(tmp_path / "artifact-cache"))
     return postgres.create_database()
+
+
+@pytest.fixture
+def uvicorn_server() -> Iterator[Callable[[object], str]]:
+    """Serve an app with a real uvicorn on 127.0.0.1 (a free port) in a thread."""
+    import threading
+    import time
+
+    import uvicorn
+
+    servers: list[tuple[uvicorn.Server, threading.Thread]] = []
+
+    def start(app: object) -> str:
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error"))
+        thread = threading.Thread(target=server.run)
+        thread.start()
+        deadline = time.monotonic() + 10
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert server.started, "uvicorn did not start within 10 s"
+        port = server.servers[0].sockets[0].getsockname()[1]
+        servers.append((server, thread))
+        return f"http://127.0.0.1:{port}"
+
+    yield start
+    for server, thread in servers:
+        server.should_exit = True
+        thread.join(timeout=10)

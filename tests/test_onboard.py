@@ -19,7 +19,6 @@ from locus.store import Store
 from tests.conftest import CliResult
 from tests.fake_llm_endpoint import impersonating
 from tests.planted_workspace import build_planted_workspace, planted_rows
-from tests.server.test_service import uvicorn_server  # noqa: F401  (a fixture)
 
 OPTIONS = "\nA. the first\nB. the second\nC. the third\nD. the fourth"
 TWIN = "math-0"  # the LLM the fake endpoint answers as
@@ -111,16 +110,18 @@ def test_every_failure_is_one_clear_line_and_imports_nothing(ws: Path, tmp_path:
     with Store.open(ws) as store:
         before = store.counts()
         with impersonating(truth, key="sekret") as fake:
-            with pytest.raises(LocusInputError, match="refused the API key .HTTP 401"):
+            with pytest.raises(LocusInputError, match=r"refused the API key .HTTP 401"):
                 onboard_llm(store, "x", Endpoint(fake.base_url, fake.model), api_key="wrong")
-            with pytest.raises(LocusInputError, match="does not serve model 'gpt-9'.*clone-1"):
+            with pytest.raises(LocusInputError, match=r"does not serve model 'gpt-9'.*clone-1"):
                 onboard_llm(store, "x", Endpoint(fake.base_url, "gpt-9"), api_key="sekret")
             port = fake.base_url
         with pytest.raises(LocusInputError, match="is unreachable"):
             onboard_llm(store, "x", Endpoint(port, "clone-1"))
-        with impersonating(truth, unreadable_every=1) as mute:
-            with pytest.raises(LocusInputError, match=r"only 0 of 8 .*8 answers no grader"):
-                onboard_llm(store, "x", Endpoint(mute.base_url, mute.model), n=8)
+        with (
+            impersonating(truth, unreadable_every=1) as mute,
+            pytest.raises(LocusInputError, match=r"only 0 of 8 .*8 answers no grader"),
+        ):
+            onboard_llm(store, "x", Endpoint(mute.base_url, mute.model), n=8)
         assert store.counts() == before  # nothing imported
         assert len(store.probe_answers("x")) == 8  # but the answers are kept
     bare = build_planted_workspace(tmp_path / "bare")
@@ -129,7 +130,7 @@ def test_every_failure_is_one_clear_line_and_imports_nothing(ws: Path, tmp_path:
         from tests.nn.conftest import small_config
 
         fit_workspace(store, small_config(max_steps=50))
-        with pytest.raises(LocusInputError, match="no reference answers.*locus import mmlu-pro"):
+        with pytest.raises(LocusInputError, match=r"no reference answers.*locus import mmlu-pro"):
             onboard_llm(store, "x", Endpoint("http://127.0.0.1:9/v1", "m"))
 
 
@@ -198,9 +199,7 @@ def test_the_service_onboards_an_endpoint_in_the_background(
             upstreams = client.get("/v1/upstreams").json()
             assert "clone" in str(upstreams)
             # a failing job says why
-            failing = client.post(
-                "/v1/llms/other/onboard", json={**body, "model": "not-served"}
-            )
+            failing = client.post("/v1/llms/other/onboard", json={**body, "model": "not-served"})
             assert failing.status_code == 202
             while client.get("/v1/llms/other/onboard").json()["status"] == "running":
                 time.sleep(0.1)

@@ -3,9 +3,8 @@ uvicorn server on 127.0.0.1, and `locus serve`'s refusals."""
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -33,31 +32,6 @@ def _catalog(tmp_path: Path, port: int) -> Path:
     path = tmp_path / "llms.csv"
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     return path
-
-
-@pytest.fixture
-def uvicorn_server() -> Iterator[Callable[[object], str]]:
-    """Serve an app with a real uvicorn on 127.0.0.1 (a free port) in a thread."""
-    import uvicorn
-
-    servers: list[tuple[uvicorn.Server, threading.Thread]] = []
-
-    def start(app: object) -> str:
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error"))
-        thread = threading.Thread(target=server.run)
-        thread.start()
-        deadline = time.monotonic() + 10
-        while not server.started and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert server.started, "uvicorn did not start within 10 s"
-        port = server.servers[0].sockets[0].getsockname()[1]
-        servers.append((server, thread))
-        return f"http://127.0.0.1:{port}"
-
-    yield start
-    for server, thread in servers:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 def test_the_service_routes_and_answers_over_real_http(

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from locus.data.graders import row_graders
 from locus.data.query_identity import normalise_text, text_hash
 from locus.errors import LocusInputError
 
@@ -149,7 +150,9 @@ class ImportBatch:
         splits = _optional_text(rows, "split")
         _check_splits(splits, origin, describe_row)
         references = _optional_text(rows, "reference")
-        graders = _graders(_optional_text(rows, "grader"), references, texts, origin, describe_row)
+        graders = row_graders(
+            _optional_text(rows, "grader"), references, texts, origin, describe_row
+        )
 
         hashes, normalised = _hash_texts(texts)
         long = pd.DataFrame(
@@ -315,37 +318,6 @@ def _optional_text(rows: pd.DataFrame, column: str) -> list[str | None]:
         else:
             text = str(value)
             out.append(text if text.strip() else None)
-    return out
-
-
-def _graders(
-    given: list[str | None],
-    references: list[str | None],
-    texts: list[str | None],
-    origin: str,
-    describe_row: RowDescriber,
-) -> list[str | None]:
-    """Each row's grader: the one given (checked), else guessed from its reference
-    (`guess_grader`); None without a reference."""
-    from locus.data.graders import GRADERS, guess_grader
-
-    out: list[str | None] = []
-    guessed: dict[tuple[str, str], str] = {}
-    for position, (grader, reference, text) in enumerate(
-        zip(given, references, texts, strict=True)
-    ):
-        if grader is not None:
-            grader = grader.strip().lower()
-            if grader not in GRADERS:
-                raise LocusInputError(
-                    f"{origin}: {describe_row(position)}, column 'grader': expected one of "
-                    f"{', '.join(GRADERS)}, found {grader!r}; fix the cell or leave it blank "
-                    "(the grader is then guessed from the reference)"
-                )
-        if reference is not None and grader is None:
-            key = (reference, text or "")
-            grader = guessed.get(key) or guessed.setdefault(key, guess_grader(*key))
-        out.append(None if reference is None else grader)
     return out
 
 

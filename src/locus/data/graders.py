@@ -40,6 +40,7 @@ __all__ = [
     "grade",
     "guess_grader",
     "normalise_answer",
+    "row_graders",
 ]
 
 LETTERS = "ABCDEFGHIJ"
@@ -168,3 +169,32 @@ def grade(kind: str, answer: str, reference: str) -> float | None:
             f"unknown grader {kind!r}; expected one of {', '.join(GRADERS)}"
         ) from None
     return grader(answer, reference)
+
+
+def row_graders(
+    given: list[str | None],
+    references: list[str | None],
+    texts: list[str | None],
+    origin: str,
+    describe_row: Callable[[int], str],
+) -> list[str | None]:
+    """Each row's grader: the one given (checked), else guessed from its reference
+    (`guess_grader`); None without a reference."""
+    out: list[str | None] = []
+    guessed: dict[tuple[str, str], str] = {}
+    for position, (grader, reference, text) in enumerate(
+        zip(given, references, texts, strict=True)
+    ):
+        if grader is not None:
+            grader = grader.strip().lower()
+            if grader not in GRADERS:
+                raise LocusInputError(
+                    f"{origin}: {describe_row(position)}, column 'grader': expected one of "
+                    f"{', '.join(GRADERS)}, found {grader!r}; fix the cell or leave it blank "
+                    "(the grader is then guessed from the reference)"
+                )
+        if reference is not None and grader is None:
+            key = (reference, text or "")
+            grader = guessed.get(key) or guessed.setdefault(key, guess_grader(*key))
+        out.append(None if reference is None else grader)
+    return out

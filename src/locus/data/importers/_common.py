@@ -199,8 +199,9 @@ def batch_of_samples(
     average: bool = False,
 ) -> ImportBatch:
     """The batch of an evaluation tool's samples: `rows` of llm_id, query_id, query_text, task,
-    score (optionally reference) and `_place` (where in the tool's files the row came from, for errors); with
-    `average`, one row per (llm_id, query_id), its scores averaged (epochs, trials)."""
+    score (optionally reference) and `_place` (where in the tool's files the row came from,
+    for errors); with `average`, one row per (llm_id, query_id), its scores averaged (epochs,
+    trials)."""
     frame = pd.DataFrame(rows)
     if average:
         others = [c for c in frame.columns if c not in ("llm_id", "query_id", "score")]

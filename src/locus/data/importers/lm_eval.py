@@ -134,7 +134,7 @@ def _reference(record: Mapping[str, Any], multiple_choice: bool) -> str | None:
     target = record.get("target")
     if not multiple_choice:
         return str(target).strip() or None if isinstance(target, str | int | float) else None
-    arguments = record.get("arguments")
+    arguments: Any = record.get("arguments")
     try:
         index = int(str(target))
         if isinstance(arguments, dict):
