@@ -111,7 +111,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, action="append")
     parser.add_argument("--seed", type=int, action="append")
     args = parser.parse_args()
-    wanted = args.llm or ["Llama-2-7b-hf", "Meta-Llama-3-8B-Instruct", "gemini-1.5-pro-002"]
+    wanted = args.llm or ["Llama-2-7b-hf", "Meta-Llama-3_1-8B-Instruct", "gemini-1.5-pro-002"]
     files = {mmlu_pro_llm_id(p): p for p in args.data.glob("model_outputs_*.zip")}
     rows = []
     with Store.open(args.workspace) as store:

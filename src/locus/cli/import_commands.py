@@ -6,6 +6,8 @@ leaves no trace; each is then written in its own transaction.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -130,14 +132,25 @@ def import_command(
     from locus.data.importers import get_importer
 
     # read and validate everything before the workspace is touched: a bad file leaves no trace
-    batches: list[tuple[str, Path, ImportBatch | None, str, str]] = []
+    # a batch, a lazy stream of batches (one table file), or None (unchanged since last time)
+    batches: list[tuple[str, Path, Any, str, str]] = []
     for name, path, options in jobs:
         inputs = [path] + [v for v in options.values() if isinstance(v, Path)]
         key, files = import_fingerprint(name, inputs, {"source": source, **options})
         if not replace and _unchanged_since_last_import(workspace, key, files):
             batches.append((name, path, None, key, files))
             continue
-        read = get_importer(name)(path, source=source, progress=progress, **options)
+        if name == "table" and len(jobs) == 1:
+            # one table file: read in parts as it is written (bounded memory, one transaction)
+            from locus.data.importers.long_table import iter_import_table
+
+            stream = iter_import_table(
+                path, source=source, progress=progress, chunk_rows=STREAM_ROWS, **options
+            )
+            # the first part is read now: a bad file fails before the workspace is touched
+            read: Any = itertools.chain([next(stream)], stream)
+        else:
+            read = get_importer(name)(path, source=source, progress=progress, **options)
         batches.append((name, path, read, key, files))
     reports = []
     with open_store(workspace) as store:
@@ -156,14 +169,14 @@ def import_command(
                         "import of them; --replace reads them again)"
                     )
                 continue
-            if not as_json:
-                for note in batch.notes:
-                    stderr_console().print(f"note: {path.name}: {note}", markup=False)
-            report = store.write_batch(
-                batch, kind=name, replace=replace, whole_source=replace, progress=progress
-            )
+            notes: list[str] = []
+            parts = batch if isinstance(batch, itertools.chain) else [batch]
+            report = store.write_batches(
+                _noted(parts, path, notes, as_json), kind=name, replace=replace,
+                whole_source=replace, progress=progress,
+            )  # fmt: skip
             store.set_meta(key, files)
-            reports.append({**report.as_dict(), "format": name, "notes": list(batch.notes)})
+            reports.append({**report.as_dict(), "format": name, "notes": notes})
             if not as_json:
                 _print_report(report)
         stale = stale_artifacts(store) if any(r.get("changed") for r in reports) else []
@@ -171,6 +184,21 @@ def import_command(
         print_json(reports[0] if len(reports) == 1 else reports)
         return
     tell_stale(stale)
+
+
+STREAM_ROWS = 500_000  # rows of a table file read and written at a time
+
+
+def _noted(
+    parts: Iterable[ImportBatch], path: Path, notes: list[str], quiet: bool
+) -> Iterator[ImportBatch]:
+    """The batches, each one's notes printed (unless `quiet`) and kept in `notes`."""
+    for part in parts:
+        for note in part.notes:
+            notes.append(note)
+            if not quiet:
+                stderr_console().print(f"note: {path.name}: {note}", markup=False)
+        yield part
 
 
 def _job(

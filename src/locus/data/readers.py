@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import json
 import zlib
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +44,7 @@ __all__ = [
     "check_folder",
     "file_stem",
     "input_error",
+    "iter_table",
     "load_json",
     "parse_json",
     "read_table",
@@ -149,6 +150,90 @@ def read_table(path: Path, *, keep_columns: Collection[str] | None = None) -> Ta
     if kind == "jsonl":
         return _read_jsonl(path, keep_columns, expected)
     return _read_json_list(path, keep_columns, expected)
+
+
+def iter_table(path: Path, chunk_rows: int) -> Iterator[TableData]:
+    """`read_table` in chunks of at most `chunk_rows` rows, so that a file of any size is read in
+    bounded memory: Parquet by record batches, CSV/TSV by pandas chunks; other formats (JSON
+    lines and lists) as one chunk. Each chunk's `describe_row` names the row's place in the
+    whole file; the first chunk carries the reading notes. Errors as `read_table`'s."""
+    path = Path(path)
+    kind = (table_suffix(path) or "").removesuffix(".gz").lstrip(".")
+    if kind not in ("csv", "tsv", "parquet") or path.is_dir():
+        yield read_table(path)
+        return
+    if kind == "parquet":
+        yield from _parquet_chunks(path, chunk_rows)
+        return
+    head = read_table_head(path)
+    sep = _sniff_delimiter(path, "\t" if kind == "tsv" else ",")
+    lines = _CsvLines(path, sep)
+    expected = "a tab-separated table" if kind == "tsv" else "a CSV table"
+    start = 0
+    with reading(path, expected):
+        reader = pd.read_csv(
+            path, sep=sep, dtype=str, keep_default_na=False, na_values=[""], encoding="utf-8",
+            compression="infer", chunksize=chunk_rows,
+        )  # fmt: skip
+        with reader:
+            for number, frame in enumerate(reader):
+                frame = frame.reset_index(drop=True)
+                yield TableData(
+                    path, frame, _shifted(lines, start), head.notes if number == 0 else ()
+                )
+                start += len(frame)
+
+
+def read_table_head(path: Path) -> TableData:
+    """The header and first rows of a CSV/TSV file (its columns and delimiter notes)."""
+    kind = (table_suffix(path) or "").removesuffix(".gz").lstrip(".")
+    default = "\t" if kind == "tsv" else ","
+    expected = "a tab-separated table" if kind == "tsv" else "a CSV table"
+    check_file(path, expected)
+    sep = _sniff_delimiter(path, default)
+    with reading(path, expected):
+        frame = pd.read_csv(
+            path, sep=sep, dtype=str, keep_default_na=False, na_values=[""], encoding="utf-8",
+            compression="infer", nrows=5,
+        )  # fmt: skip
+    notes = () if sep == default else (f"read as {_DELIMITERS[sep]}-separated (from its header)",)
+    return TableData(path, frame, _CsvLines(path, sep), notes)
+
+
+def _shifted(describe: RowDescriber, offset: int) -> RowDescriber:
+    """A chunk's row describer: its row `position` is the file's row `offset + position`."""
+
+    def described(position: int) -> str:
+        return describe(offset + position)
+
+    return described
+
+
+def _parquet_row(position: int) -> str:
+    return f"row {position + 1}"
+
+
+def _parquet_chunks(path: Path, chunk_rows: int) -> Iterator[TableData]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    expected = "a Parquet table"
+    check_file(path, expected)
+    start = 0
+    try:
+        with reading(path, expected):
+            batches = pq.ParquetFile(path).iter_batches(batch_size=chunk_rows)
+            for batch in batches:
+                frame = batch.to_pandas()
+                yield TableData(path, frame, _shifted(_parquet_row, start))
+                start += len(frame)
+    except pa.ArrowException as exc:
+        raise LocusInputError(
+            f"{path}: not a readable Parquet file ({one_line(exc)}); expected {expected}; "
+            "write the file again"
+        ) from exc
+    if start == 0:  # no rows: read whole, for the same message as read_table's
+        yield read_table(path)
 
 
 _DELIMITERS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}

@@ -11,6 +11,7 @@ that score one (LLM, query) differently are both kept, counted in
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +23,7 @@ from locus._progress import ProgressFactory, no_progress
 from locus.data.batch import ImportBatch
 from locus.errors import LocusConflictError
 from locus.store import schema
-from locus.store._core import CHUNK, StoreCore, llm_keys, now, upsert
+from locus.store._core import CHUNK, IN_CHUNK, StoreCore, llm_keys, now, upsert
 from locus.store.aliases import write_aliases
 from locus.store.references import delete_references, write_references
 
@@ -117,91 +118,150 @@ class StoreImports(StoreCore):
                 `replace=True`, or a query without text that this source imported under another
                 namespace; then nothing is written.
         """
-        stamp = now()
-        with self._write() as conn:
-            _upsert_source(conn, batch, kind, stamp)
-            new_llms = _insert_llms(conn, batch.llms, stamp)
-            new_queries, new_aliases, alias_pk = write_aliases(conn, batch)
-            references = write_references(conn, batch, alias_pk)
+        return self.write_batches([batch], kind=kind, replace=replace,
+                                  whole_source=whole_source, progress=progress)  # fmt: skip
 
-            incoming = batch.scores.copy()
-            incoming["llm"] = incoming["llm_id"].map(llm_keys(conn, batch.llms["llm_id"].tolist()))
-            incoming["llm"] = incoming["llm"].astype("int64")
-            incoming["alias"] = [
-                alias_pk[key]
-                for key in zip(incoming["query_id"], incoming["text_hash"], strict=True)
-            ]
-            s = schema.scores.c
-            existing = pd.read_sql(
-                select(s.llm, s.alias, s.score).where(s.source == batch.source), conn
-            )
-            merged = incoming.merge(
-                existing.rename(columns={"score": "old_score"}), on=["llm", "alias"], how="left"
-            )
-            is_new = merged["old_score"].isna().to_numpy()
-            differs = ~is_new & ~np.isclose(
-                merged["score"].to_numpy(float), merged["old_score"].to_numpy(float), atol=1e-12
-            )
-            if differs.any() and not replace:
-                first = merged[differs].iloc[0]
-                raise LocusConflictError(
-                    f"{batch.origin}: {int(differs.sum())} score(s) differ from the store, e.g. "
-                    f"LLM {first['llm_id']!r} on query {first['query_id']!r} (source "
-                    f"{batch.source!r}): stored {first['old_score']:g}, file {first['score']:g}; "
-                    "expected the same value on re-import; pass --replace to overwrite, or "
-                    "import under another --source to keep both"
-                )
-            to_insert = merged[is_new]
-            to_replace = merged[differs]
-            removed = 0
+    def write_batches(
+        self,
+        batches: Iterable[ImportBatch],
+        *,
+        kind: str,
+        replace: bool = False,
+        whole_source: bool = False,
+        progress: ProgressFactory = no_progress,
+    ) -> ImportReport:
+        """`write_batch` for an import read in parts (`iter_import_table`): the batches, all of
+        one source, are drawn one at a time and written in **one** transaction, so memory stays
+        bounded by a batch while the import still lands whole or not at all. A later batch that
+        scores an (LLM, query) an earlier one scored differently is a conflict (as against the
+        store); with `replace`, the later score wins."""
+        stamp = now()
+        totals: dict[str, int] = dict.fromkeys(_COUNTS, 0)
+        del totals["queries_in_file"]  # the distinct aliases of the whole file, at the end
+        llms: set[str] = set()
+        touched: list[np.ndarray] = []  # (llm << 32 | alias) of every score the import holds
+        first: ImportBatch | None = None
+        with self._write() as conn, progress("writing scores", total=None) as advance:
+            for batch in batches:
+                if first is None:
+                    first = batch
+                    _upsert_source(conn, batch, kind, stamp)
+                elif batch.source != first.source:
+                    raise ValueError("write_batches: every batch must have one source")
+                counts, keys = _write_part(conn, batch, stamp, replace)
+                for name in totals:
+                    totals[name] += counts[name]
+                llms.update(batch.llms["llm_id"])
+                touched.append(keys)
+                advance(batch.n_scores)
+            if first is None:
+                raise ValueError("write_batches: no batch")
+            held = np.unique(np.concatenate(touched))
             if replace and whole_source:
-                removed = _remove_absent(conn, batch.source, existing, incoming)
-            total = len(to_insert) + len(to_replace)
-            with progress(f"writing {total:,} scores", total=total) as advance:
-                _insert_scores(conn, to_insert, batch.source, stamp, advance)
-                if len(to_replace):
-                    _replace_scores(conn, to_replace, batch.source, stamp, advance)
-            # only what this import writes: a re-import that changes nothing stays silent
-            written = pd.concat([to_insert, to_replace])
-            disagreeing = _disagreeing_scores(conn, batch.source, written) if total else 0
-        if disagreeing:
+                totals["removed_scores"] = _remove_absent(conn, first.source, held)
+        if totals["disagreeing_scores"]:
             logger.warning(
                 "%s: %d score(s) differ from the score another source (or another id of the same "
                 "text) holds for the same (LLM, query); both are kept, the score table uses "
                 "their mean",
-                batch.origin,
-                disagreeing,
+                first.origin,
+                totals["disagreeing_scores"],
             )
         return ImportReport(
-            source=batch.source,
-            origin=batch.origin,
-            llms_in_file=batch.n_llms,
-            queries_in_file=batch.n_queries,
-            scores_in_file=batch.n_scores,
-            new_llms=new_llms,
-            new_queries=new_queries,
-            new_scores=len(to_insert),
-            replaced_scores=len(to_replace),
-            unchanged_scores=int((~is_new & ~differs).sum()),
-            new_aliases=new_aliases,
-            disagreeing_scores=disagreeing,
-            removed_scores=removed,
-            references=references,
+            source=first.source,
+            origin=first.origin,
+            llms_in_file=len(llms),
+            queries_in_file=len(np.unique(held & 0xFFFFFFFF)),
+            scores_in_file=len(held),
+            **totals,
         )
 
 
-def _remove_absent(
-    conn: Connection, source: str, existing: pd.DataFrame, incoming: pd.DataFrame
-) -> int:
-    """Delete the `source`'s stored scores (`existing`: llm, alias) that `incoming` does not
-    hold, then its aliases and the queries left without a score or alias; the count deleted."""
-    keys = incoming[["llm", "alias"]].assign(kept=True)
-    gone = existing.merge(keys, on=["llm", "alias"], how="left")
-    gone = gone[gone["kept"].isna()]
+_COUNTS = (
+    "queries_in_file", "new_llms", "new_queries", "new_scores", "replaced_scores",
+    "unchanged_scores", "new_aliases", "disagreeing_scores", "removed_scores", "references",
+)  # fmt: skip
+
+
+def _write_part(
+    conn: Connection, batch: ImportBatch, stamp: str, replace: bool
+) -> tuple[dict[str, int], np.ndarray]:
+    """One batch inside the import's transaction: its counts, and the (llm << 32 | alias) keys
+    of its scores. Existing scores are read for the batch's own aliases only."""
+    new_llms = _insert_llms(conn, batch.llms, stamp)
+    new_queries, new_aliases, alias_pk = write_aliases(conn, batch)
+    references = write_references(conn, batch, alias_pk)
+    incoming = batch.scores.copy()
+    incoming["llm"] = incoming["llm_id"].map(llm_keys(conn, batch.llms["llm_id"].tolist()))
+    incoming["llm"] = incoming["llm"].astype("int64")
+    incoming["alias"] = np.asarray(
+        [alias_pk[key] for key in zip(incoming["query_id"], incoming["text_hash"], strict=True)],
+        dtype=np.int64,
+    )
+    aliases = np.unique(incoming["alias"].to_numpy()).tolist()
+    s = schema.scores.c
+    existing = pd.concat(
+        [
+            pd.read_sql(
+                select(s.llm, s.alias, s.score).where(
+                    s.source == batch.source, s.alias.in_(aliases[at : at + IN_CHUNK])
+                ),
+                conn,
+            )
+            for at in range(0, len(aliases), IN_CHUNK)
+        ]
+        or [pd.DataFrame({"llm": [], "alias": [], "score": []})]
+    )
+    merged = incoming.merge(
+        existing.rename(columns={"score": "old_score"}).astype({"llm": "int64", "alias": "int64"}),
+        on=["llm", "alias"],
+        how="left",
+    )
+    is_new = merged["old_score"].isna().to_numpy()
+    differs = ~is_new & ~np.isclose(
+        merged["score"].to_numpy(float), merged["old_score"].to_numpy(float), atol=1e-12
+    )
+    if differs.any() and not replace:
+        first = merged[differs].iloc[0]
+        raise LocusConflictError(
+            f"{batch.origin}: {int(differs.sum())} score(s) differ from the store (or from an "
+            f"earlier part of this file), e.g. LLM {first['llm_id']!r} on query "
+            f"{first['query_id']!r} (source {batch.source!r}): stored {first['old_score']:g}, "
+            f"file {first['score']:g}; expected the same value on re-import; pass --replace to "
+            "overwrite, or import under another --source to keep both"
+        )
+    to_insert = merged[is_new]
+    to_replace = merged[differs]
+    _insert_scores(conn, to_insert, batch.source, stamp, lambda n: None)
+    if len(to_replace):
+        _replace_scores(conn, to_replace, batch.source, stamp, lambda n: None)
+    written = pd.concat([to_insert, to_replace])
+    disagreeing = _disagreeing_scores(conn, written, aliases) if len(written) else 0
+    counts = {
+        "queries_in_file": batch.n_queries, "new_llms": new_llms, "new_queries": new_queries,
+        "new_scores": len(to_insert), "replaced_scores": len(to_replace),
+        "unchanged_scores": int((~is_new & ~differs).sum()), "new_aliases": new_aliases,
+        "disagreeing_scores": disagreeing, "removed_scores": 0, "references": references,
+    }  # fmt: skip
+    keys = (incoming["llm"].to_numpy(np.int64) << 32) | incoming["alias"].to_numpy(np.int64)
+    return counts, keys
+
+
+def _remove_absent(conn: Connection, source: str, held: np.ndarray) -> int:
+    """Delete the `source`'s stored scores whose (llm << 32 | alias) is not in `held` (sorted),
+    then its aliases and the queries left without a score or alias; the count deleted."""
+    s, a, q = schema.scores.c, schema.query_aliases.c, schema.queries.c
+    stored = np.asarray(
+        [
+            (int(llm) << 32) | int(alias)
+            for llm, alias in conn.execute(select(s.llm, s.alias).where(s.source == source))
+        ],
+        dtype=np.int64,
+    )
+    gone = stored[~np.isin(stored, held, assume_unique=True)]
     if not len(gone):
         return 0
-    s, a, q = schema.scores.c, schema.query_aliases.c, schema.queries.c
-    pairs = list(zip(gone["llm"].astype(int), gone["alias"].astype(int), strict=True))
+    pairs = [(int(key >> 32), int(key & 0xFFFFFFFF)) for key in gone]
     for start in range(0, len(pairs), CHUNK):
         chunk = pairs[start : start + CHUNK]
         conn.execute(
@@ -273,9 +333,9 @@ def _replace_scores(
         advance(len(chunk))
 
 
-def _disagreeing_scores(conn: Connection, source: str, incoming: pd.DataFrame) -> int:
-    """How many of `incoming` (llm, alias, score) differ from a score that another alias of the
-    same query holds for the same LLM."""
+def _disagreeing_scores(conn: Connection, incoming: pd.DataFrame, aliases: list[int]) -> int:
+    """How many of `incoming` (llm, alias, score; its aliases `aliases`) differ from a score
+    that another alias of the same query holds for the same LLM."""
     mine, other = schema.query_aliases.alias("mine"), schema.query_aliases.alias("other")
     theirs = schema.scores.alias("theirs")
     stmt = (
@@ -283,9 +343,14 @@ def _disagreeing_scores(conn: Connection, source: str, incoming: pd.DataFrame) -
         .select_from(mine)
         .join(other, and_(other.c.query == mine.c.query, other.c.id != mine.c.id))
         .join(theirs, theirs.c.alias == other.c.id)
-        .where(mine.c.source == source)
     )
-    others = pd.read_sql(stmt, conn)
+    others = pd.concat(
+        [
+            pd.read_sql(stmt.where(mine.c.id.in_(aliases[at : at + IN_CHUNK])), conn)
+            for at in range(0, len(aliases), IN_CHUNK)
+        ]
+        or [pd.DataFrame({"llm": [], "alias": [], "other_score": []})]
+    )
     if not len(others):
         return 0
     pairs = incoming[["llm", "alias", "score"]].merge(others, on=["llm", "alias"])

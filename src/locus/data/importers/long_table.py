@@ -30,8 +30,9 @@ read as fractions. Each such decision is a note on the batch (`ImportBatch.notes
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -39,10 +40,10 @@ import pandas as pd
 from locus._progress import ProgressFactory, no_progress
 from locus.data.batch import OPTIONAL_COLUMNS, REQUIRED_COLUMNS, ImportBatch
 from locus.data.query_identity import text_hash
-from locus.data.readers import TableData, file_stem, read_table
+from locus.data.readers import TableData, file_stem, iter_table, read_table
 from locus.errors import LocusInputError
 
-__all__ = ["SYNONYMS", "import_table", "recognise_columns"]
+__all__ = ["SYNONYMS", "import_table", "iter_import_table", "recognise_columns"]
 
 CANONICAL_COLUMNS = (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)
 QUERY_COLUMNS = ("query_id", "query_text", "task", "reference", "grader", "answer")
@@ -99,26 +100,52 @@ def import_table(
             a scored query missing from the queries file, and every check of
             `ImportBatch.from_long`, each naming the file and line.
     """
+    batches = list(
+        iter_import_table(
+            path, source=source, namespace=namespace, progress=progress, columns=columns,
+            queries=queries, chunk_rows=None,
+        )
+    )  # fmt: skip
+    return batches[0]
+
+
+def iter_import_table(
+    path: Path,
+    *,
+    source: str | None = None,
+    namespace: str | None = None,
+    progress: ProgressFactory = no_progress,
+    columns: Mapping[str, str] | None = None,
+    queries: Path | None = None,
+    chunk_rows: int | None = 500_000,
+) -> Iterator[ImportBatch]:
+    """`import_table` in batches of at most `chunk_rows` rows of the file (None: one batch),
+    read lazily, so a file of any size imports in bounded memory (`Store.write_batches` writes
+    them in one transaction). The columns are recognised once, on the first chunk; the notes
+    ride on the first batch. Errors as `import_table`'s, raised when their chunk is read."""
     path = Path(path)
-    with progress("reading score table", total=2 if queries is not None else 1) as advance:
-        table = read_table(path)
-        mapping, notes = _recognise_columns(table, columns or {}, queries is not None)
-        rows = _map_columns(table, mapping)
-        advance(1)
-        if queries is not None:
-            rows = _join_queries(rows, table, Path(queries))
-            advance(1)
-    _check_required(rows, table, mapping)
-    rows, more = _ids_from_text(rows, table)
-    rows, percent = _percentages(rows)
-    return ImportBatch.from_long(
-        rows,
-        source=source if source is not None else file_stem(path),
-        origin=str(path),
-        describe_row=table.describe_row,
-        namespace=namespace,
-        notes=(*table.notes, *notes, *more, *percent),
-    )
+    chunks = iter([read_table(path)]) if chunk_rows is None else iter_table(path, chunk_rows)
+    with progress("reading score table", total=None) as advance:
+        first = next(chunks)
+        mapping, notes = _recognise_columns(first, columns or {}, queries is not None)
+        lookups = _queries_lookups(Path(queries)) if queries is not None else None
+        for number, table in enumerate(itertools.chain([first], chunks)):
+            rows = _map_columns(table, mapping)
+            if lookups is not None and queries is not None:
+                rows = _join_queries(rows, table, lookups, Path(queries))
+            _check_required(rows, table, mapping)
+            rows, more = _ids_from_text(rows, table)
+            rows, percent = _percentages(rows)
+            said = (*table.notes, *notes, *more, *percent) if number == 0 else ()
+            advance(len(table.frame))
+            yield ImportBatch.from_long(
+                rows,
+                source=source if source is not None else file_stem(path),
+                origin=str(path),
+                describe_row=table.describe_row,
+                namespace=namespace,
+                notes=said,
+            )
 
 
 def _key(name: object) -> str:
@@ -244,7 +271,8 @@ def _map_columns(table: TableData, mapping: Mapping[str, str]) -> pd.DataFrame:
     return mapped
 
 
-def _join_queries(rows: pd.DataFrame, table: TableData, queries_path: Path) -> pd.DataFrame:
+def _queries_lookups(queries_path: Path) -> dict[str, pd.Series]:
+    """The queries file, read once: query_text, task, reference, grader by query_id."""
     queries = read_table(queries_path, keep_columns=QUERY_COLUMNS)
     frame = queries.frame
     for column in ("query_id", "query_text"):
@@ -276,7 +304,12 @@ def _join_queries(rows: pd.DataFrame, table: TableData, queries_path: Path) -> p
             ("grader", "grader"),
         )
     }  # fmt: skip
+    return lookups
 
+
+def _join_queries(
+    rows: pd.DataFrame, table: TableData, lookups: dict[str, pd.Series], queries_path: Path
+) -> pd.DataFrame:
     if "query_id" not in rows.columns:
         return rows  # ImportBatch.from_long names the missing column
     row_ids = _as_ids(rows["query_id"])
