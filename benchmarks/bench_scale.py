@@ -32,7 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import REPO_ROOT, report
 
-LOCUS = str(REPO_ROOT / ".venv" / "bin" / "locus")
+# LOCUS_BIN: another build's `locus` (e.g. a worktree of an earlier commit, for before/after)
+LOCUS = os.environ.get("LOCUS_BIN", str(REPO_ROOT / ".venv" / "bin" / "locus"))
 STEPS = ("import", "encode", "fit", "route", "evaluate")
 WORDS = [f"w{i}" for i in range(4000)]
 
@@ -51,8 +52,12 @@ def generate(path: Path, n_llms: int, n_queries: int, *, observed: float = 0.8, 
     llm_ids = np.array([f"llm-{i:05d}" for i in range(n_llms)], dtype=object)
     total = 0
     schema = pa.schema(
-        [("llm_id", pa.string()), ("query_text", pa.string()), ("task", pa.string()),
-         ("score", pa.float32())]  # fmt: skip
+        [
+            ("llm_id", pa.string()),
+            ("query_text", pa.string()),
+            ("task", pa.string()),
+            ("score", pa.float32()),
+        ]  # fmt: skip
     )
     with pq.ParquetWriter(path, schema) as writer:
         for start in range(0, n_queries, block):
@@ -73,9 +78,12 @@ def generate(path: Path, n_llms: int, n_queries: int, *, observed: float = 0.8, 
             total += len(rows)
             writer.write_table(
                 pa.table(
-                    {"llm_id": llm_ids[cols], "query_text": texts[rows],
-                     "task": np.array([f"task-{t}" for t in task], dtype=object)[rows],
-                     "score": scores[rows, cols]},  # fmt: skip
+                    {
+                        "llm_id": llm_ids[cols],
+                        "query_text": texts[rows],
+                        "task": np.array([f"task-{t}" for t in task], dtype=object)[rows],
+                        "score": scores[rows, cols],
+                    },  # fmt: skip
                     schema=schema,
                 )
             )

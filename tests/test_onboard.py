@@ -88,6 +88,18 @@ def test_onboarding_places_the_endpoint_next_to_the_llm_it_answers_as(ws: Path) 
         )
 
 
+def test_unreadable_answers_can_count_as_wrong(ws: Path) -> None:
+    with impersonating(_truth(ws), unreadable_every=4) as fake, Store.open(ws) as store:
+        report = onboard_llm(
+            store, "clone", Endpoint(fake.base_url, fake.model), n=16, unreadable="wrong"
+        )
+        assert report.ungradable == 4 and report.graded == 16
+        table = store.score_table(llm_ids=["clone"])
+        assert int(table.observed.sum()) == 16
+        with pytest.raises(LocusInputError, match="unreadable must be skip or wrong"):
+            onboard_llm(store, "x", Endpoint(fake.base_url, fake.model), unreadable="zero")
+
+
 def test_a_crash_halfway_loses_no_answer_and_a_rerun_asks_only_the_rest(ws: Path) -> None:
     truth = _truth(ws)
     endpoint_of = lambda fake: Endpoint(fake.base_url, fake.model)  # noqa: E731

@@ -81,9 +81,9 @@ def test_a_bad_row_in_a_later_part_names_its_line_and_writes_nothing(tmp_path: P
 
 def _write_small(tmp_path: Path) -> Path:
     small = tmp_path / "small.csv"
-    pd.DataFrame(
-        {"llm_id": ["z"], "query_text": ["an earlier query"], "score": [1.0]}
-    ).to_csv(small, index=False)
+    pd.DataFrame({"llm_id": ["z"], "query_text": ["an earlier query"], "score": [1.0]}).to_csv(
+        small, index=False
+    )
     return small
 
 

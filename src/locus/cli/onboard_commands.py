@@ -59,6 +59,14 @@ def onboard_command(
     max_tokens: Annotated[
         int | None, typer.Option("--max-tokens", min=1, help="Cap on each answer's tokens.")
     ] = None,
+    unreadable: Annotated[
+        str,
+        typer.Option(
+            "--unreadable",
+            help="An answer no grader can read: skip (not scored) or wrong (scored 0, as "
+            "benchmark harnesses do). Counted either way.",
+        ),
+    ] = "skip",
     seed: Annotated[int, typer.Option("--seed", help="For random and anchors.")] = 0,
     artifact: ArtifactOption = "default",
     workspace: WorkspaceOption = None,
@@ -84,7 +92,7 @@ def onboard_command(
         report = onboard_llm(
             store, llm_id, target, api_key=api_key, n=n, strategy=strategy, seed=seed,
             artifact=artifact, concurrency=concurrency, timeout_s=timeout, retries=retries,
-            max_tokens=max_tokens, progress=progress_bars(quiet or as_json),
+            max_tokens=max_tokens, unreadable=unreadable, progress=progress_bars(quiet or as_json),
         )  # fmt: skip
     if as_json:
         print_json(report.as_dict())
@@ -100,7 +108,8 @@ def onboard_command(
     )
     if report.ungradable:
         say(
-            f"{report.ungradable} answers no grader could read (not scored), e.g. "
+            f"{report.ungradable} answers no grader could read "
+            f"({'scored wrong' if unreadable == 'wrong' else 'not scored'}), e.g. "
             f"{report.ungradable_examples[0]!r}"
         )
     if report.failed:

@@ -106,19 +106,26 @@ def onboard_llm(
     timeout_s: float = 120.0,
     retries: int = 3,
     max_tokens: int | None = None,
+    unreadable: str = "skip",
     progress: ProgressFactory = no_progress,
 ) -> OnboardReport:
     """Onboard the LLM behind `endpoint` as `llm_id` (see the module).
 
+    `unreadable`: what an answer no grader can read counts as: "skip" (not scored, the
+    default) or "wrong" (scored 0, as benchmark harnesses such as MMLU-Pro's do); either way
+    the report counts them.
+
     Raises:
-        LocusInputError: n below 1, an unknown strategy, a workspace without reference answers
-            or without a fitted artifact, an endpoint that cannot answer (unreachable, key
-            refused, model not served), fewer than `MIN_GRADED` gradable answers; the answers
-            received until then are kept for a re-run.
+        LocusInputError: n below 1, an unknown strategy or `unreadable`, a workspace without
+            reference answers or without a fitted artifact, an endpoint that cannot answer
+            (unreachable, key refused, model not served), fewer than `MIN_GRADED` gradable
+            answers; the answers received until then are kept for a re-run.
     """
     started = time.perf_counter()
     if n < 1:
         raise LocusInputError(f"onboard: n must be at least 1, found {n}")
+    if unreadable not in ("skip", "wrong"):
+        raise LocusInputError(f"onboard: unreadable must be skip or wrong, found {unreadable!r}")
     router = WorkspaceRouter(store, artifact)
     references = store.references()
     if not references:
@@ -175,8 +182,12 @@ def onboard_llm(
         failed = {text_of[key]: why for key, why in failures.items()}
     answers = store.probe_answers(llm_id)
     got = [(r, answers[hashes[r]]) for r in probes if hashes[r] in answers]
+    if unreadable == "wrong":
+        got = [(r, a if a.score is not None else replace(a, score=0.0)) for r, a in got]
+        ungradable = [a for _, a in got if a.score == 0.0 and answers[a.text_hash].score is None]
+    else:
+        ungradable = [a for _, a in got if a.score is None]
     graded = [(r, a) for r, a in got if a.score is not None]
-    ungradable = [a for _, a in got if a.score is None]
     if len(graded) < min(MIN_GRADED, n):
         reasons = [f"{len(ungradable)} answers no grader could read"] if ungradable else []
         if failed:
