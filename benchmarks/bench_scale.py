@@ -57,7 +57,7 @@ def generate(path: Path, n_llms: int, n_queries: int, *, observed: float = 0.8, 
             ("query_text", pa.string()),
             ("task", pa.string()),
             ("score", pa.float32()),
-        ]  # fmt: skip
+        ]
     )
     with pq.ParquetWriter(path, schema) as writer:
         for start in range(0, n_queries, block):
@@ -83,7 +83,7 @@ def generate(path: Path, n_llms: int, n_queries: int, *, observed: float = 0.8, 
                         "query_text": texts[rows],
                         "task": np.array([f"task-{t}" for t in task], dtype=object)[rows],
                         "score": scores[rows, cols],
-                    },  # fmt: skip
+                    },
                     schema=schema,
                 )
             )
