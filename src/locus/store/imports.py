@@ -303,13 +303,24 @@ def _insert_llms(conn: Connection, llms: pd.DataFrame, stamp: str) -> int:
     return int(after - before)
 
 
+_SCORE_COLUMNS = ("llm", "alias", "source", "score", "cost_usd", "latency_ms", "imported_at")
+
+
 def _insert_scores(
     conn: Connection, rows: pd.DataFrame, source: str, stamp: str, advance: Any
 ) -> None:
-    records = _score_records(rows, source, stamp)
+    """Insert new scores through the driver's executemany with plain tuples: SQLAlchemy's
+    per-row parameter processing cost more than SQLite's own insert (8.4 s of 13 s for 0.8 M
+    scores)."""
+    marks = {"qmark": "?", "numeric": "?", "named": "?"}.get(conn.dialect.paramstyle, "%s")
+    sql = (
+        f"INSERT INTO scores ({', '.join(_SCORE_COLUMNS)}) "
+        f"VALUES ({', '.join([marks] * len(_SCORE_COLUMNS))})"
+    )
+    records = _score_tuples(rows, source, stamp)
     for start in range(0, len(records), CHUNK):
         chunk = records[start : start + CHUNK]
-        conn.execute(schema.scores.insert(), chunk)
+        conn.exec_driver_sql(sql, chunk)
         advance(len(chunk))
 
 
@@ -358,6 +369,26 @@ def _disagreeing_scores(conn: Connection, incoming: pd.DataFrame, aliases: list[
         pairs["score"].to_numpy(float), pairs["other_score"].to_numpy(float), atol=1e-12
     )
     return len(pairs.loc[differ, ["llm", "alias"]].drop_duplicates())
+
+
+def _score_tuples(rows: pd.DataFrame, source: str, stamp: str) -> list[tuple[Any, ...]]:
+    """`_score_records` as tuples in `_SCORE_COLUMNS` order."""
+    cost = rows["cost_usd"].to_numpy(float)
+    latency = rows["latency_ms"].to_numpy(float)
+    cost_cells = [None if c != c else c for c in cost.tolist()]  # NaN -> NULL
+    latency_cells = [None if v != v else v for v in latency.tolist()]
+    return list(
+        zip(
+            rows["llm"].to_numpy(np.int64).tolist(),
+            rows["alias"].to_numpy(np.int64).tolist(),
+            [source] * len(rows),
+            rows["score"].to_numpy(float).tolist(),
+            cost_cells,
+            latency_cells,
+            [stamp] * len(rows),
+            strict=True,
+        )
+    )
 
 
 def _score_records(rows: pd.DataFrame, source: str, stamp: str) -> list[dict[str, Any]]:

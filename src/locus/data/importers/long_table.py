@@ -35,6 +35,7 @@ import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from locus._progress import ProgressFactory, no_progress
@@ -228,7 +229,9 @@ def _ids_from_text(rows: pd.DataFrame, table: TableData) -> tuple[pd.DataFrame, 
             "column; expected the query's text on every row (or a query_id column)"
         )
     out = rows.copy()
-    out["query_id"] = [text_hash(str(t))[:16] for t in text]
+    codes, uniques = pd.factorize(text.astype(str))  # each distinct text hashed once
+    ids = np.asarray([text_hash(t)[:16] for t in uniques], dtype=object)
+    out["query_id"] = ids[codes]
     return out, ["query_id: none in the file, each query is identified by its text"]
 
 
