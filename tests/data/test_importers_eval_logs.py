@@ -154,6 +154,9 @@ def test_helm_joins_runs_on_the_instance_text(helm_folder: Path) -> None:
     assert batch.queries["text_hash"].nunique() == 6 and batch.n_scores == 18
     texts = set(batch.queries["query_text"])
     assert "Is 70 even or odd?" in texts  # the instance, not the prompt with its examples
+    # the reference tagged correct is the query's reference answer
+    by_text = batch.queries.set_index("query_text")
+    assert by_text.loc["Is 70 even or odd?", ["reference", "grader"]].tolist() == ["Even", "exact"]
     means = batch.scores.groupby("llm_id")["score"].mean()
     assert means["tiny/model-a"] == pytest.approx(4 / 6) and means["simple/model1"] == 0.0
     assert batch.notes == ("metric per task: simple_mcqa exact_match",)

@@ -16,7 +16,9 @@ Mapping to the long table, one row per (model, scenario, instance):
 - ``query_id`` = ``<task>/<instance id>``; ``query_text`` = the instance's ``input.text`` (the
   question, not the prompt with its in-context examples);
 - ``score`` = the instance's main metric, unperturbed: ``--metric``, else the first of
-  `METRIC_PREFERENCE` the run reports per instance; the mean over train trials.
+  `METRIC_PREFERENCE` the run reports per instance; the mean over train trials;
+- ``reference`` = the output text of the instance's first reference tagged ``correct``
+  (kept for `locus onboard`).
 
 No HELM package is needed: the files are JSON.
 
@@ -120,11 +122,13 @@ def _run_rows(
     task = str(groups[0]) if groups else str(spec.get("name", run.name)).split(":")[0]
     state = _json(run / "scenario_state.json", "a HELM scenario_state.json")
     texts: dict[str, str] = {}
+    references: dict[str, str | None] = {}
     for request_state in state.get("request_states") or []:
         instance = request_state.get("instance") or {}
         text = (instance.get("input") or {}).get("text")
         if instance.get("id") is not None and isinstance(text, str) and text.strip():
             texts.setdefault(str(instance["id"]), text)
+            references.setdefault(str(instance["id"]), _correct_reference(instance))
     stats = _json(run / "per_instance_stats.json", "a HELM per_instance_stats.json")
     if not isinstance(stats, list):
         raise LocusInputError(f"{run / 'per_instance_stats.json'}: expected a list of instances")
@@ -157,6 +161,7 @@ def _run_rows(
                 "llm_id": str(model),
                 "query_id": f"{task}/{instance}",
                 "query_text": texts[instance],
+                "reference": references.get(instance),
                 "task": task,
                 "score": float(value),
                 "_place": f"{run.name}: instance {instance}",
@@ -203,3 +208,13 @@ def _metric_for(
         f"{run}: none of {', '.join(METRIC_PREFERENCE[:4])}, ... among the run's per-instance "
         f"stats ({', '.join(reported[:8]) or 'none'}); choose one with --metric"
     )
+
+
+def _correct_reference(instance: Mapping[str, Any]) -> str | None:
+    """The output text of the instance's first reference tagged correct (None without one)."""
+    for reference in instance.get("references") or []:
+        if isinstance(reference, dict) and "correct" in (reference.get("tags") or []):
+            text = (reference.get("output") or {}).get("text")
+            if isinstance(text, str) and text.strip():
+                return text.strip()
+    return None
