@@ -343,12 +343,16 @@ def test_v3_workspace_gains_references_and_reads_its_files_again(workspace: Path
     with sqlite3.connect(workspace / "locus.db") as con:
         con.execute("DROP TABLE query_references")
         con.execute("DROP TABLE probe_answers")
+        con.execute("DROP INDEX ix_scores_priced")
         con.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     with Store.open(workspace) as store:
         assert store.get_meta("schema_version") == "4"
         assert store.get_meta("import_files:abc") is None
         assert store.checksums() == sums
         assert store.references() == {} and store.probe_answers("x") == {}
+    with sqlite3.connect(workspace / "locus.db") as con:
+        indexes = {row[0] for row in con.execute("SELECT name FROM sqlite_master")}
+        assert "ix_scores_priced" in indexes
 
 
 def test_unknown_old_schema_is_refused(workspace: Path) -> None:

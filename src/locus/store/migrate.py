@@ -183,6 +183,9 @@ def migrate_v3_to_v4(conn: Connection) -> None:
     reference answers they carry."""
     schema.query_references.create(conn)
     schema.probe_answers.create(conn)
+    next(i for i in schema.scores.indexes if i.name == "ix_scores_priced").create(
+        conn, checkfirst=True
+    )
     m = schema.meta.c
     conn.execute(schema.meta.delete().where(m.key.like("import_files:%")))
     conn.execute(schema.meta.update().where(m.key == "schema_version").values(value="4"))

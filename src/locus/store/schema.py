@@ -4,7 +4,7 @@ Bump `SCHEMA_VERSION` with every change and teach `Store` to migrate from the pr
 (`locus.store.migrate`); a store written by a newer locus is refused rather than guessed at.
 
 Version 4 adds `query_references` (a query's reference answer and its grader, per alias: each
-source keeps the answer it gave) and `probe_answers` (what an endpoint answered to the probes
+source keeps the answer it gave), the partial index `ix_scores_priced`, and `probe_answers` (what an endpoint answered to the probes
 `locus onboard` sent it, kept the moment each answer arrives, so no paid answer is lost).
 
 Version 3 adds `artifacts`: trained artifacts kept in the database itself, so that processes on
@@ -117,6 +117,16 @@ scores = Table(
     Column("imported_at", String(40), nullable=False),
     PrimaryKeyConstraint("llm", "alias", name="pk_scores_llm_alias"),
     Index("ix_scores_alias", "alias"),
+)
+# the scores that carry a cost, for the per-LLM mean costs routing reads on start: without it
+# that read scanned every score (13 s at 7.2 M scores, none priced); partial, so a pool
+# without costs keeps an empty index (schema 4)
+Index(
+    "ix_scores_priced",
+    scores.c.llm,
+    scores.c.alias,
+    sqlite_where=scores.c.cost_usd.is_not(None),
+    postgresql_where=scores.c.cost_usd.is_not(None),
 )
 
 
