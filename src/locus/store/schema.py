@@ -4,8 +4,9 @@ Bump `SCHEMA_VERSION` with every change and teach `Store` to migrate from the pr
 (`locus.store.migrate`); a store written by a newer locus is refused rather than guessed at.
 
 Version 4 adds `query_references` (a query's reference answer and its grader, per alias: each
-source keeps the answer it gave), the partial index `ix_scores_priced`, and `probe_answers` (what an endpoint answered to the probes
-`locus onboard` sent it, kept the moment each answer arrives, so no paid answer is lost).
+source keeps the answer it gave), the partial index `ix_scores_priced`, and `probe_answers`
+(what an endpoint answered to the probes `locus onboard` sent it, kept the moment each answer
+arrives, so no paid answer is lost).
 
 Version 3 adds `artifacts`: trained artifacts kept in the database itself, so that processes on
 several machines sharing one PostgreSQL store share its models too (a SQLite workspace keeps its

@@ -162,10 +162,8 @@ class StoreScores(StoreCore):
             LocusNotFoundError: an LLM of `llm_ids` is not in the store.
         """
         m, a, s = schema.llms.c, schema.query_aliases.c, schema.scores.c
-        stmt = (
-            select(m.llm_id, a.query.label("qpk"), s.score, s.cost_usd)
-            .join(schema.llms, m.id == s.llm)
-            .join(schema.query_aliases, a.id == s.alias)
+        stmt = select(s.llm, a.query.label("qpk"), s.score, func.coalesce(s.cost_usd, -1.0)).join(
+            schema.query_aliases, a.id == s.alias
         )
         alias_stmt = select(a.query.label("qpk"), a.source, a.query_id, a.text_hash)
         if sources is not None:
@@ -178,10 +176,10 @@ class StoreScores(StoreCore):
                     f"unknown LLM {unknown[0]!r}; expected one of the workspace's LLMs "
                     "(see `locus llms`)"
                 )
-            stmt = stmt.where(m.llm_id.in_(list(llm_ids)))
+            stmt = stmt.join(schema.llms, m.id == s.llm).where(m.llm_id.in_(list(llm_ids)))
         q = schema.queries.c
         with self._read() as conn:
-            long = pd.read_sql(stmt, conn)
+            long = _read_long(conn, stmt)
             if len(long) == 0:
                 return ScoreTable(
                     scores=np.zeros((0, 0), dtype=np.float32), llm_ids=(), query_ids=()
@@ -210,6 +208,40 @@ class StoreScores(StoreCore):
         )
         with self._read() as conn:
             return {llm: float(cost) for llm, cost in conn.execute(stmt).all()}
+
+
+def _read_long(conn: Any, stmt: Select[Any]) -> pd.DataFrame:
+    """(llm_id, qpk, score, cost_usd) of every score `stmt` selects (its columns: llm key, qpk,
+    score, cost or -1), read through the driver's cursor into numpy a million rows at a time:
+    pandas.read_sql built a Python row object per score (17 of 22 s at 7.2 M scores)."""
+    compiled = stmt.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True})
+    cursor = conn.connection.dbapi_connection.cursor()
+    try:
+        cursor.execute(str(compiled))
+        parts = []
+        while True:
+            rows = cursor.fetchmany(1_000_000)
+            if not rows:
+                break
+            parts.append(np.asarray(rows, dtype=np.float64))
+    finally:
+        cursor.close()
+    values = np.concatenate(parts) if parts else np.zeros((0, 4))
+    m = schema.llms.c
+    names = dict(conn.execute(select(m.id, m.llm_id)).all())
+    keys = values[:, 0].astype(np.int64)
+    present = np.unique(keys)
+    codes = np.searchsorted(present, keys)
+    llm_id = np.asarray([names[int(k)] for k in present], dtype=object)[codes]
+    cost = values[:, 3]
+    return pd.DataFrame(
+        {
+            "llm_id": llm_id,
+            "qpk": values[:, 1].astype(np.int64),
+            "score": values[:, 2],
+            "cost_usd": np.where(cost < 0, np.nan, cost),
+        }
+    )
 
 
 def _cells() -> Select[Any]:
@@ -264,10 +296,8 @@ def _build_table(
     )
     keys = _row_keys(rows)
     llm_ids = list(llm_order) if llm_order is not None else sorted(long["llm_id"].unique())
-    row_of = pd.Series(np.arange(len(rows)), index=rows["qpk"].to_numpy())
-    col_of = pd.Series(np.arange(len(llm_ids)), index=llm_ids)
-    at_row = row_of.loc[long["qpk"].to_numpy()].to_numpy()
-    at_col = col_of.loc[long["llm_id"].to_numpy()].to_numpy()
+    at_row = pd.Index(rows["qpk"].to_numpy()).get_indexer(pd.Index(long["qpk"]))
+    at_col = pd.Index(llm_ids).get_indexer(pd.Index(long["llm_id"]))
     scores = np.full((len(rows), len(llm_ids)), np.nan, dtype=np.float32)
     scores[at_row, at_col] = long["score"].to_numpy(dtype=np.float32)
     costs = None
