@@ -179,3 +179,24 @@ def configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         conn.exec_driver_sql(conn.info.get("begin", "BEGIN"))
+
+
+def raw_row_batches(
+    conn: Connection, stmt: Any, size: int, *, literal_binds: bool = False
+) -> Iterator[Sequence[Any]]:
+    """The rows of `stmt` as the driver's plain tuples, `size` at a time: for reads of millions
+    of rows, where SQLAlchemy's Row objects and pandas.read_sql cost more than the database.
+    `literal_binds` renders bound values into the SQL (for statements with parameters)."""
+    compiled = stmt.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": literal_binds})
+    dbapi = conn.connection.dbapi_connection
+    assert dbapi is not None, "a connection that is open"
+    cursor = dbapi.cursor()
+    try:
+        cursor.execute(str(compiled))
+        while True:
+            rows = cursor.fetchmany(size)
+            if not rows:
+                return
+            yield rows
+    finally:
+        cursor.close()

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Connection, Select, func, select
 
 from locus.store import schema
-from locus.store._core import DATA_VERSION, StoreCore
+from locus.store._core import DATA_VERSION, StoreCore, raw_row_batches
 from locus.store.imports import LLM_METADATA
 
 __all__ = ["StoreChecksums"]
@@ -87,14 +87,45 @@ def _digest_content(conn: Connection) -> dict[str, str]:
     out = {}
     for name, stmt in statements.items():
         digest = hashlib.sha256()
-        for row in conn.execute(stmt):
-            values = list(row)
-            if name == "queries":
-                values = _alias_content(values)
-            digest.update(json.dumps(values, default=str).encode())
-            digest.update(b"\n")
+        if name == "scores":
+            _digest_scores(conn, stmt, digest)
+        else:
+            for row in conn.execute(stmt):
+                values = list(row)
+                if name == "queries":
+                    values = _alias_content(values)
+                digest.update(json.dumps(values, default=str).encode())
+                digest.update(b"\n")
         out[name] = digest.hexdigest()
     return out
+
+
+def _digest_scores(conn: Connection, stmt: Select[Any], digest: Any) -> None:
+    """The scores' rows into `digest`, byte for byte what `json.dumps(row) + "\\n"` per row
+    gives, built faster: each distinct string is JSON-encoded once, numbers as JSON writes them
+    (repr), rows read through the driver's cursor and hashed 100,000 at a time (40 s -> a few
+    at 7.2 M scores)."""
+    encoded: dict[Any, str] = {None: "null"}
+
+    def text(value: Any) -> str:
+        found = encoded.get(value)
+        if found is None:
+            found = encoded[value] = json.dumps(value, default=str)
+        return found
+
+    def number(value: Any) -> str:
+        if value is None:
+            return "null"
+        # JSON writes a finite float as its repr (stored scores and costs are finite)
+        return float.__repr__(value) if type(value) is float else json.dumps(value)
+
+    for rows in raw_row_batches(conn, stmt, 100_000):
+        lines = [
+            f"[{text(llm)}, {text(source)}, {text(query)}, {text(hashed)}, "
+            f"{number(score)}, {number(cost)}, {number(latency)}]\n"
+            for llm, source, query, hashed, score, cost, latency in rows
+        ]
+        digest.update("".join(lines).encode())
 
 
 def _alias_content(values: list[object]) -> list[object]:
