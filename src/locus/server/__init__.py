@@ -14,5 +14,6 @@ app.py        create_app: the HTTP API (/v1/route, /v1/chat/completions, /v1/mod
               /ready, /metrics), JSON errors for bad input
 outcomes.py   OutcomeLog, parse_outcomes: an answer's request id, scored later, as evidence
 onboard.py    LiveOnboarding: scores posted for an LLM create or refine its embedding
+onboard_jobs.py  OnboardJobs: POST/GET /v1/llms/{id}/onboard, `locus onboard` in a thread
 serve.py      build_app: the service from a workspace (router, endpoints, prices, gateway)
 """
