@@ -140,7 +140,7 @@ class StoreImports(StoreCore):
         totals: dict[str, int] = dict.fromkeys(_COUNTS, 0)
         del totals["queries_in_file"]  # the distinct aliases of the whole file, at the end
         llms: set[str] = set()
-        touched: list[np.ndarray] = []  # (llm << 32 | alias) of every score the import holds
+        held = _Cells()  # every (LLM, alias) the import holds
         first: ImportBatch | None = None
         with self._write() as conn, progress("writing scores", total=None) as advance:
             for batch in batches:
@@ -153,11 +153,10 @@ class StoreImports(StoreCore):
                 for name in totals:
                     totals[name] += counts[name]
                 llms.update(batch.llms["llm_id"])
-                touched.append(keys)
+                held.add(*keys)
                 advance(batch.n_scores)
             if first is None:
                 raise ValueError("write_batches: no batch")
-            held = np.unique(np.concatenate(touched))
             if replace and whole_source:
                 totals["removed_scores"] = _remove_absent(conn, first.source, held)
         if totals["disagreeing_scores"]:
@@ -172,8 +171,8 @@ class StoreImports(StoreCore):
             source=first.source,
             origin=first.origin,
             llms_in_file=len(llms),
-            queries_in_file=len(np.unique(held & 0xFFFFFFFF)),
-            scores_in_file=len(held),
+            queries_in_file=held.aliases(),
+            scores_in_file=held.count(),
             **totals,
         )
 
@@ -186,8 +185,8 @@ _COUNTS = (
 
 def _write_part(
     conn: Connection, batch: ImportBatch, stamp: str, replace: bool
-) -> tuple[dict[str, int], np.ndarray]:
-    """One batch inside the import's transaction: its counts, and the (llm << 32 | alias) keys
+) -> tuple[dict[str, int], tuple[np.ndarray, np.ndarray]]:
+    """One batch inside the import's transaction: its counts, and the (LLM keys, alias keys)
     of its scores. Existing scores are read for the batch's own aliases only."""
     new_llms = _insert_llms(conn, batch.llms, stamp)
     new_queries, new_aliases, alias_pk = write_aliases(conn, batch)
@@ -244,25 +243,79 @@ def _write_part(
         "unchanged_scores": int((~is_new & ~differs).sum()), "new_aliases": new_aliases,
         "disagreeing_scores": disagreeing, "removed_scores": 0, "references": references,
     }  # fmt: skip
-    keys = (incoming["llm"].to_numpy(np.int64) << 32) | incoming["alias"].to_numpy(np.int64)
-    return counts, keys
+    return counts, (incoming["llm"].to_numpy(np.int64), incoming["alias"].to_numpy(np.int64))
 
 
-def _remove_absent(conn: Connection, source: str, held: np.ndarray) -> int:
-    """Delete the `source`'s stored scores whose (llm << 32 | alias) is not in `held` (sorted),
-    then its aliases and the queries left without a score or alias; the count deleted."""
+class _Cells:
+    """A set of (LLM key, alias key) cells as one boolean row over alias keys per LLM: a few
+    bytes per cell whatever the import's size (80 M cells as sorted int64 keys peaked at 6 GB
+    in np.unique)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[int, np.ndarray] = {}
+
+    def add(self, llms: np.ndarray, aliases: np.ndarray) -> None:
+        for llm, mine in _by_llm(llms, aliases):
+            row = self.rows.get(llm, np.zeros(0, dtype=bool))
+            top = int(mine.max()) + 1
+            if top > len(row):
+                row = np.concatenate([row, np.zeros(max(top, 2 * len(row)) - len(row), bool)])
+            row[mine] = True
+            self.rows[llm] = row
+
+    def contains(self, llms: np.ndarray, aliases: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(llms), dtype=bool)
+        if not len(llms):
+            return out
+        order = np.argsort(llms, kind="stable")
+        for (llm, mine), at in zip(
+            _by_llm(llms, aliases), np.split(order, _starts(llms[order])), strict=True
+        ):
+            row = self.rows.get(llm)
+            if row is not None:
+                inside = mine < len(row)
+                out[at[inside]] = row[mine[inside]]
+        return out
+
+    def count(self) -> int:
+        return int(sum(int(row.sum()) for row in self.rows.values()))
+
+    def aliases(self) -> int:
+        if not self.rows:
+            return 0
+        width = max(len(row) for row in self.rows.values())
+        seen = np.zeros(width, dtype=bool)
+        for row in self.rows.values():
+            seen[: len(row)] |= row
+        return int(seen.sum())
+
+
+def _starts(sorted_llms: np.ndarray) -> np.ndarray:
+    return np.flatnonzero(np.diff(sorted_llms)) + 1
+
+
+def _by_llm(llms: np.ndarray, aliases: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """(LLM key, its alias keys) per LLM, in key order: one sort, not a mask per LLM."""
+    if not len(llms):
+        return []
+    order = np.argsort(llms, kind="stable")
+    keys = llms[order]
+    starts = _starts(keys)
+    groups = np.split(aliases[order], starts)
+    return [(int(keys[i]), group) for i, group in zip([0, *starts], groups, strict=True)]
+
+
+def _remove_absent(conn: Connection, source: str, held: _Cells) -> int:
+    """Delete the `source`'s stored scores whose (LLM, alias) `held` lacks, then its aliases
+    and the queries left without a score or alias; the count deleted."""
     s, a, q = schema.scores.c, schema.query_aliases.c, schema.queries.c
     stored = np.asarray(
-        [
-            (int(llm) << 32) | int(alias)
-            for llm, alias in conn.execute(select(s.llm, s.alias).where(s.source == source))
-        ],
-        dtype=np.int64,
-    )
-    gone = stored[~np.isin(stored, held, assume_unique=True)]
+        conn.execute(select(s.llm, s.alias).where(s.source == source)).all(), dtype=np.int64
+    ).reshape(-1, 2)
+    gone = stored[~held.contains(stored[:, 0], stored[:, 1])]
     if not len(gone):
         return 0
-    pairs = [(int(key >> 32), int(key & 0xFFFFFFFF)) for key in gone]
+    pairs = [(int(llm), int(alias)) for llm, alias in gone]
     for start in range(0, len(pairs), CHUNK):
         chunk = pairs[start : start + CHUNK]
         conn.execute(
