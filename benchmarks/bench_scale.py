@@ -99,7 +99,7 @@ def timed(args: list[str], env: dict[str, str]) -> dict[str, float | str]:
     wall = time.perf_counter() - started
     found = re.findall(r"TIME ([\d.]+) (\d+)", done.stderr)
     if done.returncode != 0 or not found:
-        raise SystemExit(f"{' '.join(args)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+        return {"failed": done.returncode, "stderr": done.stderr[-600:]}
     last = (done.stdout.strip().splitlines() or [""])[-1][:160]
     return {"seconds": round(wall, 1), "peak_rss_gb": round(int(found[-1][1]) / 2**20, 3),
             "last_line": last}  # fmt: skip
@@ -140,6 +140,8 @@ def main() -> None:
         for step in steps:
             row[step] = timed(commands[step], env)
             print(f"{size} {step}: {row[step]}", flush=True)
+            if "failed" in row[step]:  # the later steps need this one (route needs a fit)
+                break
         db = Path(ws) / "locus.db"
         if db.exists():
             row["workspace_mb"] = round(db.stat().st_size / 2**20, 1)
