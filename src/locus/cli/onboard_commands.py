@@ -118,11 +118,11 @@ def onboard_command(
             f"{len(report.failed)} probes failed after retries (run again to ask them), e.g. "
             f"{first[0]!r}: {first[1]}"
         )
-    say("nearest LLMs (embedding distance; agreement on its probes):")
+    say("nearest LLMs (embedding distance, each from its scores on the same probes; agreement):")
     for row in report.nearest:
         agreement = row["agreement_on_probes"]
         said = "-" if agreement is None else f"{agreement:.0%} of {row['shared_probes']}"
-        say(f"  {row['llm_id']:<40} {row['distance']:.3f}  {said}")
+        say(f"  {row['llm_id']:<40} {row['distance_on_probes']:.3f}  {said}")
     say("predicted accuracy per task (test queries) / measured on its probes:")
     for row in report.per_task:
         measured = row["measured_on_probes"]
