@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.server.fakes import serving
+
 FORMATS = (
     "Let me think step by step. The options differ in one detail. The answer is ({letter}).",
     "**{letter}**",
@@ -119,11 +121,5 @@ class Impersonator:
 @contextmanager
 def impersonating(truth: dict[str, tuple[str, bool]], **options: Any) -> Iterator[Impersonator]:
     fake = Impersonator(truth, **options)
-    thread = threading.Thread(target=fake.server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
+    with serving(fake.server):
         yield fake
-    finally:
-        fake.server.shutdown()
-        fake.server.server_close()
-        thread.join(timeout=5)

@@ -178,11 +178,18 @@ def fake_upstreams(
     scripts: dict[str, list[str]], *, hang_s: float = 2.0
 ) -> Iterator[FakeUpstreams]:
     fake = FakeUpstreams(scripts, hang_s=hang_s)
-    thread = threading.Thread(target=fake.server.serve_forever, kwargs={"poll_interval": 0.05})
+    with serving(fake.server):
+        yield fake
+
+
+@contextmanager
+def serving(server: ThreadingHTTPServer) -> Iterator[None]:
+    """Serve `server` (bound to 127.0.0.1) in a thread until the block ends, then close it."""
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
     thread.start()
     try:
-        yield fake
+        yield
     finally:
-        fake.server.shutdown()
-        fake.server.server_close()
+        server.shutdown()
+        server.server_close()
         thread.join(timeout=5)
