@@ -45,6 +45,7 @@ def embed_workspace_llms(
     *,
     name: str = DEFAULT_ARTIFACT,
     include_test: bool = False,
+    model: Any = None,
 ) -> list[EmbedReport]:
     """(Re)compute LLM embeddings from the scores the workspace holds, one forward pass each.
 
@@ -54,10 +55,14 @@ def embed_workspace_llms(
         include_test: also use scores on test-split queries (by default they are left out, so
             `evaluate` stays honest).
 
+    `model`: the artifact's `Locus`, where the caller has it loaded (default: loaded here, and
+    closed after).
+
     Other LLMs' embeddings do not move. Each new embedding is written to the workspace's pool
     as soon as it is computed.
     """
-    model = load_workspace_locus(store, name)
+    loaded_here = model is None
+    model = load_workspace_locus(store, name) if model is None else model
     known = store.llm_ids()
     wanted = list(known) if llm_ids is None else list(dict.fromkeys(llm_ids))
     known_set = set(known)
@@ -102,5 +107,6 @@ def embed_workspace_llms(
                 new=previous is None,
             )
         )
-    model.close()
+    if loaded_here:
+        model.close()
     return reports

@@ -201,8 +201,8 @@ def onboard_llm(
             f"{min(MIN_GRADED, n)}"
         )
     _import_scores(store, llm_id, endpoint, table, graded)
-    embed_workspace_llms(store, [llm_id], name=artifact)
-    model = load_workspace_locus(store, artifact)
+    model = load_workspace_locus(store, artifact)  # embeds the new LLM, then the same probes
+    embed_workspace_llms(store, [llm_id], name=artifact, model=model)
     router.refresh()
     tokens_in = sum(a.prompt_tokens or 0 for _, a in got)
     tokens_out = sum(a.completion_tokens or 0 for _, a in got)
