@@ -22,6 +22,15 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
+# Ray (the `ray` extra, ~80 MB) is for `--ray` and its tests: the test run installs it, the
+# main job does not wait for it
+RAY_STAMP := $(VENV)/.locus-ray-installed
+$(RAY_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile \
+		-c constraints.txt -e '.[dev,ray]'
+	$(BIN)/python -m compileall -q -j 0 -x '$(NEVER_IMPORTED)' $(VENV)/lib/python*/site-packages/ray > /dev/null || true
+	touch $(RAY_STAMP)
+
 ## the main job: import the real MMLU-Pro results, encode the queries, show the pool
 demo: install
 	$(BIN)/locus demo
@@ -40,10 +49,10 @@ format: install
 typecheck: install
 	$(BIN)/mypy
 
-unit: install
+unit: install $(RAY_STAMP)
 	$(BIN)/python -m pytest -q
 
-slow: install
+slow: install $(RAY_STAMP)
 	$(BIN)/python -m pytest -q -m slow
 
 bench: install

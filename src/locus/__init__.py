@@ -13,6 +13,7 @@ artifact, routing, pipeline, benchmark, atlas, server, cli):
     calibration.py   Calibration: scales and a shift of the predictor's logits
     metrics.py       routing and correctness metrics on numpy arrays
     errors.py        LocusError and its kinds (input, not found, artifact, store, not fitted)
+    ray_cluster.py   ray_session: Ray for `--ray` (a local instance, or a cluster's head)
     _progress.py     progress callbacks injected into long library calls
     _plotting.py     matplotlib, loaded only when a picture is asked for
     _version.py      the package version

@@ -45,6 +45,7 @@ from locus.metrics import (
     routing_choices,
 )
 from locus.pipeline import WorkspaceTable
+from locus.ray_cluster import RaySession
 from locus.routing import KNNRouter, LocusRouter, PerTaskRouter, Router, StackedRouter
 from locus.routing.guard import fit_default_guard, guarded_proba
 
@@ -230,6 +231,7 @@ def run_anchors(
     draw: str = "shared",
     queries: int | None = None,
     workers: int = 1,
+    ray: RaySession | None = None,
     progress: ProgressFactory = no_progress,
 ) -> dict[str, Any]:
     """Run the suite; a JSON-ready dict of per-seed values and mean ± sd per method and size.
@@ -241,7 +243,9 @@ def run_anchors(
     (`WorkspaceTable.subsample`), a small pool drawn from a large one.
     `workers` > 1 (with a `cache_dir`): the slow fits run first on that many one-thread
     processes (`fit_in_parallel`); the figures move only by floating-point order (a one-thread
-    LOCUS fit sums in another order), the wall time by 1.5-2.2x on 2 cores.
+    LOCUS fit sums in another order), the wall time by 1.5-2.2x on 2 cores. `ray` (an open
+    `ray_session`, with a `cache_dir`): the slow fits run first as Ray tasks instead, with
+    the figures of `workers` > 1.
 
     Raises:
         LocusInputError: an unknown method or draw, a bad evidence size, or no test queries.
@@ -260,6 +264,8 @@ def run_anchors(
         methods = [m for m in methods if m != "per-task"]
     if len(data.rows("test")) == 0:
         raise LocusInputError("the anchors suite needs test queries; the split has none")
+    if ray is not None and cache_dir is None:
+        raise LocusInputError("fitting on Ray needs a cache_dir the fits come back into")
     started = time.perf_counter()
     per_seed: dict[str, dict[str, list[dict[str, float | None]]]] = {
         m: {str(s): [] for s in sizes} for m in methods
@@ -268,7 +274,7 @@ def run_anchors(
     pools = {seed: data if queries is None else data.subsample(queries, seed) for seed in seeds}
     settings_of = {size: {**_locus_settings(size), **(locus_settings or {})} for size in sizes}
     fit_seconds: dict[str, float] = {}
-    if workers > 1 and cache_dir is not None:
+    if (workers > 1 or ray is not None) and cache_dir is not None:
         jobs = [
             (method, evidence_fold(pools[seed], size, seed, draw), settings_of[size])
             for size in reversed(sizes)  # the largest evidence trains longest: first
@@ -276,7 +282,7 @@ def run_anchors(
             if method in SLOW_METHODS
             for seed in seeds
         ]
-        fit_seconds = fit_in_parallel(jobs, cache_dir, workers=workers, progress=progress)
+        fit_seconds = fit_in_parallel(jobs, cache_dir, workers=workers, progress=progress, ray=ray)
     with progress("anchors suite: fitting", total=len(seeds) * len(sizes) * len(methods)) as step:
         for seed in seeds:
             pool = pools[seed]

@@ -45,11 +45,12 @@ import numpy as np
 from locus._progress import ProgressFactory, no_progress
 from locus.benchmark._stats import log_loss, mean_sd
 from locus.benchmark.anchors import evidence_fold, fitted_proba
-from locus.benchmark.methods import METHODS
+from locus.benchmark.methods import COMBINED, METHODS, SLOW_METHODS, fit_in_parallel
 from locus.data.splits import kfold_splits
 from locus.errors import LocusInputError
 from locus.metrics import correctness_metrics
 from locus.pipeline import WorkspaceTable
+from locus.ray_cluster import RaySession
 from locus.routing.costs import CostModel
 from locus.routing.frontier import RULES, frontier_metrics, hull, sweep, sweep_settings
 from locus.routing.rules import pick_cost_weight, tune_cost_weight
@@ -103,6 +104,28 @@ def _fold_predictions(
             step(1)
         folds.append({"test": test, "val": val, "val_proba": val_proba, "val_costs": val_costs})
     return proba, predicted, folds
+
+
+def _fit_slow_first(
+    pools: dict[int, WorkspaceTable],
+    folds: int,
+    methods: Sequence[str],
+    cache_dir: Path,
+    locus_settings: dict[str, Any] | None,
+    workers: int,
+    ray: RaySession | None,
+    progress: ProgressFactory,
+) -> None:
+    """The slow fits of every seed's folds (those of a combined method's parts included),
+    side by side into the cache, where `_fold_predictions` then finds them."""
+    parts_of = {m: COMBINED.get(m, (m,)) for m in methods}
+    slow = [m for m in SLOW_METHODS if any(m in parts for parts in parts_of.values())]
+    jobs = []
+    for seed, pool in pools.items():
+        for splits in kfold_splits(list(pool.table.text_hashes), folds=folds, seed=seed):
+            fold = evidence_fold(pool.with_splits(splits), "all", seed)
+            jobs += [(method, fold, dict(locus_settings or {})) for method in slow]
+    fit_in_parallel(jobs, cache_dir, workers=workers, progress=progress, ray=ray)
 
 
 def _moved(
@@ -188,11 +211,15 @@ def run_cost(
     queries: int | None = None,
     cache_dir: Path | None = None,
     locus_settings: dict[str, Any] | None = None,
+    workers: int = 1,
+    ray: RaySession | None = None,
     progress: ProgressFactory = no_progress,
 ) -> dict[str, Any]:
     """Run the suite on a pool with per-query costs; a JSON-ready dict. `queries`: each seed
     on its own random subsample of that many queries (`WorkspaceTable.subsample`), a small
     pool drawn from a large one; the single LLMs' figures are then means over the seeds.
+    `workers` > 1 or `ray` (with a `cache_dir`): the slow fits of every seed and fold run
+    first, side by side (`fit_in_parallel`), then the suite reads them from the cache.
 
     Raises:
         LocusInputError: the pool has no costs, an unknown method or cost model, fewer than 2
@@ -221,6 +248,8 @@ def run_cost(
     pools = {seed: data if queries is None else data.subsample(queries, seed) for seed in seeds}
     references = {seed: _reference(pool) for seed, pool in pools.items()}
     started = time.perf_counter()
+    if (workers > 1 or ray is not None) and cache_dir is not None:
+        _fit_slow_first(pools, folds, methods, cache_dir, locus_settings, workers, ray, progress)
     per_seed: dict[str, list[dict[str, Any]]] = {m: [] for m in methods}
     cost_errors = []
     with progress("cost suite", total=len(seeds) * folds * len(methods)) as step:

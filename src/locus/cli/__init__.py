@@ -52,6 +52,7 @@ def main() -> None:
 
     logging.basicConfig(level=logging.WARNING, format="warning: %(message)s")
     as_json = "--json" in sys.argv[1:]
+    sys.argv[1:] = _ray_without_value(sys.argv[1:])
     try:
         code = app(standalone_mode=False)
     except LocusError as error:
@@ -69,6 +70,19 @@ def main() -> None:
             _fail("aborted", "Abort", 1, as_json)
         raise
     raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def _ray_without_value(args: list[str]) -> list[str]:
+    """`--ray` given alone (last, or before another option) means a local Ray instance: the
+    option takes a value, so "local" is put in its place."""
+    from locus.ray_cluster import LOCAL
+
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        out.append(arg)
+        if arg == "--ray" and (i + 1 == len(args) or args[i + 1].startswith("-")):
+            out.append(LOCAL)
+    return out
 
 
 def _fail(message: str, kind: str, code: int, as_json: bool) -> None:

@@ -44,6 +44,17 @@ WorkspaceOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON to stdout for scripts.")]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")]
+RayOption = Annotated[
+    str | None,
+    typer.Option(
+        "--ray",
+        metavar="[ADDRESS]",
+        help="Run on Ray (pip install 'locus[ray]'): alone, a Ray instance started on this "
+        "machine; 'auto', the cluster this machine joined; HOST:PORT or ray://HOST:PORT, that "
+        "cluster's head. Put it after the command's arguments.",
+        show_default=False,
+    ),
+]
 ArtifactOption = Annotated[
     str, typer.Option("--artifact", help="Name of the trained artifact in the workspace.")
 ]

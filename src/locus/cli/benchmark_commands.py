@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from locus.cli._app import JsonOption, QuietOption, WorkspaceOption, app, open_store
+from locus.cli._app import JsonOption, QuietOption, RayOption, WorkspaceOption, app, open_store
 from locus.cli._render import print_json, progress_bars, stderr_console, stdout_console
 from locus.errors import LocusInputError
 
 if TYPE_CHECKING:
     from locus.pipeline import WorkspaceTable
+    from locus.ray_cluster import RaySession
 
 SUITES = {
     "anchors": "seen LLMs, unseen queries, A scores of evidence per LLM",
@@ -86,8 +87,9 @@ def benchmark_command(
         typer.Option(
             "--workers",
             min=1,
-            help="anchors/efficiency: processes for the slow fits, one thread each (default: "
-            "the cores, at most 4); figures move only by floating-point order.",
+            help="Processes for the slow fits, one thread each (anchors/efficiency default: "
+            "the cores, at most 4; cost: 1, fits in sequence); figures move only by "
+            "floating-point order.",
         ),
     ] = None,
     folds: Annotated[
@@ -104,6 +106,7 @@ def benchmark_command(
             "the nearest training queries) or 'mean' (its mean cost per query).",
         ),
     ] = "knn",
+    ray: RayOption = None,
     workspace: WorkspaceOption = None,
     quiet: QuietOption = False,
     as_json: JsonOption = False,
@@ -111,8 +114,51 @@ def benchmark_command(
     """Fit every method on the same evidence and score it on the same test queries.
 
     Fitted routers are cached in the workspace (benchmark-cache/): a re-run, or a new method,
-    refits only what changed.
+    refits only what changed. With --ray (anchors, efficiency, cost), the slow fits run first
+    as Ray tasks of one CPU each, the fitted routers sent back into the cache: the figures are
+    those of --workers (every fit on one thread).
     """
+    from contextlib import nullcontext
+
+    if ray is not None and suite == "onboarding":
+        raise LocusInputError(
+            "--ray runs the anchors, efficiency and cost suites; onboarding fits in sequence"
+        )
+    cluster: Any = nullcontext(None)
+    if ray is not None:
+        from locus.ray_cluster import ray_session
+
+        cluster = ray_session(ray)
+    with cluster as session:
+        if session is not None and not (quiet or as_json):
+            stderr_console().print(f"fitting on {session.describe()}")
+        _run_suite(
+            suite, seeds, evidence, methods, ks, holdout_share, strategies, draw, pool, out,
+            split_seed, queries, workers, folds, cost_model, session, workspace, quiet, as_json,
+        )  # fmt: skip
+
+
+def _run_suite(
+    suite: str,
+    seeds: list[int] | None,
+    evidence: list[str] | None,
+    methods: list[str] | None,
+    ks: list[int] | None,
+    holdout_share: float,
+    strategies: list[str] | None,
+    draw: str,
+    pool: str | None,
+    out: Path,
+    split_seed: int,
+    queries: int | None,
+    workers: int | None,
+    folds: int,
+    cost_model: str,
+    ray: RaySession | None,
+    workspace: str | None,
+    quiet: bool,
+    as_json: bool,
+) -> None:
     from locus.benchmark import (
         DEFAULT_EVIDENCE,
         METHODS,
@@ -143,7 +189,7 @@ def benchmark_command(
     if suite == "cost":
         _cost(
             data, name, seeds, methods, folds, cost_model, queries, cache_root, out, quiet,
-            as_json,
+            as_json, workers, ray,
         )  # fmt: skip
         return
     chosen = list(methods or METHODS)
@@ -157,6 +203,7 @@ def benchmark_command(
         draw=draw,
         queries=queries,
         workers=workers or min(4, os.cpu_count() or 1),
+        ray=ray,
         progress=progress_bars(quiet or as_json),
     )
     if draw != "shared":
@@ -249,6 +296,8 @@ def _cost(
     out: Path,
     quiet: bool,
     as_json: bool,
+    workers: int | None = None,
+    ray: RaySession | None = None,
 ) -> None:
     from locus.benchmark.cost import COST_METHODS, run_cost
     from locus.benchmark.report import cost_table, plot_cost
@@ -261,6 +310,8 @@ def _cost(
         cost_model=cost_model,
         queries=queries,
         cache_dir=cache_root / "anchors",
+        workers=workers or 1,
+        ray=ray,
         progress=progress_bars(quiet or as_json),
     )
     json_path, png_path = _save(result, out, f"cost-{name}", name, plot_cost)

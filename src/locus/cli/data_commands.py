@@ -6,8 +6,9 @@ from typing import Annotated, Any
 
 import typer
 
-from locus.cli._app import JsonOption, QuietOption, WorkspaceOption, app, open_store
+from locus.cli._app import JsonOption, QuietOption, RayOption, WorkspaceOption, app, open_store
 from locus.cli._render import fmt, print_json, progress_bars, stderr_console, stdout_console
+from locus.errors import LocusInputError
 
 
 @app.command("llms")
@@ -115,27 +116,79 @@ def encode_command(
         ),
     ] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 16,
+    ray: RayOption = None,
+    ray_workers: Annotated[
+        int | None,
+        typer.Option(
+            "--ray-workers",
+            min=1,
+            help="With --ray: encoders to start (default: one per GPU, else one per CPU).",
+        ),
+    ] = None,
+    chunk_size: Annotated[
+        int,
+        typer.Option("--chunk-size", min=1, help="Texts per unit of work (and per store commit)."),
+    ] = 512,
     workspace: WorkspaceOption = None,
     as_json: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
-    """Encode every query text that has no vector yet (cached by encoder + text hash)."""
+    """Encode every query text that has no vector yet (cached by encoder + text hash).
+
+    With --ray, chunks of texts are encoded by Ray workers (on CUDA where the cluster has GPUs)
+    and written here as they come back; the vectors are the ones this machine would compute.
+    """
+    from contextlib import nullcontext
+
     from locus.text import get_text_encoder
     from locus.text.cache import encode_missing
 
+    if ray_workers is not None and ray is None:
+        raise LocusInputError("--ray-workers is for --ray; add --ray [ADDRESS]")
     with open_store(workspace, create=False) as store:
         previous = store.text_encoder
-        text_encoder = get_text_encoder(encoder or previous)
+        spec = encoder or previous
+        text_encoder = get_text_encoder(spec)
         if previous is not None and text_encoder.name != previous:
             stderr_console().print(
                 f"[yellow]switching the workspace's text encoder from {previous} to "
                 f"{text_encoder.name}: artifacts trained on {previous} vectors will not route "
                 "until `locus fit` runs again[/]"
             )
-        report = encode_missing(
-            store, text_encoder, batch_size=batch_size, progress=progress_bars(quiet or as_json)
-        )
-    payload = {**report.__dict__, "queries_per_second": report.queries_per_second}
+        cluster: Any = nullcontext(None)
+        if ray is not None:
+            from locus.ray_cluster import ray_session
+
+            cluster = ray_session(ray)
+        with cluster as session:
+            chunk_encoder = None
+            if session is not None:
+                from locus.text.ray_encode import RayChunkEncoder
+
+                chunk_encoder = RayChunkEncoder(
+                    spec or text_encoder.name,
+                    text_encoder.name,
+                    session,
+                    workers=ray_workers,
+                    batch_size=batch_size,
+                )
+                if not (quiet or as_json):
+                    stderr_console().print(
+                        f"encoding on {session.describe()}, {chunk_encoder.workers} workers"
+                    )
+            report = encode_missing(
+                store,
+                text_encoder,
+                chunk_size=chunk_size,
+                batch_size=batch_size,
+                progress=progress_bars(quiet or as_json),
+                chunk_encoder=chunk_encoder,
+            )
+    payload = {
+        **report.__dict__,
+        "queries_per_second": report.queries_per_second,
+        "ray": None if session is None else session.__dict__,
+    }
     if as_json:
         print_json(payload)
         return

@@ -6,6 +6,7 @@ derived.py                OnnxEncoder (int8 default, float32) and StaticEncoder,
 sentence_transformers.py  SentenceTransformerEncoder: any sentence-transformers model
 hashing.py                HashingEncoder: deterministic bag of words, for tests
 cache.py                  encode_missing: vectors encoded once, cached in the store
+ray_encode.py             RayChunkEncoder: encode_missing's chunks encoded by Ray workers
 query_vectors.py          QueryVectors: a routed text's vector from the store, memory or the
                           encoder (the service the workspace router is given)"""
 

@@ -1,18 +1,27 @@
 """Query vectors, encoded once: the store caches them by (encoder name, sha256 of the text).
 
 `encode_missing` encodes only the texts that have no vector yet, in batches, each batch committed
-on its own, so an interrupted run keeps what it finished and the next run resumes.
+on its own, so an interrupted run keeps what it finished and the next run resumes. The batches are
+encoded here, or by any `ChunkEncoder` given (`text/ray_encode.py`: on a Ray cluster's workers),
+whose vectors come back in order and are written here as they arrive.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
 
 from locus._progress import ProgressFactory, no_progress
 from locus.store import Store
 from locus.text.protocol import TextEncoder
 
-__all__ = ["EncodeReport", "encode_missing"]
+__all__ = ["ChunkEncoder", "EncodeReport", "encode_missing"]
+
+# chunks of texts -> their vectors, chunk by chunk, in the order given
+ChunkEncoder = Callable[[Iterable[list[str]]], Iterator[NDArray[np.float32]]]
 
 
 @dataclass(frozen=True)
@@ -35,8 +44,11 @@ def encode_missing(
     chunk_size: int = 512,
     batch_size: int = 16,
     progress: ProgressFactory = no_progress,
+    chunk_encoder: ChunkEncoder | None = None,
 ) -> EncodeReport:
-    """Encode every query text of the store that has no vector for `encoder`.
+    """Encode every query text of the store that has no vector for `encoder`, `chunk_size`
+    texts at a time, by `encoder` itself or by `chunk_encoder` (which must give `encoder`'s
+    vectors: the store keeps them under its name).
 
     Records the encoder as the workspace's text encoder (`store.text_encoder`).
     """
@@ -51,9 +63,14 @@ def encode_missing(
         with progress(
             f"encoding {len(missing):,} queries ({encoder.name})", total=len(missing)
         ) as advance:
-            for start in range(0, len(missing), chunk_size):
-                chunk = missing[start : start + chunk_size]
-                vectors = encoder.encode([text for _, text in chunk], batch_size=batch_size)
+            chunks = [missing[s : s + chunk_size] for s in range(0, len(missing), chunk_size)]
+            texts = ([text for _, text in chunk] for chunk in chunks)
+            encoded: Iterable[NDArray[np.float32]]
+            if chunk_encoder is None:
+                encoded = (encoder.encode(batch, batch_size=batch_size) for batch in texts)
+            else:
+                encoded = chunk_encoder(texts)
+            for chunk, vectors in zip(chunks, encoded, strict=True):
                 store.put_vectors(encoder.name, [h for h, _ in chunk], vectors)
                 advance(len(chunk))
     elif cached:

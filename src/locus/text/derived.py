@@ -51,10 +51,14 @@ _PCA_DIMS = 256
 
 
 def _available_cores() -> int:
+    """The cores this process may run on, or fewer where OMP_NUM_THREADS says so (as Ray does
+    for a worker given one CPU: its encoder then keeps to that CPU)."""
     try:
-        return max(len(os.sched_getaffinity(0)), 1)
+        cores = max(len(os.sched_getaffinity(0)), 1)
     except AttributeError:  # not on Linux
-        return max(os.cpu_count() or 1, 1)
+        cores = max(os.cpu_count() or 1, 1)
+    limit = os.environ.get("OMP_NUM_THREADS", "").strip()
+    return min(cores, int(limit)) if limit.isdigit() and int(limit) > 0 else cores
 
 
 def model_cache_dir() -> Path:

@@ -1,0 +1,248 @@
+"""`--ray` against a real local Ray instance: a head started by the test (`ray start`, 2 CPUs,
+loopback only), `locus encode --ray` and `locus benchmark --ray` as real processes connecting to
+it, and the library calls behind them. Each gives what the single-machine path gives."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from locus.data.batch import ImportBatch
+from locus.errors import LocusInputError
+from locus.pipeline import workspace_table
+from locus.store import Store
+from locus.text import HashingEncoder
+from locus.text.cache import encode_missing
+from tests.planted_workspace import ENCODER_DIM, build_planted_workspace, planted_rows
+from tests.test_benchmark import FAST_LOCUS
+
+# what ray_session sets for the instance it starts: every Ray server on loopback; and Ray's
+# token authentication, on for `ray start`, which a client then has to ask for. Read by Ray
+# when it is imported, so set first, for this process and those it starts.
+LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token"}
+os.environ.update(LOOPBACK)
+ray = pytest.importorskip("ray")
+
+# Ray's client leaves its own helper processes to the garbage collector on shutdown
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+    pytest.mark.filterwarnings("ignore::ResourceWarning"),
+]
+BIN = Path(sys.executable).parent
+START_LIMIT_S = 60
+COMMAND_LIMIT_S = 240
+
+
+class _TooLong(Exception):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def _bounded() -> Iterator[None]:
+    """Each test ends within COMMAND_LIMIT_S: a Ray client retries a bad cluster for ever."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise _TooLong(f"over {COMMAND_LIMIT_S} s")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(COMMAND_LIMIT_S)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def head() -> Iterator[str]:
+    """A Ray head on this machine, 2 CPUs, its servers on 127.0.0.1: its address."""
+    port = _free_port()
+    # a short folder: Ray's socket paths must fit in 107 bytes
+    scratch = tempfile.mkdtemp(prefix="lray", dir="/tmp")
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    process = subprocess.Popen(
+        [str(BIN / "ray"), "start", "--head", "--block", "--num-cpus=2", f"--port={port}",
+         "--node-ip-address=127.0.0.1", "--include-dashboard=false", "--disable-usage-stats",
+         f"--temp-dir={scratch}"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    address = f"127.0.0.1:{port}"
+    deadline = time.monotonic() + START_LIMIT_S
+    while True:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"the Ray head did not start in {START_LIMIT_S} s")
+        time.sleep(0.2)
+    try:
+        yield address
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)  # the head and every Ray process it started
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+@pytest.fixture()
+def session(head: str) -> Iterator[object]:
+    from locus.ray_cluster import ray_session
+
+    with ray_session(head) as opened:
+        yield opened
+
+
+def _locus(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / "locus"), *args], capture_output=True, text=True, timeout=COMMAND_LIMIT_S
+    )
+
+
+def _vectors(path: Path) -> tuple[list[str], np.ndarray]:
+    with Store.open(path) as store:
+        data = workspace_table(store)
+        return list(data.table.text_hashes), data.vectors
+
+
+def _unencoded(path: Path) -> Path:
+    with Store.open(path) as store:
+        store.write_batch(
+            ImportBatch.from_long(planted_rows(), source="planted", origin="planted.csv"),
+            kind="table",
+        )
+    return path
+
+
+def test_encode_on_ray_gives_the_vectors_of_this_machine(head: str, tmp_path: Path) -> None:
+    here = build_planted_workspace(tmp_path / "here")
+    there = _unencoded(tmp_path / "there")
+    done = _locus(
+        "encode", "-w", str(there), "--encoder", f"hashing-{ENCODER_DIM}", "--chunk-size", "100",
+        "--json", "--ray", head,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["encoded"] == 480 and report["ray"]["cpus"] == 2
+    assert report["ray"]["started_here"] is False
+    hashes, vectors = _vectors(there)
+    expected_hashes, expected = _vectors(here)
+    assert hashes == expected_hashes
+    np.testing.assert_array_equal(vectors, expected)
+    # everything is cached now: a second run encodes nothing
+    again = json.loads(
+        _locus("encode", "-w", str(there), "--json", "--ray", head, "--ray-workers", "1").stdout
+    )
+    assert again["encoded"] == 0 and again["cached"] == 480
+
+
+def test_a_run_stopped_half_way_keeps_its_chunks_and_resumes(
+    session: object, tmp_path: Path
+) -> None:
+    from locus.text.ray_encode import RayChunkEncoder
+
+    path = _unencoded(tmp_path / "ws")
+    encoder = HashingEncoder(ENCODER_DIM)
+    on_ray = RayChunkEncoder(encoder.name, encoder.name, session, workers=2)
+
+    def stop_after_two(chunks):
+        for i, vectors in enumerate(on_ray(chunks)):
+            if i == 2:
+                raise KeyboardInterrupt
+            yield vectors
+
+    with Store.open(path) as store, pytest.raises(KeyboardInterrupt):
+        encode_missing(store, encoder, chunk_size=100, chunk_encoder=stop_after_two)
+    with Store.open(path) as store:
+        assert store.vector_count(encoder.name) == 200
+        report = encode_missing(store, encoder, chunk_size=100, chunk_encoder=on_ray)
+    assert (report.encoded, report.cached) == (280, 200)
+
+
+def test_a_worker_with_another_encoder_fails_the_run(session: object) -> None:
+    from locus.text.ray_encode import RayChunkEncoder
+
+    wrong = RayChunkEncoder("hashing-16", "hashing-48", session)
+    with pytest.raises(LocusInputError, match="on a Ray worker is 'hashing-16', not 'hashing-48'"):
+        list(wrong([["a text"]]))
+
+
+def test_benchmark_fits_on_ray_match_the_worker_processes(session: object, tmp_path: Path) -> None:
+    from locus.benchmark import run_anchors
+
+    path = build_planted_workspace(tmp_path / "ws")
+    with Store.open(path) as store:
+        data = workspace_table(store)
+    methods = ["locus", "locus+knn", "cluster", "best-single"]
+
+    def run(cache: Path, **how: object) -> dict:
+        return run_anchors(
+            data, seeds=[0, 1], evidence=[16], methods=methods, cache_dir=cache,
+            locus_settings=FAST_LOCUS, **how,
+        )  # fmt: skip
+
+    on_ray = run(tmp_path / "ray", ray=session)
+    processes = run(tmp_path / "processes", workers=2)
+    for method in methods:
+        for seed in (0, 1):
+            one = processes["per_seed"][method]["16"][seed]
+            two = on_ray["per_seed"][method]["16"][seed]
+            for metric in ("hit@1", "guarded_hit@1", "auroc", "log_loss"):
+                assert two[metric] == one[metric], (method, seed, metric)
+    # the fits came back into the cache: a re-run reads them all
+    again = run(tmp_path / "ray", ray=session)
+    assert all(again["per_seed"][m]["16"][0]["cached"] for m in ("locus", "cluster"))
+
+
+def test_cli_cost_suite_on_ray_gives_the_figures_of_one_machine(head: str, tmp_path: Path) -> None:
+    rows = planted_rows(queries_per_task=80)
+    price = {"math": 1e-2, "law": 1e-3, "biology": 1e-4}
+    rows["cost_usd"] = [price[llm.split("-")[0]] for llm in rows["llm_id"]]
+    build_planted_workspace(tmp_path / "one", rows)
+    shutil.copytree(tmp_path / "one", tmp_path / "two")
+    common = ["benchmark", "cost", "--seed", "0", "--folds", "3", "--method", "cluster",
+              "--method", "knn", "--pool", "p", "--json", "-q"]  # fmt: skip
+    alone = _locus(*common, "-w", str(tmp_path / "one"), "--out", str(tmp_path / "o1"))
+    shared = _locus(*common, "-w", str(tmp_path / "two"), "--out", str(tmp_path / "o2"),
+                    "--ray", head)  # fmt: skip
+    assert alone.returncode == 0, alone.stderr
+    assert shared.returncode == 0, shared.stderr
+    one, two = json.loads(alone.stdout), json.loads(shared.stdout)
+    for method in ("cluster", "knn"):
+        for metric in ("aiq", "auroc", "max_accuracy"):
+            assert two["summary"][method][metric] == one["summary"][method][metric], metric
+    # the Ray run fitted every fold's cluster router into the workspace's cache
+    cached = list((tmp_path / "two" / "benchmark-cache" / "anchors" / "cluster").iterdir())
+    assert len(cached) == 3
+
+
+def test_bad_addresses_and_suites_are_clear_errors(tmp_path: Path) -> None:
+    path = build_planted_workspace(tmp_path / "ws")
+    bad = _locus("encode", "-w", str(path), "--ray", "127.0.0.1:1", "--json")
+    assert bad.returncode == 2
+    assert "cannot connect to Ray at '127.0.0.1:1'" in json.loads(bad.stdout)["error"]
+    onboarding = _locus("benchmark", "onboarding", "-w", str(path), "--ray")
+    assert onboarding.returncode == 2 and "onboarding fits in sequence" in onboarding.stderr
+    workers = _locus("encode", "-w", str(path), "--ray-workers", "2")
+    assert workers.returncode == 2 and "--ray-workers is for --ray" in workers.stderr
