@@ -69,6 +69,40 @@ def test_fit_stacks_knn_votes_and_chooses_a_guard(data: WorkspaceTable, locus: L
     assert not any(d.held for d in router.route(vectors[:30], guarded=False))
 
 
+def test_a_pool_over_the_bound_reads_votes_on_a_sample_and_keeps_every_neighbour(
+    data: WorkspaceTable, locus: LocusRouter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from locus.routing import stacked
+
+    train, val = _evidence(data, "train"), _evidence(data, "val")
+    read: list[int] = []
+    real_votes = stacked.knn_votes
+
+    def counting(knn, vectors, ids, ks):  # type: ignore[no-untyped-def]
+        read.append(len(vectors))
+        return real_votes(knn, vectors, ids, ks)
+
+    monkeypatch.setattr(stacked, "knn_votes", counting)
+    monkeypatch.setattr(stacked, "STACK_MAX_CELLS", 30 * train.n_llms)
+    monkeypatch.setattr(stacked, "STACK_MIN_ROWS", 20)
+    router = StackedRouter.fit(locus, train, val)
+    assert val.n_queries > 30 and read == [30, 30]  # votes of 30 training, 30 validation queries
+    assert router.knn is not None and len(router.knn.vectors_) == train.n_queries
+    # the default is still the best LLM over every training query
+    assert router.guard is not None
+    means = np.nanmean(train.scores, axis=0)
+    assert means[list(train.llm_ids).index(router.guard.default)] == pytest.approx(means.max())
+    test = data.rows("test")
+    proba = router.predict_proba(data.vectors[test])
+    truth = data.table.scores[test]
+    assert float(np.nanmean(truth[np.arange(len(test)), proba.argmax(axis=1)])) > 0.8
+    # under the bound nothing is sampled
+    read.clear()
+    monkeypatch.setattr(stacked, "STACK_MAX_CELLS", 10**9)
+    StackedRouter.fit(locus, train, val)
+    assert read == [train.n_queries, val.n_queries]
+
+
 def test_without_the_stack_it_is_locus_alone(data: WorkspaceTable, locus: LocusRouter) -> None:
     router = StackedRouter.fit(
         locus, _evidence(data, "train"), _evidence(data, "val"), stacked=False

@@ -31,11 +31,26 @@ def test_the_score_digest_is_json_lines_whatever_the_values(workspace: Path) -> 
         .join(schema.query_aliases, a.id == s.alias)
         .order_by(m.llm_id, a.source, a.query_id, a.text_hash)
     )
+    # orders where bytes, case and numbers disagree: "B" < "a" < "\u00e9"; "q10" < "q9"
+    many = pd.DataFrame(
+        [
+            {"llm_id": llm, "query_id": q, "query_text": f"text {q} \U0001f600" if i % 3 else None,
+             "score": (i * 7 % 10) / 9, "cost_usd": None if i % 2 else i * 1e-4}
+            for i, (llm, q) in enumerate(
+                (llm, q) for llm in ("B", "a", "\u00e9", "Z", "m\u00e9")
+                for q in ("q9", "q10", "Q1", "q\u00e9", "q1")
+            )
+        ]
+    )  # fmt: skip
     with Store.open(workspace) as store:
         store.write_batch(ImportBatch.from_long(rows, source="s\u00f8", origin="f"), kind="t")
+        store.write_batch(ImportBatch.from_long(many, source="B-source", origin="g"), kind="t")
+        store.write_batch(ImportBatch.from_long(many, source="a-source", origin="h"), kind="t")
         with store._read() as conn:
             fast = _digest_content(conn)["scores"]
             reference = hashlib.sha256()
             for row in conn.execute(plain):
                 reference.update(json.dumps(list(row), default=str).encode() + b"\n")
+            rows_read = conn.execute(plain).all()
+    assert len(rows_read) == 4 + 2 * 25
     assert fast == reference.hexdigest()

@@ -40,6 +40,14 @@ __all__ = ["KNN_FOLDER", "STACKED_FILE", "StackedRouter"]
 STACKED_FILE = "stacked.json"  # the stack and the guard, beside the LOCUS networks
 KNN_FOLDER = "knn"  # the kNN router the stack reads
 _FORMAT = "locus-stacked/1"
+# The stack, the kNN router's k and the guard are a handful of numbers, fitted on the kNN votes
+# of at most this many (query, LLM) cells per split. A query's votes cost a search of every
+# training query for every LLM: at 1,000 LLMs x 80,000 training queries, the votes of every
+# training and validation query took longer than the whole fit may (benchmarks/README.md,
+# "Leaderboard scale"). The developers' pools (at most 49 LLMs x 9,600 training queries) are
+# under the bound, fitted on every query as before.
+STACK_MAX_CELLS = 2_000_000
+STACK_MIN_ROWS = 2_048
 
 
 class StackedRouter(LogitRouter):
@@ -157,19 +165,25 @@ class StackedRouter(LogitRouter):
         stack's weights on the validation cells and its base rate over both splits
         (`locus.routing.stack.fit_locus_knn_stack`), then the guard on the stacked validation
         P(correct) (`fit_default_guard`). Without `stacked`, or without a scored validation
-        cell, LOCUS alone (and its guard, where validation allows one).
+        cell, LOCUS alone (and its guard, where validation allows one). On a pool larger than
+        `STACK_MAX_CELLS` cells per split, the votes, the stack and the guard are read on a
+        fixed random sample of each split's queries; the kNN router keeps every training query.
 
         Raises:
             LocusInputError: evidence over other LLMs than LOCUS's pool.
         """
         ids = list(locus.llm_ids)
+        reference = train
+        trained_on = _columns(train, ids)  # the guard's default: the best LLM on all of them
+        # every training query stays a neighbour; the votes are read on a bounded sample
+        train, val = _bounded(train, len(ids), "train"), _bounded(val, len(ids), "val")
         truth = {split: _columns(e, ids) for split, e in (("train", train), ("val", val))}
         if not (~np.isnan(truth["val"])).any():
             return cls(locus)
         val_logits = locus.predict_logits(val.vectors)
         stack = None
         if stacked:
-            knn = knn or KNNRouter().fit(train, val)
+            knn = knn or KNNRouter().fit(reference, val)
             needed = sorted({*STACK_KS, knn.k_})
             logits = {"train": locus.predict_logits(train.vectors), "val": val_logits}
             votes = {
@@ -180,7 +194,7 @@ class StackedRouter(LogitRouter):
             val_proba = sigmoid(stack.logits(val_logits, votes["val"]))
         else:  # LOCUS alone: the training queries' logits are not needed
             knn, val_proba = None, sigmoid(val_logits)
-        guard = fit_default_guard(val_proba, truth["train"], truth["val"], ids)
+        guard = fit_default_guard(val_proba, trained_on, truth["val"], ids)
         return cls(locus, knn, stack, guard)
 
     # -- persistence -----------------------------------------------------------------------
@@ -245,6 +259,18 @@ class StackedRouter(LogitRouter):
         stack = None if not parts.get("stack") else Stack.from_dict(parts["stack"])
         guard = None if not parts.get("guard") else Guard.from_dict(parts["guard"])
         return cls(locus, knn, stack, guard)
+
+
+def _bounded(evidence: Evidence, n_llms: int, split: str) -> Evidence:
+    """At most `STACK_MAX_CELLS` cells' worth of `evidence`'s queries (never fewer than
+    `STACK_MIN_ROWS`), drawn at random with a fixed seed; all of them when they fit."""
+    limit = max(STACK_MIN_ROWS, STACK_MAX_CELLS // max(n_llms, 1))
+    if evidence.n_queries <= limit:
+        return evidence
+    rng = np.random.default_rng([0, len(split)])
+    rows = np.sort(rng.choice(evidence.n_queries, size=limit, replace=False))
+    tasks = tuple(evidence.tasks[i] for i in rows) if evidence.tasks else ()
+    return Evidence(evidence.vectors[rows], evidence.scores[rows], evidence.llm_ids, tasks)
 
 
 def _columns(evidence: Evidence, llm_ids: Sequence[str]) -> NDArray[np.float64]:
