@@ -109,6 +109,43 @@ def test_knn_candidates_from_one_search_equal_each_k_searched_alone() -> None:
         np.testing.assert_allclose(router.predict_proba(queries), proba, rtol=1e-6)
 
 
+@pytest.mark.parametrize("vectorised", [True, False])
+def test_knn_over_many_llms_each_on_its_own_queries_equals_a_search_per_llm(
+    vectorised: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # logs that sampled each LLM's queries: every LLM its own group; a few LLMs with fewer
+    # scored queries than the largest k, one with a single scored query, one with none
+    from locus.routing import neighbours
+
+    monkeypatch.setattr(neighbours, "_SINGLES_FROM", 16 if vectorised else 10**9)
+    monkeypatch.setattr(neighbours, "_SINGLES_CELLS", 5_000)  # several steps per block
+    monkeypatch.setattr(neighbours, "_SINGLES_MAX_QUERIES", 100)
+    rng = np.random.default_rng(11)
+    n_train, n_llms = 400, 40
+    vectors = rng.normal(size=(n_train, 8)).astype(np.float32)
+    scores = rng.random((n_train, n_llms)).astype(np.float32)
+    scores[rng.random((n_train, n_llms)) < 0.3] = np.nan
+    scores[30:, 5] = np.nan
+    scores[1:, 6] = np.nan
+    scores[:, 7] = np.nan
+    queries = rng.normal(size=(23, 8)).astype(np.float32)
+    ids = tuple(f"m{i}" for i in range(n_llms))
+    router = KNNRouter(k=1).fit(Evidence(vectors, scores, ids))
+    ks = [1, 5, 20, 50]
+    together = router._neighbour_means(queries, ks)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    similarity = (queries / np.linalg.norm(queries, axis=1, keepdims=True)) @ unit.T
+    for k, proba in zip(ks, together, strict=True):
+        for llm in range(n_llms):
+            rows = np.flatnonzero(~np.isnan(scores[:, llm]))
+            if not len(rows):
+                np.testing.assert_allclose(proba[:, llm], router.prior_)
+                continue
+            nearest = rows[np.argsort(-similarity[:, rows], axis=1)[:, : min(k, len(rows))]]
+            np.testing.assert_allclose(proba[:, llm], scores[nearest, llm].mean(axis=1), rtol=1e-5)
+    assert (router._singles() is not None) == vectorised
+
+
 def test_knn_reads_only_cells_each_llm_was_scored_on() -> None:
     # LLM b was scored on the far query only: its neighbours are that query, whatever k
     vectors = np.array([[1, 0], [0.9, 0.1], [0, 1]], dtype=np.float32)
