@@ -167,11 +167,13 @@ class KNNRouter(BaselineRouter):
         if cached is not None and cached[0] is self.scores_:
             return cached[1]
         observed = ~np.isnan(self.scores_)
+        scored = observed.any(axis=0)
+        # one bit string per LLM, packed in one pass (packing each strided column took 0.5 s
+        # at 80,000 x 1,000)
+        packed = np.packbits(np.ascontiguousarray(observed.T), axis=1)  # (n_llms, bytes)
         by_pattern: dict[bytes, list[int]] = {}
-        for column in range(observed.shape[1]):
-            if observed[:, column].any():
-                key = np.packbits(observed[:, column]).tobytes()
-                by_pattern.setdefault(key, []).append(column)
+        for column in np.flatnonzero(scored).tolist():
+            by_pattern.setdefault(packed[column].tobytes(), []).append(column)
         patterns = list(by_pattern.values())
         self._by_pattern = (self.scores_, patterns)
         return patterns
@@ -243,9 +245,12 @@ class _Singles:
 
     def __init__(self, scores: NDArray[np.float32], columns: NDArray[np.int64]) -> None:
         self.columns = columns
-        self.filled = scores[:, columns].astype(np.float32, copy=False)  # a copy: NaN -> 0 here
-        self.observed = ~np.isnan(self.filled)  # (n_train, n_singles)
-        np.nan_to_num(self.filled, copy=False, nan=0.0)
+        # usually every LLM: no fancy-indexed copy then (1.5 s at 80,000 x 1,000, cold)
+        every = len(columns) == scores.shape[1] and bool((columns == np.arange(len(columns))).all())
+        picked = scores if every else scores[:, columns]
+        self.observed = ~np.isnan(picked)  # (n_train, n_singles)
+        # scores lie in [0, 1], so fmax(score, 0) is the score, and 0 for NaN: one fast pass
+        self.filled = np.fmax(picked, np.float32(0)).astype(np.float32, copy=False)
         self.rows = self.observed.sum(axis=0)  # (n_singles,) training queries per LLM
 
     def means(
