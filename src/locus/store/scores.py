@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 from sqlalchemy import Select, func, select
 
 from locus.data.table import ScoreTable
@@ -179,16 +181,17 @@ class StoreScores(StoreCore):
             stmt = stmt.join(schema.llms, m.id == s.llm).where(m.llm_id.in_(list(llm_ids)))
         q = schema.queries.c
         with self._read() as conn:
-            long = _read_long(conn, stmt)
-            if len(long) == 0:
+            aliases = pd.read_sql(alias_stmt, conn)
+            names = dict(conn.execute(select(m.id, m.llm_id)).all())
+            cells = _read_cells(conn, stmt, aliases, names, llm_ids)
+            if cells is None:
                 return ScoreTable(
                     scores=np.zeros((0, 0), dtype=np.float32), llm_ids=(), query_ids=()
                 )
-            aliases = pd.read_sql(alias_stmt, conn)
             queries = pd.read_sql(
                 select(q.id.label("qpk"), q.text_hash, q.query_text, q.task, q.split), conn
             )
-        return _build_table(long, aliases, queries, llm_ids)
+        return _build_table(cells, aliases, queries)
 
     def llm_costs(self) -> dict[str, float]:
         """Mean observed cost per query (USD) of each LLM that has costs (each (LLM, query)
@@ -210,30 +213,82 @@ class StoreScores(StoreCore):
             return {llm: float(cost) for llm, cost in conn.execute(stmt).all()}
 
 
-def _read_long(conn: Any, stmt: Select[Any]) -> pd.DataFrame:
-    """(llm_id, qpk, score, cost_usd) of every score `stmt` selects (its columns: llm key, qpk,
-    score, cost or -1), read through the driver's cursor into numpy a million rows at a time:
-    pandas.read_sql built a Python row object per score (17 of 22 s at 7.2 M scores)."""
-    parts = [
-        np.asarray(rows, dtype=np.float64)
-        for rows in raw_row_batches(conn, stmt, 1_000_000, literal_binds=True)
-    ]
-    values = np.concatenate(parts) if parts else np.zeros((0, 4))
-    m = schema.llms.c
-    names = dict(conn.execute(select(m.id, m.llm_id)).all())
-    keys = values[:, 0].astype(np.int64)
-    present = np.unique(keys)
-    codes = np.searchsorted(present, keys)
-    llm_id = np.asarray([names[int(k)] for k in present], dtype=object)[codes]
-    cost = values[:, 3]
-    return pd.DataFrame(
-        {
-            "llm_id": llm_id,
-            "qpk": values[:, 1].astype(np.int64),
-            "score": values[:, 2],
-            "cost_usd": np.where(cost < 0, np.nan, cost),
-        }
-    )
+@dataclass
+class _ReadCells:
+    """Every score a read selected, in a dense array over all the candidate rows (the queries
+    of the aliases read, by primary key) and columns (the LLMs read)."""
+
+    qpks: NDArray[np.int64]  # (n_candidate_rows,) sorted query keys
+    llm_ids: list[str]  # (n_columns,)
+    scores: NDArray[np.float32]  # (n_candidate_rows, n_columns), NaN = none
+    costs: NDArray[np.float32] | None
+    keep_empty_columns: bool  # the caller named the LLMs: their columns stay, scored or not
+
+
+def _read_cells(
+    conn: Any,
+    stmt: Select[Any],
+    aliases: pd.DataFrame,
+    names: dict[int, str],
+    llm_order: Sequence[str] | None,
+) -> _ReadCells | None:
+    """The scores `stmt` selects (its columns: llm key, qpk, score, cost or -1), written
+    straight into the dense table a million at a time (None when there is none). A cell
+    several aliases of one query scored holds the mean of their scores and of their known
+    costs. Reading into a long table first (a Python object per score, then pandas) peaked at
+    12.6 GB for 80 M scores whose table is 0.4 GB."""
+    qpks = np.unique(aliases["qpk"].to_numpy(dtype=np.int64))
+    # only a query with several aliases can have several scores from one LLM
+    counts = aliases["qpk"].value_counts()
+    several = np.isin(qpks, counts.index[counts.to_numpy() > 1].to_numpy(dtype=np.int64))
+    if llm_order is not None:
+        by_name = {name: pk for pk, name in names.items()}
+        llm_ids = list(llm_order)
+        keys = [by_name[name] for name in llm_ids]
+    else:
+        keys = sorted(names, key=lambda pk: names[pk])
+        llm_ids = [names[pk] for pk in keys]
+    column_of = np.full(max(names, default=0) + 1, -1, dtype=np.int64)
+    column_of[np.asarray(keys, dtype=np.int64)] = np.arange(len(keys))
+    scores = np.full((len(qpks), len(keys)), np.nan, dtype=np.float32)
+    costs: NDArray[np.float32] | None = None
+    shared: list[NDArray[np.float64]] = []
+    read = 0
+    for rows in raw_row_batches(conn, stmt, 1_000_000, literal_binds=True):
+        values = np.asarray(rows, dtype=np.float64)
+        read += len(values)
+        row = np.searchsorted(qpks, values[:, 1].astype(np.int64))
+        column = column_of[values[:, 0].astype(np.int64)]
+        cost = np.where(values[:, 3] < 0, np.nan, values[:, 3])
+        repeated = several[row]
+        if repeated.any():
+            shared.append(np.column_stack([row, column, values[:, 2], cost])[repeated])
+        alone = ~repeated
+        row, column, cost = row[alone], column[alone], cost[alone]
+        scores[row, column] = values[alone, 2]
+        if costs is None and not np.isnan(cost).all():
+            costs = np.full_like(scores, np.nan)
+        if costs is not None:
+            costs[row, column] = cost
+    if read == 0:
+        return None
+    if shared:
+        both = np.concatenate(shared)
+        means = (
+            pd.DataFrame(both, columns=["row", "column", "score", "cost"])
+            .groupby(["row", "column"], sort=False)[["score", "cost"]]
+            .mean()
+            .reset_index()
+        )
+        row = means["row"].to_numpy(dtype=np.int64)
+        column = means["column"].to_numpy(dtype=np.int64)
+        scores[row, column] = means["score"].to_numpy()
+        cost = means["cost"].to_numpy(dtype=np.float64)
+        if costs is None and not np.isnan(cost).all():
+            costs = np.full_like(scores, np.nan)
+        if costs is not None:
+            costs[row, column] = cost
+    return _ReadCells(qpks, llm_ids, scores, costs, keep_empty_columns=llm_order is not None)
 
 
 def _cells() -> Select[Any]:
@@ -261,55 +316,37 @@ def _disagreeing_cells() -> Select[Any]:
     return select(func.count()).select_from(cells)
 
 
-def _build_table(
-    long: pd.DataFrame,
-    aliases: pd.DataFrame,
-    queries: pd.DataFrame,
-    llm_order: Sequence[str] | None,
-) -> ScoreTable:
-    """The ScoreTable of `long` (llm_id, qpk, score, cost_usd; one row per stored score)."""
-    long = long.assign(cost_usd=long["cost_usd"].astype(float))
-    repeated = long.duplicated(["qpk", "llm_id"], keep=False).to_numpy()
-    if repeated.any():
-        means = (
-            long[repeated]
-            .groupby(["qpk", "llm_id"], sort=False)[["score", "cost_usd"]]
-            .mean()
-            .reset_index()
-        )
-        long = pd.concat([long[~repeated], means], ignore_index=True)
+def _build_table(cells: _ReadCells, aliases: pd.DataFrame, queries: pd.DataFrame) -> ScoreTable:
+    """The ScoreTable of the cells read: the rows that hold a score, keyed and in order."""
+    scored = ~np.isnan(cells.scores)
+    present = cells.qpks[scored.any(axis=1)]
+    columns = np.arange(len(cells.llm_ids))
+    if not cells.keep_empty_columns:
+        columns = np.flatnonzero(scored.any(axis=0))
+    del scored
     # each row's key alias: the first by (source, query_id, text_hash) among those read
     rows = (
-        aliases[aliases["qpk"].isin(long["qpk"].unique())]
+        aliases[aliases["qpk"].isin(present)]
         .sort_values(["source", "query_id", "text_hash"])
         .drop_duplicates("qpk")
         .merge(queries.drop(columns="text_hash"), on="qpk", how="left")
         .reset_index(drop=True)
     )
     keys = _row_keys(rows)
-    llm_ids = list(llm_order) if llm_order is not None else sorted(long["llm_id"].unique())
-    at_row = pd.Index(rows["qpk"].to_numpy()).get_indexer(pd.Index(long["qpk"]))
-    at_col = pd.Index(llm_ids).get_indexer(pd.Index(long["llm_id"]))
-    scores = np.full((len(rows), len(llm_ids)), np.nan, dtype=np.float32)
-    scores[at_row, at_col] = long["score"].to_numpy(dtype=np.float32)
-    costs = None
-    cost_values = long["cost_usd"].to_numpy(dtype=float)
-    if not np.isnan(cost_values).all():
-        costs = np.full_like(scores, np.nan)
-        costs[at_row, at_col] = cost_values.astype(np.float32)
+    at = np.ix_(np.searchsorted(cells.qpks, rows["qpk"].to_numpy(dtype=np.int64)), columns)
 
     def column(name: str) -> tuple[str | None, ...]:
         return tuple(None if v is None or v != v else str(v) for v in rows[name].tolist())
 
     return ScoreTable(
-        scores=scores,
-        llm_ids=tuple(llm_ids),
+        scores=cells.scores[at],
+        llm_ids=tuple(cells.llm_ids[c] for c in columns),
         query_ids=tuple(keys),
         text_hashes=tuple(str(h) for h in rows["text_hash"].tolist()),
         query_texts=column("query_text"),
         tasks=column("task"),
         splits=column("split"),
-        costs=costs,
+        costs=None if cells.costs is None else cells.costs[at],
     )
 
 
