@@ -36,10 +36,10 @@ _BLOCK = 512  # queries per block when comparing against every training query
 # LLMs each scored on a set of training queries of its own (logs that sampled each LLM's
 # queries) form groups of one; from this many of them on, a few queries at a time (routing)
 # share one vectorised pass over the candidates (`_Singles`) instead of a search per LLM.
-# Measured on 80,000 training queries x 1,000 such LLMs (6 ks up to 500): one routed query
-# 177 -> 67 ms, the first one (building the groups) 4.6 -> 1.6 s; but 256 queries at once
-# 5.7 -> 14.4 s (a pass per k over every candidate, where the per-LLM search narrows as k
-# shrinks), so batches keep the per-LLM search
+# Measured on the 80 M-score synthetic pool (80,000 training queries x 1,000 such LLMs): a
+# warm routed query 96.8 -> 24.7 ms, a cold route 3.9 -> 2.0 s; but on random data 256
+# queries at once took 5.7 s per LLM against 14.4 s vectorised (a pass per k over every
+# candidate, where the per-LLM search narrows as k shrinks), so batches keep the per-LLM search
 _SINGLES_FROM = 16
 _SINGLES_MAX_QUERIES = 16
 _SINGLES_CELLS = 8_000_000  # (query, candidate, LLM) cells per step of that pass
@@ -272,11 +272,15 @@ class _Singles:
         top = np.minimum(ordered[0], self.rows)  # (n_singles,)
         short = np.zeros(len(self.columns), dtype=bool)
         base = block.start or 0
+        # the narrowest types that hold the running figures (a pass over a million cells per
+        # routed query: int16 and float32 halve it; a float32 sum of at most 2 max(k) scores
+        # in [0, 1] is exact for 0/1 scores and within 1e-6 of float64 for graded ones)
+        counter = np.int16 if n_candidates < np.iinfo(np.int16).max else np.int32
         for start in range(0, len(ranked), step):
             part = ranked[start : start + step]
             seen = self.observed[part]  # (s, T, n_singles)
-            count = np.cumsum(seen, axis=1, dtype=np.int32)
-            total = np.cumsum(self.filled[part], axis=1, dtype=np.float64)
+            count = np.cumsum(seen, axis=1, dtype=counter)
+            total = np.cumsum(self.filled[part], axis=1, dtype=np.float32)
             short |= (count[:, -1, :] < top).any(axis=0)
             rows = slice(base + start, base + start + len(part))
             for k in ordered:
