@@ -119,7 +119,6 @@ def test_knn_over_many_llms_each_on_its_own_queries_equals_a_search_per_llm(
 
     monkeypatch.setattr(neighbours, "_SINGLES_FROM", 16 if vectorised else 10**9)
     monkeypatch.setattr(neighbours, "_SINGLES_CELLS", 5_000)  # several steps per block
-    monkeypatch.setattr(neighbours, "_SINGLES_MAX_QUERIES", 100)
     rng = np.random.default_rng(11)
     n_train, n_llms = 400, 40
     vectors = rng.normal(size=(n_train, 8)).astype(np.float32)

@@ -34,14 +34,11 @@ __all__ = ["ClusterRouter", "KNNRouter"]
 
 _BLOCK = 512  # queries per block when comparing against every training query
 # LLMs each scored on a set of training queries of its own (logs that sampled each LLM's
-# queries) form groups of one; from this many of them on, a few queries at a time (routing)
-# share one vectorised pass over the candidates (`_Singles`) instead of a search per LLM.
-# Measured on the 80 M-score synthetic pool (80,000 training queries x 1,000 such LLMs): a
-# warm routed query 96.8 -> 24.7 ms, a cold route 3.9 -> 2.0 s; but on random data 256
-# queries at once took 5.7 s per LLM against 14.4 s vectorised (a pass per k over every
-# candidate, where the per-LLM search narrows as k shrinks), so batches keep the per-LLM search
+# queries) form groups of one; from this many of them on, they share one vectorised pass over
+# the candidates (`_Singles`) instead of a search per LLM. Measured on the 80 M-score synthetic
+# pool (80,000 training queries x 1,000 such LLMs, the stack's 3 ks): a warm routed query
+# 96.8 -> 16.1 ms, a cold route 3.9 -> 2.0 s, 512 queries at once 11-16 s -> 6-7 s.
 _SINGLES_FROM = 16
-_SINGLES_MAX_QUERIES = 16
 _SINGLES_CELLS = 8_000_000  # (query, candidate, LLM) cells per step of that pass
 # a group: its rows, its columns, their scores, each training row's place among the rows or -1
 _Group = tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float32], NDArray[np.int64]]
@@ -125,7 +122,7 @@ class KNNRouter(BaselineRouter):
         ordered = sorted(set(ks), reverse=True)
         n_train = len(self.vectors_)
         depth = min(2 * ordered[0], n_train)
-        singles = self._singles() if len(queries) <= _SINGLES_MAX_QUERIES else None
+        singles = self._singles()
         for start in range(0, len(queries), _BLOCK):
             block = slice(start, start + _BLOCK)
             similarity = queries[block] @ self.vectors_.T  # (b, n_train)
@@ -135,7 +132,7 @@ class KNNRouter(BaselineRouter):
                 candidates = np.broadcast_to(np.arange(n_train), similarity.shape)
             candidate_similarity = np.take_along_axis(similarity, candidates, axis=1)  # (b, T)
             searched: set[int] = set()
-            if singles is not None and len(candidates) <= _SINGLES_MAX_QUERIES:
+            if singles is not None:
                 short = singles.means(candidates, candidate_similarity, ordered, ks, outs, block)
                 searched = set(singles.columns.tolist()) - short
             for rows, columns, values, position in self._groups(searched):
