@@ -157,6 +157,19 @@ def test_encode_on_ray_gives_the_vectors_of_this_machine(head: str, tmp_path: Pa
     assert again["encoded"] == 0 and again["cached"] == 480
 
 
+def test_ray_without_an_address_runs_on_this_machine(tmp_path: Path) -> None:
+    # `--ray` alone (last, or before another option): Ray on this machine for the command
+    here = build_planted_workspace(tmp_path / "here")
+    there = _unencoded(tmp_path / "there")
+    done = _locus("encode", "-w", str(there), "--encoder", f"hashing-{ENCODER_DIM}", "--ray",
+                  "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["encoded"] == 480 and report["ray"]["address"] == "local"
+    assert report["ray"]["cpus"] >= 1
+    np.testing.assert_array_equal(_vectors(there)[1], _vectors(here)[1])
+
+
 def test_a_run_stopped_half_way_keeps_its_chunks_and_resumes(
     session: object, tmp_path: Path
 ) -> None:
