@@ -50,15 +50,18 @@ def planted_rows(
     return pd.DataFrame(rows)
 
 
-def build_planted_workspace(path: str | Path, rows: pd.DataFrame | None = None) -> str | Path:
-    """The planted rows imported and encoded into the workspace `path` (a directory or a
-    database URL)."""
+def build_planted_workspace(
+    path: str | Path, rows: pd.DataFrame | None = None, *, encode: bool = True
+) -> str | Path:
+    """The planted rows imported and (unless not `encode`) encoded into the workspace `path`
+    (a directory or a database URL)."""
     rows = planted_rows() if rows is None else rows
     with Store.open(path) as store:
         store.write_batch(
             ImportBatch.from_long(rows, source="planted", origin="planted.csv"), kind="table"
         )
-        encode_missing(store, HashingEncoder(ENCODER_DIM))
+        if encode:
+            encode_missing(store, HashingEncoder(ENCODER_DIM))
     return path
 
 

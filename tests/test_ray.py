@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from locus.data.batch import ImportBatch
 from locus.errors import LocusInputError
 from locus.pipeline import workspace_table
 from locus.store import Store
@@ -126,18 +125,9 @@ def _vectors(path: Path) -> tuple[list[str], np.ndarray]:
         return list(data.table.text_hashes), data.vectors
 
 
-def _unencoded(path: Path) -> Path:
-    with Store.open(path) as store:
-        store.write_batch(
-            ImportBatch.from_long(planted_rows(), source="planted", origin="planted.csv"),
-            kind="table",
-        )
-    return path
-
-
 def test_encode_on_ray_gives_the_vectors_of_this_machine(head: str, tmp_path: Path) -> None:
     here = build_planted_workspace(tmp_path / "here")
-    there = _unencoded(tmp_path / "there")
+    there = Path(build_planted_workspace(tmp_path / "there", encode=False))
     done = _locus(
         "encode", "-w", str(there), "--encoder", f"hashing-{ENCODER_DIM}", "--chunk-size", "100",
         "--json", "--ray", head,
@@ -160,7 +150,7 @@ def test_encode_on_ray_gives_the_vectors_of_this_machine(head: str, tmp_path: Pa
 def test_ray_without_an_address_runs_on_this_machine(tmp_path: Path) -> None:
     # `--ray` alone (last, or before another option): Ray on this machine for the command
     here = build_planted_workspace(tmp_path / "here")
-    there = _unencoded(tmp_path / "there")
+    there = Path(build_planted_workspace(tmp_path / "there", encode=False))
     done = _locus("encode", "-w", str(there), "--encoder", f"hashing-{ENCODER_DIM}", "--ray",
                   "--json")  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -175,7 +165,7 @@ def test_a_run_stopped_half_way_keeps_its_chunks_and_resumes(
 ) -> None:
     from locus.text.ray_encode import RayChunkEncoder
 
-    path = _unencoded(tmp_path / "ws")
+    path = Path(build_planted_workspace(tmp_path / "ws", encode=False))
     encoder = HashingEncoder(ENCODER_DIM)
     on_ray = RayChunkEncoder(encoder.name, encoder.name, session, workers=2)
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -10,6 +11,7 @@ import typer
 from locus.errors import LocusInputError
 
 if TYPE_CHECKING:
+    from locus.ray_cluster import RaySession
     from locus.store import Store
 
 __all__ = [
@@ -58,6 +60,16 @@ RayOption = Annotated[
 ArtifactOption = Annotated[
     str, typer.Option("--artifact", help="Name of the trained artifact in the workspace.")
 ]
+
+
+def ray_or_nothing(address: str | None) -> AbstractContextManager[RaySession | None]:
+    """`--ray`'s session for a `with` block (`locus.ray_cluster.ray_session`), or None without
+    the option."""
+    if address is None:
+        return nullcontext(None)
+    from locus.ray_cluster import ray_session
+
+    return ray_session(address)
 
 
 def open_store(workspace: str | None, *, create: bool = True) -> Store:

@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from locus.cli._app import JsonOption, QuietOption, RayOption, WorkspaceOption, app, open_store
+from locus.cli._app import (
+    JsonOption,
+    QuietOption,
+    RayOption,
+    WorkspaceOption,
+    app,
+    open_store,
+    ray_or_nothing,
+)
 from locus.cli._render import print_json, progress_bars, stderr_console, stdout_console
 from locus.errors import LocusInputError
 
@@ -118,125 +126,92 @@ def benchmark_command(
     as Ray tasks of one CPU each, the fitted routers sent back into the cache: the figures are
     those of --workers (every fit on one thread).
     """
-    from contextlib import nullcontext
-
     if ray is not None and suite == "onboarding":
         raise LocusInputError(
             "--ray runs the anchors, efficiency and cost suites; onboarding fits in sequence"
         )
-    cluster: Any = nullcontext(None)
-    if ray is not None:
-        from locus.ray_cluster import ray_session
-
-        cluster = ray_session(ray)
-    with cluster as session:
+    with ray_or_nothing(ray) as session:
         if session is not None and not (quiet or as_json):
             stderr_console().print(f"fitting on {session.describe()}")
-        _run_suite(
-            suite, seeds, evidence, methods, ks, holdout_share, strategies, draw, pool, out,
-            split_seed, queries, workers, folds, cost_model, session, workspace, quiet, as_json,
-        )  # fmt: skip
+        from locus.benchmark import (
+            DEFAULT_EVIDENCE,
+            METHODS,
+            anchors_table,
+            efficiency_from_anchors,
+            efficiency_table,
+            plot_anchors,
+            run_anchors,
+            write_suite_json,
+        )
+        from locus.pipeline import workspace_table
 
-
-def _run_suite(
-    suite: str,
-    seeds: list[int] | None,
-    evidence: list[str] | None,
-    methods: list[str] | None,
-    ks: list[int] | None,
-    holdout_share: float,
-    strategies: list[str] | None,
-    draw: str,
-    pool: str | None,
-    out: Path,
-    split_seed: int,
-    queries: int | None,
-    workers: int | None,
-    folds: int,
-    cost_model: str,
-    ray: RaySession | None,
-    workspace: str | None,
-    quiet: bool,
-    as_json: bool,
-) -> None:
-    from locus.benchmark import (
-        DEFAULT_EVIDENCE,
-        METHODS,
-        anchors_table,
-        efficiency_from_anchors,
-        efficiency_table,
-        plot_anchors,
-        run_anchors,
-        write_suite_json,
-    )
-    from locus.pipeline import workspace_table
-
-    if suite not in SUITES:
-        raise LocusInputError(f"unknown suite {suite!r}; expected one of {', '.join(SUITES)}")
-    with open_store(workspace, create=False) as store:
-        data = workspace_table(store, split_seed=split_seed)
-        cache_root = Path(store.workspace) / "benchmark-cache"
-        name = pool or Path(store.workspace).resolve().name.lstrip(".") or "pool"
-    if queries is not None:
-        data.subsample(queries, 0)  # a bad size fails here, before any fit
-        name = f"{name}-{queries}q"
-    if suite == "onboarding":
-        _onboarding(
-            data, name, seeds, ks, methods, holdout_share, queries, cache_root, out, quiet,
-            as_json, strategies,
-        )  # fmt: skip
-        return
-    if suite == "cost":
-        _cost(
-            data, name, seeds, methods, folds, cost_model, queries, cache_root, out, quiet,
-            as_json, workers, ray,
-        )  # fmt: skip
-        return
-    chosen = list(methods or METHODS)
-    cache = cache_root / "anchors"
-    result = run_anchors(
-        data,
-        seeds=seeds or [0, 1, 2],
-        evidence=evidence or list(DEFAULT_EVIDENCE),
-        methods=chosen,
-        cache_dir=cache,
-        draw=draw,
-        queries=queries,
-        workers=workers or min(4, os.cpu_count() or 1),
-        ray=ray,
-        progress=progress_bars(quiet or as_json),
-    )
-    if draw != "shared":
-        name = f"{name}-{draw}"
-    if suite == "efficiency":
-        efficiency = efficiency_from_anchors(result)
-        json_path = write_suite_json(efficiency, out / f"efficiency-{name}.json", name)
+        if suite not in SUITES:
+            raise LocusInputError(f"unknown suite {suite!r}; expected one of {', '.join(SUITES)}")
+        with open_store(workspace, create=False) as store:
+            data = workspace_table(store, split_seed=split_seed)
+            cache_root = Path(store.workspace) / "benchmark-cache"
+            name = pool or Path(store.workspace).resolve().name.lstrip(".") or "pool"
+        if queries is not None:
+            data.subsample(queries, 0)  # a bad size fails here, before any fit
+            name = f"{name}-{queries}q"
+        if suite == "onboarding":
+            _onboarding(
+                data, name, seeds, ks, methods, holdout_share, queries, cache_root, out, quiet,
+                as_json, strategies,
+            )  # fmt: skip
+            return
+        if suite == "cost":
+            _cost(
+                data, name, seeds, methods, folds, cost_model, queries, cache_root, out, quiet,
+                as_json, workers, session,
+            )  # fmt: skip
+            return
+        chosen = list(methods or METHODS)
+        cache = cache_root / "anchors"
+        result = run_anchors(
+            data,
+            seeds=seeds or [0, 1, 2],
+            evidence=evidence or list(DEFAULT_EVIDENCE),
+            methods=chosen,
+            cache_dir=cache,
+            draw=draw,
+            queries=queries,
+            workers=workers or min(4, os.cpu_count() or 1),
+            ray=session,
+            progress=progress_bars(quiet or as_json),
+        )
+        if draw != "shared":
+            name = f"{name}-{draw}"
+        if suite == "efficiency":
+            efficiency = efficiency_from_anchors(result)
+            json_path = write_suite_json(efficiency, out / f"efficiency-{name}.json", name)
+            if as_json:
+                print_json(efficiency)
+                return
+            console = stdout_console()
+            console.print(
+                f"efficiency on {name}: evidence per LLM each method needs to match LOCUS's mean "
+                f"test figure at 128 and 256 scores per LLM (seeds "
+                f"{', '.join(map(str, result['seeds']))})"
+            )
+            console.print(efficiency_table(efficiency), markup=False)
+            console.print(f"\nwrote {json_path}")
+            return
+        json_path, png_path = _save(result, out, f"anchors-{name}", name, plot_anchors)
         if as_json:
-            print_json(efficiency)
+            print_json(result)
             return
         console = stdout_console()
         console.print(
-            f"efficiency on {name}: evidence per LLM each method needs to match LOCUS's mean "
-            f"test figure at 128 and 256 scores per LLM (seeds "
-            f"{', '.join(map(str, result['seeds']))})"
+            f"anchors on {name}: {result['llms']} LLMs, "
+            f"{result['queries']['test']:,} test queries, "
+            f"seeds {', '.join(map(str, result['seeds']))}; oracle {result['oracle']:.4f}; "
+            f"{result['wall_seconds']:.0f} s"
         )
-        console.print(efficiency_table(efficiency), markup=False)
-        console.print(f"\nwrote {json_path}")
-        return
-    json_path, png_path = _save(result, out, f"anchors-{name}", name, plot_anchors)
-    if as_json:
-        print_json(result)
-        return
-    console = stdout_console()
-    console.print(
-        f"anchors on {name}: {result['llms']} LLMs, {result['queries']['test']:,} test queries, "
-        f"seeds {', '.join(map(str, result['seeds']))}; oracle {result['oracle']:.4f}; "
-        f"{result['wall_seconds']:.0f} s"
-    )
-    for metric in ("hit@1", "guarded_hit@1", "moved", "headroom", "auroc", "ece"):
-        console.print(f"\n{metric} (mean ± sd), by scores per LLM:")
-        console.print(anchors_table(result, metric), markup=False)
-    _wrote(json_path, png_path)
+        for metric in ("hit@1", "guarded_hit@1", "moved", "headroom", "auroc", "ece"):
+            console.print(f"\n{metric} (mean ± sd), by scores per LLM:")
+            console.print(anchors_table(result, metric), markup=False)
+        _wrote(json_path, png_path)
 
 
 def _onboarding(

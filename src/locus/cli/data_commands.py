@@ -6,7 +6,15 @@ from typing import Annotated, Any
 
 import typer
 
-from locus.cli._app import JsonOption, QuietOption, RayOption, WorkspaceOption, app, open_store
+from locus.cli._app import (
+    JsonOption,
+    QuietOption,
+    RayOption,
+    WorkspaceOption,
+    app,
+    open_store,
+    ray_or_nothing,
+)
 from locus.cli._render import fmt, print_json, progress_bars, stderr_console, stdout_console
 from locus.errors import LocusInputError
 
@@ -138,8 +146,6 @@ def encode_command(
     With --ray, chunks of texts are encoded by Ray workers (on CUDA where the cluster has GPUs)
     and written here as they come back; the vectors are the ones this machine would compute.
     """
-    from contextlib import nullcontext
-
     from locus.text import get_text_encoder
     from locus.text.cache import encode_missing
 
@@ -155,12 +161,7 @@ def encode_command(
                 f"{text_encoder.name}: artifacts trained on {previous} vectors will not route "
                 "until `locus fit` runs again[/]"
             )
-        cluster: Any = nullcontext(None)
-        if ray is not None:
-            from locus.ray_cluster import ray_session
-
-            cluster = ray_session(ray)
-        with cluster as session:
+        with ray_or_nothing(ray) as session:
             chunk_encoder = None
             if session is not None:
                 from locus.text.ray_encode import RayChunkEncoder
