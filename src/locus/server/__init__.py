@@ -10,6 +10,7 @@ gateway.py    Gateway: route a chat request, walk the fallback order, account th
 prometheus.py Metrics: Prometheus counters and histograms on the app's own registry
 service_router.py  ServiceRouter: the workspace router behind the service, following the store
 responses.py  the error shape, an answer's x-locus-* headers, the text a chat is routed on
+requests.py   BadRequest, the JSON body and the fields every endpoint reads alike
 app.py        create_app: the HTTP API (/v1/route, /v1/chat/completions, /v1/models, /health,
               /ready, /metrics), JSON errors for bad input
 outcomes.py   OutcomeLog, parse_outcomes: an answer's request id, scored later, as evidence

@@ -44,6 +44,7 @@ from locus.errors import LocusError
 from locus.routing.rules import DecisionRule
 from locus.server.gateway import ROUTING_MODEL, Gateway, GatewayError
 from locus.server.onboard_jobs import add_onboard_routes
+from locus.server.requests import BadRequest, non_negative, read_json_body, unavailable_llms
 from locus.server.responses import answer_headers, error_response, predicted_headers, text_of
 from locus.server.service_router import ServiceRouter
 from locus.server.settings import ServerSettings
@@ -134,54 +135,17 @@ def create_app(
         metrics.request_seconds.labels(label).observe(time.perf_counter() - started)
         return response
 
-    async def body_of(request: Request) -> dict[str, Any]:
-        raw = await request.body()
-        if len(raw) > settings.max_body_bytes:
-            raise _Bad(413, f"body over {settings.max_body_bytes:,} bytes", "too_large")
-        import json
-
-        try:
-            data = json.loads(raw or b"null")
-        except ValueError:
-            raise _Bad(400, "malformed JSON body", "invalid_request") from None
-        if not isinstance(data, dict):
-            raise _Bad(400, "expected a JSON object body", "invalid_request")
-        return data
-
     def priced_rules() -> list[str]:
         """The decision rules /v1/models lists: the cost rules only where every LLM with an
         endpoint (what a cost rule weighs in the gateway) is priced."""
         return ["quality=0.95", "cost=10"] if router.priced(gateway.upstreams.endpoints) else []
 
-    def check_unavailable(value: Any) -> list[str]:
-        if value is None:
-            return []
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise _Bad(400, "unavailable: expected a list of llm_ids", "invalid_request")
-        unknown = [v for v in value if v not in known]
-        if unknown:
-            raise _Bad(400, f"unavailable: unknown LLM {unknown[0]!r}", "invalid_request")
-        return value
-
-    def number(data: dict[str, Any], name: str, default: float | None) -> float | None:
-        value = data.get(name, default)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise _Bad(400, f"{name}: expected a number >= 0", "invalid_request")
-        return float(value)
-
     @app.exception_handler(Exception)
     async def unexpected(request: Request, error: Exception) -> Response:
         return error_response(500, "internal error", "internal")
 
-    class _Bad(Exception):
-        def __init__(self, status: int, message: str, kind: str) -> None:
-            super().__init__(message)
-            self.status, self.kind = status, kind
-
-    @app.exception_handler(_Bad)
-    async def bad(request: Request, error: _Bad) -> Response:
+    @app.exception_handler(BadRequest)
+    async def bad(request: Request, error: BadRequest) -> Response:
         return error_response(error.status, str(error), error.kind)
 
     @app.exception_handler(LocusError)
@@ -270,52 +234,56 @@ def create_app(
 
     @app.post("/v1/route")
     async def route(request: Request) -> dict[str, Any]:
-        data = await body_of(request)
+        data = await read_json_body(request, settings.max_body_bytes)
         unknown = [name for name in data if name not in ROUTE_FIELDS]
         if unknown:
             import difflib
 
             close = difflib.get_close_matches(unknown[0], ROUTE_FIELDS, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise _Bad(
+            raise BadRequest(
                 400,
                 f"unknown field {unknown[0]!r}{hint}; expected some of {', '.join(ROUTE_FIELDS)}",
                 "invalid_request",
             )
         if "text" in data and "texts" in data:
-            raise _Bad(
+            raise BadRequest(
                 400, "expected 'text' (one query) or 'texts' (a list), not both", "invalid_request"
             )
         if "text" not in data and "texts" not in data:
-            raise _Bad(
+            raise BadRequest(
                 400,
                 "expected 'text' (one query) or 'texts' (a list of queries); found neither",
                 "invalid_request",
             )
         if "text" in data and not isinstance(data["text"], str):
             found = type(data["text"]).__name__
-            raise _Bad(400, f"text: expected a string, found {found}", "invalid_request")
+            raise BadRequest(400, f"text: expected a string, found {found}", "invalid_request")
         texts = [data["text"]] if "text" in data else data["texts"]
         if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
-            raise _Bad(400, "texts: expected a non-empty list of strings", "invalid_request")
+            raise BadRequest(400, "texts: expected a non-empty list of strings", "invalid_request")
         if len(texts) > settings.max_batch:
-            raise _Bad(
+            raise BadRequest(
                 413, f"batch of {len(texts):,} texts; at most {settings.max_batch:,}", "too_large"
             )
         if any(not t.strip() for t in texts):
-            raise _Bad(400, "a text is empty; expected query text to route", "invalid_request")
+            raise BadRequest(
+                400, "a text is empty; expected query text to route", "invalid_request"
+            )
         top = data.get("top", settings.top)
         if isinstance(top, bool) or not isinstance(top, int) or top < 1:
-            raise _Bad(400, f"top: expected a whole number >= 1, found {top!r}", "invalid_request")
-        weight = number(data, "cost_weight", 0.0) or 0.0
-        quality = number(data, "quality", None)
-        budget = number(data, "budget", None)
+            raise BadRequest(
+                400, f"top: expected a whole number >= 1, found {top!r}", "invalid_request"
+            )
+        weight = non_negative(data, "cost_weight", 0.0) or 0.0
+        quality = non_negative(data, "quality", None)
+        budget = non_negative(data, "budget", None)
         DecisionRule(cost_weight=weight, quality=quality, budget=budget)  # one rule, in range
-        max_cost = number(data, "max_cost", None)
-        unavailable = check_unavailable(data.get("unavailable"))
+        max_cost = non_negative(data, "max_cost", None)
+        unavailable = unavailable_llms(known, data.get("unavailable"))
         guarded = data.get("guarded", True)
         if not isinstance(guarded, bool):
-            raise _Bad(400, "guarded: expected true or false", "invalid_request")
+            raise BadRequest(400, "guarded: expected true or false", "invalid_request")
 
         # one routing call: the whole ranking is the fallback order, its head the answer
         decisions = await anyio.to_thread.run_sync(
@@ -335,18 +303,18 @@ def create_app(
 
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> Response:
-        data = await body_of(request)
+        data = await read_json_body(request, settings.max_body_bytes)
         if "messages" not in data:
-            raise _Bad(400, "messages: required", "invalid_request")
+            raise BadRequest(400, "messages: required", "invalid_request")
         text = text_of(data["messages"])
-        unavailable = check_unavailable(data.pop("unavailable", None))
+        unavailable = unavailable_llms(known, data.pop("unavailable", None))
         max_latency = data.pop("max_latency_ms", None)  # locus's own field: not sent upstream
         if max_latency is not None and (
             isinstance(max_latency, bool)
             or not isinstance(max_latency, int | float)
             or max_latency <= 0
         ):
-            raise _Bad(
+            raise BadRequest(
                 400, "max_latency_ms: expected a number of milliseconds > 0", "invalid_request"
             )
         if data.get("stream"):
@@ -381,36 +349,38 @@ def create_app(
         """Re-read the workspace's LLM catalog (after `locus import llms`): endpoints added,
         changed or removed, prices; no restart."""
         if reload_catalog is None:
-            raise _Bad(501, "this server was started without a workspace to reload", "unsupported")
+            raise BadRequest(
+                501, "this server was started without a workspace to reload", "unsupported"
+            )
         changed: dict[str, Any] = await anyio.to_thread.run_sync(reload_catalog)
         return changed
 
     @app.post("/v1/outcomes")
     async def post_outcomes(request: Request) -> dict[str, Any]:
         if onboarding is None:
-            raise _Bad(
+            raise BadRequest(
                 501, "this server was started without a workspace to write to", "unsupported"
             )
-        data = await body_of(request)
+        data = await read_json_body(request, settings.max_body_bytes)
         try:
             rows = parse_outcomes(data, outcome_log)
         except KeyError as error:
-            raise _Bad(404, str(error.args[0]), "not_found") from None
+            raise BadRequest(404, str(error.args[0]), "not_found") from None
         except ValueError as error:
-            raise _Bad(400, str(error), "invalid_request") from None
+            raise BadRequest(400, str(error), "invalid_request") from None
         unknown = sorted({row["llm_id"] for row in rows} - set(router.llm_ids))
         if unknown:
-            raise _Bad(400, f"outcome for unknown LLM {unknown[0]!r}", "invalid_request")
+            raise BadRequest(400, f"outcome for unknown LLM {unknown[0]!r}", "invalid_request")
         result: dict[str, Any] = await anyio.to_thread.run_sync(onboarding.add_outcomes, rows)
         return result
 
     @app.post("/v1/llms/{llm_id}/scores")
     async def post_scores(llm_id: str, request: Request) -> Response:
         if onboarding is None:
-            raise _Bad(
+            raise BadRequest(
                 501, "this server was started without a workspace to write to", "unsupported"
             )
-        data = await body_of(request)
+        data = await read_json_body(request, settings.max_body_bytes)
         onboarding.validate(llm_id, data)  # bad input answers before any thread work
         report = await anyio.to_thread.run_sync(onboarding.post, llm_id, data)
         known.add(llm_id)
