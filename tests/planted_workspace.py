@@ -65,12 +65,13 @@ def build_planted_workspace(
     return path
 
 
-def trained_planted_workspace(path: str | Path) -> str | Path:
-    """A planted workspace with its default artifact fitted by the small test network."""
+def trained_planted_workspace(path: str | Path, rows: pd.DataFrame | None = None) -> str | Path:
+    """A planted workspace (of `rows`, default the planted rows) with its default artifact
+    fitted by the small test network."""
     from locus.pipeline import fit_workspace
     from tests.nn.conftest import small_config
 
-    build_planted_workspace(path)
+    build_planted_workspace(path, rows)
     with Store.open(path) as store:
         fit_workspace(store, small_config())
     return path

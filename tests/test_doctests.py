@@ -27,6 +27,7 @@ MODULES = [
     "locus.atlas.portfolio",
     "locus.atlas.proxy",
     "locus.atlas.fingerprint",
+    "locus.atlas.agreement",
     "locus.atlas.search",
 ]
 

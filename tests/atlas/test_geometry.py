@@ -11,6 +11,7 @@ from locus.atlas import (
     agreement_matrix,
     budget_cover,
     choose_threshold,
+    choose_weight,
     distance_matrix,
     draw_fingerprints,
     family_agreement,
@@ -27,8 +28,9 @@ from locus.atlas import (
     project,
     proxy_retention,
 )
+from locus.atlas.agreement import agreements, pair_threshold, shared_matches
 from locus.atlas.clusters import best_k
-from locus.atlas.fingerprint import fingerprint_report
+from locus.atlas.fingerprint import fingerprint_report, profile_loglik, task_rates
 from locus.atlas.portfolio import random_budget_portfolios, random_portfolios
 from locus.atlas.search import capability_recall, parse_profile, synthesise_evidence
 from locus.errors import LocusInputError
@@ -229,26 +231,78 @@ def _skill_pool(seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
 
 
 def test_fingerprints_match_planted_twins_and_reject_the_others() -> None:
-    vectors, scores, _, centres = _skill_pool()
+    vectors, scores, tasks, centres = _skill_pool()
     embed = _skill_embedder(centres)
     ids = ["a", "b", "c", "d", "e"]  # five distinct LLMs; "a-twin" (column 5) is a's twin
-    calibration = draw_fingerprints(scores[:, :5], vectors, ids, embed, k=64, seed=0)  # type: ignore[arg-type]
-    same, different = calibration.same_and_different()
+    calibration = draw_fingerprints(scores[:, :5], vectors, tasks, ids, embed, k=64, seed=0)  # type: ignore[arg-type]
+    weight = choose_weight(calibration)
+    same, different = calibration.same_and_different(weight)
     threshold = choose_threshold(same, different)
     assert np.median(same) < threshold < different.min()  # no stranger within: 1% cap
-    report = fingerprint_report(
-        draw_fingerprints(scores[:, :5], vectors, ids, embed, k=64, seed=1),  # type: ignore[arg-type]
-        threshold,
-    )
+    evaluation = draw_fingerprints(scores[:, :5], vectors, tasks, ids, embed, k=64, seed=1)  # type: ignore[arg-type]
+    report = fingerprint_report(evaluation, weight, threshold)
     assert report["identification"] == 1.0 and report["true_match"] >= 0.8
     assert report["false_match"] <= 1 / 20
-    probe = embed([(vectors[:150], scores[:150, 5])])[0]  # type: ignore[operator]
-    references = embed([(vectors, scores[:, j]) for j in range(5)])  # type: ignore[operator]
-    matches = identify(probe, references, ids, threshold, top=3)
+    # a's twin, from scores none of the references saw, is called a and nothing else
+    rows = evaluation.probe_rows[0]
+    probe = embed([(vectors[rows], scores[rows, 5])])[0]  # type: ignore[operator]
+    values = evaluation.score_probe(probe, tasks[rows], scores[rows, 5], weight)
+    matches = identify(values, ids, threshold, top=3)
     assert matches[0].llm_id == "a" and matches[0].same
     assert not any(m.same for m in matches[1:])
     with pytest.raises(LocusInputError, match="at least 2 LLMs"):
-        draw_fingerprints(scores, vectors, [*ids, "a-twin"], embed, k=200, seed=0)  # type: ignore[arg-type]
+        draw_fingerprints(scores, vectors, tasks, [*ids, "a-twin"], embed, k=200, seed=0)  # type: ignore[arg-type]
+
+
+def test_the_per_task_likelihood_identifies_where_the_embedding_is_blind() -> None:
+    """An encoder that embeds every LLM alike carries no identity: the weight chosen on the
+    calibration draw drops it and the per-task likelihood alone finds each LLM."""
+    vectors, scores, tasks, _ = _skill_pool()
+
+    def blind(evidence: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+        return np.ones((len(evidence), 4)) + 1e-3 * np.arange(len(evidence))[:, None]
+
+    ids = list("abcde")
+    calibration = draw_fingerprints(scores[:, :5], vectors, tasks, ids, blind, k=64, seed=0)
+    assert calibration.identification(float("inf")) <= 0.4  # the embedding alone: chance
+    weight = choose_weight(calibration)
+    assert weight == 0.0
+    evaluation = draw_fingerprints(scores[:, :5], vectors, tasks, ids, blind, k=64, seed=1)
+    assert evaluation.identification(weight) == 1.0
+    # graded scores (a judge's preference) are read as fractional successes
+    graded = np.clip(scores[:, :5] * 0.8 + 0.1, 0, 1)
+    draw = draw_fingerprints(graded, vectors, tasks, ids, blind, k=64, seed=2)
+    assert draw.identification(0.0) == 1.0
+    assert task_rates(graded, tasks, 3).shape == (5, 3)
+    assert profile_loglik(task_rates(graded, tasks, 3), tasks[:4], graded[:4, 0]).shape == (5,)
+
+
+def test_shared_queries_are_compared_with_actual_scores() -> None:
+    rng = np.random.default_rng(0)
+    pool = rng.random((120, 8)).round(1)  # 8 LLMs with graded scores on 120 queries
+    pool[:, 7] = np.clip(pool[:, 6] + rng.normal(0, 0.02, 120), 0, 1)  # 6 and 7: near twins
+    pool[:60, 3] = np.nan  # LLM 3 scored half the queries
+    ids = [f"llm-{j}" for j in range(8)]
+    matches, threshold = shared_matches(pool[:, 2], pool, ids, top=3)  # its own scores
+    assert matches[0].llm_id == "llm-2" and matches[0].agreement == pytest.approx(1.0)
+    assert matches[0].same and not matches[1].same
+    assert threshold == pytest.approx(pair_threshold(pool)) and threshold < 0.99
+    # a re-run that differs on a tenth of the queries is still found first
+    rerun = pool[:, 4].copy()
+    rerun[::10] = 1.0 - rerun[::10]
+    assert shared_matches(rerun, pool, ids, top=1)[0][0].llm_id == "llm-4"
+    # twins in the pool: a re-run of one is nearest to the pair, and no verdict can tell
+    # which (its agreement with its own LLM is below the twins' with each other)
+    rerun = np.clip(pool[:, 6] + rng.normal(0, 0.03, 120), 0, 1)
+    twin, _ = shared_matches(rerun, pool, ids, top=2)
+    assert {m.llm_id for m in twin} == {"llm-6", "llm-7"} and not twin[0].same
+    # too few shared queries: no agreement, listed last
+    few = np.full(120, np.nan)
+    few[60:70] = pool[60:70, 3]
+    agree, counts = agreements(few, pool)
+    assert np.isnan(agree).all() and counts[3] == 10
+    last, _ = shared_matches(pool[:, 0], np.where(np.arange(120)[:, None] < 100, pool, np.nan), ids)
+    assert last[0].llm_id == "llm-0" and last[0].shared == 100
 
 
 def test_threshold_separates_same_from_different() -> None:
@@ -280,7 +334,7 @@ def test_capability_search_retrieves_the_planted_specialist() -> None:
     )
     assert (uneven[pool_rows] == "law").sum() == 25 and (uneven[equal_rows] == "law").sum() == 50
     probe = embed([(vectors[rows], synthetic)])[0]  # type: ignore[operator]
-    assert identify(probe, references, list("abcde"), 0.1)[0].llm_id == "b"
+    assert np.argmin(np.linalg.norm(references - probe, axis=1)) == 1  # "b", the law specialist
     profiles = [
         {t: float(scores[names == t, j].mean()) for t in ("math", "law", "code")} for j in range(5)
     ]

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from locus.atlas.pool_atlas import WorkspaceAtlas
+from locus.atlas.probe_file import ProbeEvidence
 from locus.errors import LocusInputError, LocusNotFoundError
 from locus.pipeline import load_workspace_locus
 from locus.store import Store
@@ -60,21 +61,63 @@ def test_identify_and_search_with_the_real_encoder(trained: Path) -> None:
         draw = atlas.fingerprint_draw(64, seed=0)
         distances = draw.distances()
         # an LLM's two halves lie nearer each other than most strangers do
-        same, different = draw.same_and_different()
+        same, different = draw.same_and_different(float("inf"))
         assert np.median(same) < np.median(different)
         rows = atlas.scores()
         column = atlas.llm_ids.index("law-1")
         scored = np.random.default_rng(0).permutation(np.flatnonzero(~np.isnan(rows[:, column])))
         scored = scored[:150]  # of every task: on one task alone, law and math LLMs look alike
-        [result] = atlas.identify({"probe": (atlas.data.vectors[scored], rows[scored, column])})
-        assert group(result["matches"][0]["llm_id"]) == "law"
-        assert result["scores"] == 150 and result["threshold"] > 0
+        texts = [atlas.data.table.query_texts[i] or "" for i in scored]
+        vectors, scores = atlas.data.vectors[scored], rows[scored, column]
+        # queries the pool was scored on: law-1's own scores are law-1, by agreement
+        [own] = atlas.identify({"probe": ProbeEvidence(vectors, scores, texts)})
+        assert own["mode"] == "shared queries" and own["verdict"] == "law-1"
+        assert own["matches"][0] == {
+            "llm_id": "law-1",
+            "agreement": 1.0,
+            "shared": 150,
+            "same": True,
+        }
+        assert not own["matches"][1]["same"]
+        # the same scores on queries no known LLM saw: a law LLM, by tasks and embedding
+        unseen = [f"{t} (reworded)" for t in texts]
+        [new] = atlas.identify({"probe": ProbeEvidence(vectors, scores, unseen)})
+        assert new["mode"] == "new queries" and group(new["matches"][0]["llm_id"]) == "law"
+        assert new["calibration"]["identification"] > 1 / 12
         assert distances.shape == (12, 12)
         found = atlas.search({"law": 0.9, "math": 0.2, "biology": 0.2}, top=4, n=2048)
         assert group(found[0]["llm_id"]) == "law"
         assert found[0]["measured"]["law"] > 0.8
         recall = atlas.recall(n=1024, ks=(4,))
         assert recall["recall"]["4"] >= 0.75  # the group of 4 is found
+
+
+def graded_rows() -> pd.DataFrame:
+    """8 LLMs with graded scores (a judge's preference in [0, 1]): the planted pool with three
+    LLMs per task group, one dropped, scores spread around 0.15 (wrong) and 0.85 (right)."""
+    rows = planted_rows(llms_per_group=3)
+    rows = rows[rows["llm_id"] != "biology-2"].copy()
+    noise = np.random.default_rng(1).normal(0, 0.08, len(rows))
+    rows["score"] = np.clip(0.15 + 0.7 * rows["score"] + noise, 0, 1).round(2)
+    return rows
+
+
+def test_identify_on_a_small_graded_pool(run_cli: Run, tmp_path: Path) -> None:
+    """The issue's case: one LLM's own training scores (graded, 400 of them) identify it."""
+    workspace = trained_planted_workspace(tmp_path / "graded", graded_rows())
+    rows = graded_rows()
+    with Store.open(workspace) as store:
+        atlas = WorkspaceAtlas(store)
+        train = {atlas.data.table.query_texts[i] for i in atlas.data.rows("train")}
+    for llm in ("law-0", "math-2"):
+        own = rows[(rows["llm_id"] == llm) & rows["query_text"].isin(train)].head(400)
+        path = tmp_path / f"{llm}.csv"
+        own[["query_text", "score"]].to_csv(path, index=False)
+        found = run_cli("identify", path, "-w", workspace, "--json")
+        assert found.exit_code == 0, found.stderr
+        [result] = found.json()  # type: ignore[misc]
+        assert result["verdict"] == llm and result["matches"][0]["agreement"] == 1.0
+        assert result["matches"][1]["agreement"] < result["threshold"]
 
 
 def test_atlas_commands(trained: Path, run_cli: Run, tmp_path: Path) -> None:
@@ -120,10 +163,17 @@ def test_identify_and_search_commands(trained: Path, run_cli: Run, tmp_path: Pat
     found = run_cli("identify", path, "-w", trained, "--json")
     assert found.exit_code == 0, found.stderr
     [result] = found.json()  # type: ignore[misc]
-    assert result["endpoint"] == "endpoint"
-    assert group(result["matches"][0]["llm_id"]) == "biology"
+    assert result["endpoint"] == "endpoint" and result["mode"] == "shared queries"
+    assert result["verdict"] == "biology-2"
     shown = run_cli("identify", path, "-w", trained)
-    assert shown.exit_code == 0 and "threshold" in shown.stdout
+    assert shown.exit_code == 0 and "the same LLM as biology-2" in " ".join(shown.stdout.split())
+    assert "agreement" in shown.stdout
+    reworded = probe.assign(query_text=probe["query_text"] + " (reworded)")
+    reworded[["query_text", "score"]].to_csv(path, index=False)
+    fresh = run_cli("identify", path, "-w", trained)
+    assert fresh.exit_code == 0, fresh.stderr
+    words = " ".join(fresh.stdout.split())
+    assert "new queries" in words and "chosen on the pool" in words
     search = run_cli(
         "search", "--profile", "math=0.9,law=0.2", "--queries", "512", "-w", trained, "--json"
     ).json()

@@ -242,10 +242,11 @@ def test_a_probe_file_with_common_column_names(tmp_path: Path, write_text: Write
 
     path = write_text(tmp_path / "probe.csv", "prompt,correct\nWhat is 2+2?,1\nDefine tort.,0\n")
     found = read_probe_evidence(path, lambda texts: np.ones((len(texts), 3), np.float32))
-    vectors, scores = found["probe"]
-    assert vectors.shape == (2, 3) and scores.tolist() == [1.0, 0.0]
+    probe = found["probe"]
+    assert probe.vectors.shape == (2, 3) and probe.scores.tolist() == [1.0, 0.0]
+    assert probe.texts == ["What is 2+2?", "Define tort."]
     odd = write_text(tmp_path / "odd.csv", "q,outcome\nWhat is 2+2?,1\n")
     mapped = read_probe_evidence(
         odd, lambda t: np.ones((len(t), 3), np.float32), {"query_text": "q", "score": "outcome"}
     )
-    assert mapped["odd"][1].tolist() == [1.0]
+    assert mapped["odd"].scores.tolist() == [1.0]

@@ -6,7 +6,10 @@ clusters.py     hierarchical (scipy) and k-means (scikit-learn) clusters, adjust
 projection.py   2-D maps (PCA, t-SNE) and the share of true neighbours they keep
 portfolio.py    k-center, k-medoids, greedy coverage under a budget; routing among a portfolio
 proxy.py        predicted agreement, proxy retention (nearest by embedding vs next best)
-fingerprint.py  which known LLM is behind an endpoint, with a threshold from the pool's data
+fingerprint.py  which known LLM is behind an endpoint on new queries: per-task likelihood and
+                embedding distance, weight and threshold from the pool's data
+agreement.py    the same on queries the known LLMs were scored on: agreement with their scores
+identification.py  `locus identify` over a workspace: picks one of the two, reads the probe
 search.py       capability search: the real LLMs nearest to a profile of per-task rates
 plots.py        PNG pictures (dendrogram, map, portfolio curve)
 html.py         the self-contained interactive atlas page
@@ -16,7 +19,7 @@ probe_file.py   an unknown endpoint's scored answers, read from a file, as evide
 """
 
 from locus.atlas.clusters import Clustering, family_agreement, hierarchical, kmeans
-from locus.atlas.fingerprint import choose_threshold, draw_fingerprints, identify
+from locus.atlas.fingerprint import choose_threshold, choose_weight, draw_fingerprints, identify
 from locus.atlas.geometry import agreement_matrix, distance_matrix, geometry_report, nearest
 from locus.atlas.portfolio import budget_cover, k_center, k_medoids, portfolio_accuracy
 from locus.atlas.projection import neighbours_kept, project
@@ -29,6 +32,7 @@ __all__ = [
     "budget_cover",
     "capability_recall",
     "choose_threshold",
+    "choose_weight",
     "distance_matrix",
     "draw_fingerprints",
     "family_agreement",

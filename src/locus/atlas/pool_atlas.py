@@ -24,10 +24,7 @@ from locus.atlas.clusters import Clustering, best_k, family_agreement, hierarchi
 from locus.atlas.fingerprint import (
     Embedder,
     FingerprintDraw,
-    choose_threshold,
     draw_fingerprints,
-    fingerprint_report,
-    identify,
 )
 from locus.atlas.geometry import (
     GeometryReport,
@@ -36,6 +33,7 @@ from locus.atlas.geometry import (
     geometry_report,
     nearest,
 )
+from locus.atlas.identification import identify_endpoint
 from locus.atlas.portfolio import (
     BudgetPortfolio,
     budget_cover,
@@ -43,6 +41,7 @@ from locus.atlas.portfolio import (
     k_medoids,
     portfolio_accuracy,
 )
+from locus.atlas.probe_file import ProbeEvidence
 from locus.atlas.proxy import ProxyRetention, predicted_agreement, proxy_retention
 from locus.atlas.search import capability_recall, synthesise_evidence, task_profiles
 from locus.data.families import family_of
@@ -309,11 +308,12 @@ class WorkspaceAtlas:
     # -- fingerprinting and capability search (need `embed`) -------------------------------
 
     def fingerprint_draw(self, k: int, *, seed: int = 0) -> FingerprintDraw:
-        """References from one half of each LLM's scored queries, probes from k scores of the
-        other half (see `locus.atlas.fingerprint`)."""
+        """References from each LLM's scores on one half of the pool's queries, probes from k
+        of its scores on the other half (see `locus.atlas.fingerprint`)."""
         return draw_fingerprints(
             self.scores(),
             self.data.vectors,
+            self.task_index(),
             self.llm_ids,
             self.embed,
             k=k,
@@ -322,45 +322,27 @@ class WorkspaceAtlas:
         )
 
     def identify(
-        self,
-        evidence: Mapping[str, tuple[NDArray[np.float32], NDArray[np.float32]]],
-        *,
-        top: int = 5,
-        seed: int = 0,
+        self, evidence: Mapping[str, ProbeEvidence], *, top: int = 5, seed: int = 0
     ) -> list[dict[str, Any]]:
-        """For each unknown endpoint (name -> (query vectors (K, dq), scores (K,))), the
-        nearest known LLMs and a verdict, with the threshold drawn from the pool's own spread
-        at the endpoint's evidence size."""
-        out = []
-        for name, (vectors, scores) in evidence.items():
-            k = len(scores)
-            draw = self.fingerprint_draw(min(k, self._max_probe()), seed=seed)
-            same, different = draw.same_and_different()
-            threshold = choose_threshold(same, different)
-            probe = np.asarray(self.embed([(vectors, scores)]), dtype=np.float64)[0]
-            matches = identify(
-                probe, draw.references, draw.llm_ids, threshold, top=top, metric=self.metric
-            )
-            out.append(
-                {
-                    "endpoint": name,
-                    "scores": k,
-                    "threshold": threshold,
-                    "calibration": fingerprint_report(draw, threshold),
-                    "verdict": matches[0].llm_id if matches[0].same else None,
-                    "matches": [m.as_dict() for m in matches],
-                }
-            )
-        return out
+        """For each unknown endpoint (name -> its scored queries), the known LLMs most like it
+        and a verdict (`locus.atlas.identification`)."""
+        return [
+            identify_endpoint(self, name, probe, top=top, seed=seed)
+            for name, probe in evidence.items()
+        ]
 
-    def _max_probe(self) -> int:
-        """The largest k every LLM but a few can give twice (two disjoint halves)."""
+    def max_probe(self) -> int:
+        """The largest probe size every LLM but a few can give on half of the pool's queries."""
         counts = (~np.isnan(self.scores())).sum(axis=0)
         return max(8, int(np.quantile(counts, 0.25)) // 2)
 
     def tasks(self) -> NDArray[np.str_]:
         """(n_queries,) task of each workspace-table row ("" = none)."""
         return np.array([t or "" for t in self.data.table.tasks])
+
+    def task_index(self) -> NDArray[np.int64]:
+        """(n_queries,) each workspace-table row's task as an index into its sorted tasks."""
+        return np.unique(self.tasks(), return_inverse=True)[1].astype(np.int64)
 
     def search(
         self, profile: Mapping[str, float], *, top: int = 10, n: int = 8192, seed: int = 0

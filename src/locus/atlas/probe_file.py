@@ -10,6 +10,7 @@ holds use their stored vectors; others are encoded with the workspace's text enc
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,16 +21,25 @@ from locus.data.importers.long_table import recognise_columns
 from locus.data.readers import file_stem, read_table
 from locus.errors import LocusInputError
 
-__all__ = ["read_probe_evidence"]
+__all__ = ["ProbeEvidence", "read_probe_evidence"]
 
 VectorsFor = Callable[[Sequence[str]], NDArray[np.float32]]
 
 
+@dataclass(frozen=True)
+class ProbeEvidence:
+    """One endpoint's scored queries: `vectors` (K, dq), `scores` (K,) and the `texts`."""
+
+    vectors: NDArray[np.float32]
+    scores: NDArray[np.float32]
+    texts: list[str]
+
+
 def read_probe_evidence(
     path: Path, vectors_for: VectorsFor, columns: Mapping[str, str] | None = None
-) -> dict[str, tuple[NDArray[np.float32], NDArray[np.float32]]]:
-    """{endpoint name: (query vectors (K, dq), scores (K,))} from a scores file; `columns`:
-    canonical name -> file column, for columns named otherwise.
+) -> dict[str, ProbeEvidence]:
+    """{endpoint name: its evidence} from a scores file; `columns`: canonical name -> file
+    column, for columns named otherwise.
 
     Raises:
         LocusInputError: unreadable or empty file, a missing column, an empty text, a score
@@ -73,8 +83,10 @@ def read_probe_evidence(
         else [file_stem(path)] * len(frame)
     )
     vectors = np.asarray(vectors_for(texts), dtype=np.float32)
-    out: dict[str, tuple[NDArray[np.float32], NDArray[np.float32]]] = {}
+    out: dict[str, ProbeEvidence] = {}
     for name in dict.fromkeys(names):
         rows = [i for i, n in enumerate(names) if n == name]
-        out[name] = (vectors[rows], scores[rows].astype(np.float32))
+        out[name] = ProbeEvidence(
+            vectors[rows], scores[rows].astype(np.float32), [str(texts[i]) for i in rows]
+        )
     return out

@@ -4,7 +4,7 @@ the artifact's LLM encoder, torch)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -51,20 +51,41 @@ def identify_command(
         print_json(results)
         return
     for result in results:
-        verdict = result["verdict"]
-        calibration = result["calibration"]
+        _show_identification(result)
+
+
+def _show_identification(result: dict[str, Any]) -> None:
+    verdict = result["verdict"]
+    title = f"{result['endpoint']} ({result['scores']:,} scores, {result['mode']}): " + (
+        f"the same LLM as {verdict}" if verdict else "no known LLM"
+    )
+    matches = result["matches"]
+    if result["mode"] == "shared queries":
         _table(
-            f"{result['endpoint']} ({result['scores']:,} scores): "
-            + (f"the same LLM as {verdict}" if verdict else "no known LLM")
-            + f" (threshold {result['threshold']:.3f})",
-            ["LLM", "distance", "same"],
-            [[m["llm_id"], m["distance"], "yes" if m["same"] else "no"] for m in result["matches"]],
+            title,
+            ["LLM", "agreement", "shared queries", "same"],
+            [
+                [m["llm_id"], m["agreement"], m["shared"], "yes" if m["same"] else "no"]
+                for m in matches
+            ],
         )
         stdout_console().print(
-            f"[dim]threshold from the pool at {calibration['k']} scores: own half found "
-            f"{calibration['identification']:.0%}, false matches "
-            f"{calibration['false_match']:.1%}[/]"
+            f"[dim]called the same LLM above agreement {result['threshold']:.3f}: no more than "
+            "1% of pairs of distinct known LLMs agree more on these queries[/]"
         )
+        return
+    _table(
+        title,
+        ["LLM", "score (lower = more alike)", "same"],
+        [[m["llm_id"], m["score"], "yes" if m["same"] else "no"] for m in matches],
+    )
+    calibration = result["calibration"]
+    stdout_console().print(
+        f"[dim]{result['signal']}, threshold {result['threshold']:.2f}, chosen on the pool at "
+        f"{calibration['k']} scores of new queries: own LLM found first "
+        f"{calibration['identification']:.0%}, called the same {calibration['true_match']:.0%}, "
+        f"false matches {calibration['false_match']:.1%}[/]"
+    )
 
 
 @app.command("search")
