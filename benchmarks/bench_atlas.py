@@ -1,6 +1,6 @@
 """The atlas's figures on real pools, next to the paper's: geometry, proxies, portfolios,
-clusters, maps, fingerprinting and capability search, over the three seeds' artifacts of
-`bench_accuracy.py` (same query split, three trainings).
+clusters, maps and capability search (fingerprinting: bench_identify.py), over the three
+seeds' artifacts of `bench_accuracy.py` (same query split, three trainings).
 
     python benchmarks/bench_atlas.py --dataset mmlu-pro        # zeroeval, bfcl, routerbench
 
@@ -25,7 +25,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._common import REPO_ROOT, RESULTS, write_results
 
 from locus.atlas.clusters import family_agreement, hierarchical, kmeans
-from locus.atlas.fingerprint import choose_threshold, fingerprint_report
 from locus.atlas.plots import portfolio_png
 from locus.atlas.pool_atlas import WorkspaceAtlas
 from locus.atlas.portfolio import k_medoids, random_budget_portfolios, random_portfolios
@@ -41,7 +40,6 @@ PAPER = {
     "k_center_portfolio": "15 of 112 LLMs match the full pool",
     "capability_recall@10": 0.97,
 }
-FINGERPRINT_K = (64, 128, 256)
 
 
 def summarise(values: list[float]) -> dict[str, float]:
@@ -94,35 +92,6 @@ def pair_report(atlas: WorkspaceAtlas, pairs: list[tuple[str, str]]) -> dict[str
         "mutual_nearest": sum(r["rank_from_first"] == 1 for r in rows),
         "median_pair_distance": float(np.median(upper)),
     }
-
-
-def per_task_identification(atlas: WorkspaceAtlas, k: int, seed: int) -> float:
-    """Baseline fingerprint: nearest per-task accuracy profile (a reference from one half of
-    each LLM's scored queries, a probe from k of the other half), no embedding."""
-    scores, tasks = atlas.scores(), atlas.tasks()
-    names = sorted(set(tasks.tolist()))
-    rng = np.random.default_rng([seed, k])
-
-    def profile(rows: np.ndarray, j: int) -> list[float]:
-        return [
-            float(np.mean(scores[rows[tasks[rows] == t], j]))
-            if (tasks[rows] == t).any()
-            else np.nan
-            for t in names
-        ]
-
-    references, probes = [], []
-    for j in range(scores.shape[1]):
-        rows = np.flatnonzero(~np.isnan(scores[:, j]))
-        if len(rows) < 2 * k:
-            continue
-        rows = rng.permutation(rows)
-        half = len(rows) // 2
-        references.append(profile(rows[:half], j))
-        probes.append(profile(rows[half:][:k], j))
-    r, p = np.array(references), np.array(probes)
-    d = np.sqrt(np.nanmean((p[:, None, :] - r[None, :, :]) ** 2, axis=2))
-    return float(np.mean(np.argmin(d, axis=1) == np.arange(len(d))))
 
 
 def one_seed(atlas: WorkspaceAtlas, seed: int, dataset: str) -> dict[str, Any]:
@@ -181,37 +150,6 @@ def one_seed(atlas: WorkspaceAtlas, seed: int, dataset: str) -> dict[str, Any]:
         m: neighbours_kept(atlas.embeddings, project(atlas.embeddings, m, seed=seed), k=10)
         for m in ("tsne", "pca")
     }
-    fingerprints = {}
-    for k in FINGERPRINT_K:
-        try:
-            calibration = atlas.fingerprint_draw(k, seed=1000 + seed)
-            evaluation = atlas.fingerprint_draw(k, seed=2000 + seed)
-        except Exception as error:  # too few scores at this k
-            fingerprints[str(k)] = {"skipped": str(error)}
-            continue
-        threshold = choose_threshold(*calibration.same_and_different())
-        report = fingerprint_report(evaluation, threshold)
-        report["per_task_baseline_identification"] = per_task_identification(atlas, k, 2000 + seed)
-        d = evaluation.distances()
-        trio = [i for i, llm in enumerate(evaluation.llm_ids) if "405B" in llm]
-        if len(trio) > 1:
-            report["llama_405b"] = {
-                "llms": [evaluation.llm_ids[i] for i in trio],
-                "same_verdicts": int(
-                    sum(d[i, j] <= threshold for i in trio for j in trio if i != j)
-                ),
-                "ordered_pairs": len(trio) * (len(trio) - 1),
-                "other_false_matches": int(
-                    sum(
-                        d[i, j] <= threshold
-                        for i in range(len(d)) for j in range(len(d))
-                        if i != j and not (i in trio and j in trio)
-                    )
-                ),
-                "other_ordered_pairs": len(d) * (len(d) - 1) - len(trio) * (len(trio) - 1),
-            }  # fmt: skip
-        fingerprints[str(k)] = report
-    out["fingerprint"] = fingerprints
     out["capability_search"] = atlas.recall(n=8192, ks=(1, 5, 10), seed=seed)
     if dataset == "bfcl":
         out["twins"] = pair_report(atlas, twins(atlas.llm_ids))
@@ -273,12 +211,7 @@ def main() -> None:
                 f"{g['mean_agreement']:.3f}); retention nearest {r['nearest_retention']:.3f} "
                 f"next-best {r['next_best_retention']:.3f}; portfolio within 0.5 pt "
                 f"{run['portfolio']['smallest_within_0.5']}; recall@10 "
-                f"{run['capability_search']['recall']['10']:.3f}; "
-                + "; ".join(
-                    f"fp@{k} id {f['identification']:.2f} false {f['false_match']:.3f}"
-                    for k, f in run["fingerprint"].items() if "identification" in f
-                )
-                + f" ({run['seconds']:.0f} s)",
+                f"{run['capability_search']['recall']['10']:.3f} ({run['seconds']:.0f} s)",
                 flush=True,
             )  # fmt: skip
     figures = {
@@ -304,21 +237,6 @@ def summarise_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
         out[f"retention_{key}"] = summarise([r["retention"][key] for r in runs])
     out["full_pool_hit@1"] = summarise([r["portfolio"]["full_pool"] for r in runs])
     out["smallest_within_0.5"] = [r["portfolio"]["smallest_within_0.5"] for r in runs]
-    for k in FINGERPRINT_K:
-        reports = [
-            r["fingerprint"][str(k)] for r in runs if "identification" in r["fingerprint"][str(k)]
-        ]
-        if reports:
-            out[f"fingerprint@{k}"] = {
-                stat: summarise([f[stat] for f in reports])
-                for stat in (
-                    "identification",
-                    "true_match",
-                    "false_match",
-                    "llms",
-                    "per_task_baseline_identification",
-                )
-            }
     for k in ("1", "5", "10"):
         out[f"recall@{k}"] = summarise([r["capability_search"]["recall"][k] for r in runs])
     for name in ("hierarchical_silhouette", "hierarchical_at_families", "kmeans_at_families"):

@@ -5,12 +5,16 @@ Two protocols, 3 seeds each (one trained artifact per seed, from `bench_accuracy
 - **New queries**: the pool's queries split in two halves; each LLM's reference from its scores
   on one half, its probe from k of its scores on the other. The embedding weight and the
   verdict threshold are chosen on one draw (seed 1000 + s) and measured on another (2000 + s).
+  (Small pools: calibration draws until they hold 100 probes, as `locus identify` does.)
   Methods: what `locus identify` does (per-task likelihood + weighted embedding distance), the
   embedding distance alone (the previous method), the per-task likelihood alone, and the
   baseline: the nearest per-task accuracy profile (root mean square difference), no embedding.
 - **Shared queries**: the probe is k of the LLM's scored queries with a share `noise` of its
   scores flipped (a re-run that answers differently), compared with every known LLM's actual
   scores on those queries (the LLM itself included); threshold from pairs of distinct LLMs.
+  And real re-runs: the same weights behind other names (ZeroEval's Llama-3.1-405B at three
+  providers, BFCL's prompt and function-calling interfaces), each taken out of the pool in
+  turn and identified by the others.
 
     python benchmarks/bench_identify.py --dataset zeroeval bfcl mmlu-pro split2-model7
 
@@ -20,6 +24,7 @@ Writes results/identify.json.
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 import time
@@ -35,8 +40,8 @@ from benchmarks._common import REPO_ROOT, write_results
 from locus.atlas.agreement import agreements, pair_threshold
 from locus.atlas.fingerprint import (
     FingerprintDraw,
-    choose_threshold,
-    choose_weight,
+    calibrate,
+    calibration_draws,
     fingerprint_report,
 )
 from locus.atlas.pool_atlas import WorkspaceAtlas
@@ -45,6 +50,7 @@ from locus.store import Store
 
 KS = (64, 128, 256)
 NOISE = (0.05, 0.1, 0.2)
+KEYS = ("identification", "true_match", "false_match", "false_verdict")
 
 
 def per_task_profile_identification(atlas: WorkspaceAtlas, draw: FingerprintDraw) -> float:
@@ -72,14 +78,14 @@ def per_task_profile_identification(atlas: WorkspaceAtlas, draw: FingerprintDraw
 
 
 def new_queries(atlas: WorkspaceAtlas, k: int, seed: int) -> dict[str, Any]:
-    calibration = atlas.fingerprint_draw(k, seed=1000 + seed)
+    draws = calibration_draws(lambda s: atlas.fingerprint_draw(k, seed=s), seed=1000 + seed * 100)
     evaluation = atlas.fingerprint_draw(k, seed=2000 + seed)
-    weight = choose_weight(calibration)
+    weight, _ = calibrate(draws)
     out: dict[str, Any] = {"llms": len(evaluation.llm_ids), "weight": weight}
     for name, w in (("locus", weight), ("embedding", float("inf")), ("tasks", 0.0)):
-        threshold = choose_threshold(*calibration.same_and_different(w))
+        _, threshold = calibrate(draws, weights=(w,))
         report = fingerprint_report(evaluation, w, threshold)
-        out[name] = {key: report[key] for key in ("identification", "true_match", "false_match")}
+        out[name] = {key: report[key] for key in KEYS}
     out["per_task_profile"] = per_task_profile_identification(atlas, evaluation)
     return out
 
@@ -103,14 +109,53 @@ def shared_queries(atlas: WorkspaceAtlas, k: int, noise: float, seed: int) -> di
         ranked = np.where(np.isnan(agree), -np.inf, agree)
         found.append(int(np.argmax(ranked)) == j)
         same.append(bool(agree[j] > threshold))
-        others = np.delete(ranked, j)
-        false.append(float(np.mean(others > threshold)))
+        false.append(bool((np.delete(ranked, j) > threshold).any()))
     return {
         "llms": llms,
         "identification": float(np.mean(found)),
         "true_match": float(np.mean(same)),
-        "false_match": float(np.mean(false)),
+        "false_verdict": float(np.mean(false)),
     }
+
+
+def natural_groups(llm_ids: list[str]) -> list[list[str]]:
+    """The same weights behind several names: ZeroEval's Llama-3.1-405B at three providers,
+    BFCL's `<name>` beside `<name>-FC...` (the same model behind two interfaces)."""
+    groups = [[llm for llm in llm_ids if "405B" in llm]]
+    for base in llm_ids:
+        fc = [llm for llm in llm_ids if re.fullmatch(re.escape(base) + r"-FC(-Any|-Auto)?", llm)]
+        if fc:
+            groups.append([base, *fc])
+    return [g for g in groups if len(g) > 1]
+
+
+def natural_reruns(atlas: WorkspaceAtlas, k: int, seed: int) -> dict[str, Any] | None:
+    """Each member of a natural group as the unknown endpoint (its column taken out of the
+    pool): is the known LLM agreeing most with it on k of its queries another member, and is
+    it called the same?"""
+    scores = atlas.scores()
+    rng = np.random.default_rng([seed, k])
+    found, called, wrong, probes = 0, 0, 0, 0
+    for group in natural_groups(atlas.llm_ids):
+        for llm in group:
+            j = atlas.llm_ids.index(llm)
+            rows = np.flatnonzero(~np.isnan(scores[:, j]))
+            if len(rows) < k:
+                continue
+            rows = rng.permutation(rows)[:k]
+            pool = np.delete(scores[rows], j, axis=1)
+            others = [x for x in atlas.llm_ids if x != llm]
+            agree, _ = agreements(scores[rows, j], pool)
+            threshold = pair_threshold(pool)
+            best = int(np.nanargmax(np.where(np.isnan(agree), -np.inf, agree)))
+            probes += 1
+            found += others[best] in group
+            if agree[best] > threshold:
+                called += others[best] in group
+                wrong += others[best] not in group
+    if not probes:
+        return None
+    return {"probes": probes, "found": found, "called_same": called, "called_wrong": wrong}
 
 
 def summary(values: list[float]) -> dict[str, float]:
@@ -123,6 +168,7 @@ def summary(values: list[float]) -> dict[str, float]:
 def run(dataset: str, tag: str, seeds: list[int], workspace: Path) -> dict[str, Any]:
     runs: dict[str, list[dict[str, Any]]] = {}
     shared: dict[str, list[dict[str, Any]]] = {}
+    natural: dict[str, list[dict[str, Any]]] = {}
     with Store.open(workspace / dataset) as store:
         for seed in seeds:
             artifact = f"bench-{tag}-seed{seed}"
@@ -134,22 +180,22 @@ def run(dataset: str, tag: str, seeds: list[int], workspace: Path) -> dict[str, 
                     runs.setdefault(str(k), []).append(new_queries(atlas, k, seed))
                 except Exception as error:  # a pool too small for k
                     print(f"{dataset} k={k}: skipped ({error})")
+                rerun = natural_reruns(atlas, k, seed)
+                if rerun is not None:
+                    natural.setdefault(str(k), []).append(rerun)
                 for noise in NOISE:
                     shared.setdefault(f"{k}@{noise}", []).append(
                         shared_queries(atlas, k, noise, seed)
                     )
             print(f"{dataset} seed {seed}: {time.perf_counter() - started:.0f} s", flush=True)
-    out: dict[str, Any] = {"new_queries": {}, "shared_queries": {}}
-    for k, rows in runs.items():
-        out["new_queries"][k] = {
+    out: dict[str, Any] = {"new_queries": {}, "shared_queries": {}, "natural_reruns": natural}
+    for size, rows in runs.items():
+        out["new_queries"][size] = {
             "llms": rows[0]["llms"],
             "weights": [r["weight"] for r in rows],
             "per_task_profile": summary([r["per_task_profile"] for r in rows]),
             **{
-                method: {
-                    key: summary([r[method][key] for r in rows])
-                    for key in ("identification", "true_match", "false_match")
-                }
+                method: {key: summary([r[method][key] for r in rows]) for key in KEYS}
                 for method in ("locus", "embedding", "tasks")
             },
         }
@@ -158,7 +204,7 @@ def run(dataset: str, tag: str, seeds: list[int], workspace: Path) -> dict[str, 
             "llms": rows[0]["llms"],
             **{
                 m: summary([r[m] for r in rows])
-                for m in ("identification", "true_match", "false_match")
+                for m in ("identification", "true_match", "false_verdict")
             },
         }
     return out
@@ -185,13 +231,17 @@ def main() -> None:
             print(
                 f"{dataset} new k={k}: {cells}  profile {base['mean']:.3f}±{base['sd']:.3f}  "
                 f"locus true {row['locus']['true_match']['mean']:.3f} false "
-                f"{row['locus']['false_match']['mean']:.3f} weights {row['weights']}"
+                f"{row['locus']['false_match']['mean']:.3f} verdict wrong "
+                f"{row['locus']['false_verdict']['mean']:.3f} weights {row['weights']}"
             )
         for key, row in result["shared_queries"].items():
             print(
                 f"{dataset} shared k@noise={key}: id {row['identification']['mean']:.3f}  "
-                f"true {row['true_match']['mean']:.3f}  false {row['false_match']['mean']:.4f}"
+                f"true {row['true_match']['mean']:.3f}  "
+                f"wrong verdict {row['false_verdict']['mean']:.4f}"
             )
+        for size, reruns in result["natural_reruns"].items():
+            print(f"{dataset} natural re-runs k={size}: {reruns}")
     print(f"written {write_results(args.out, figures)}")
 
 

@@ -5,15 +5,16 @@ Agreement on a query is 1 - |probe's score - the LLM's score| (1 or 0 for binary
 scores agree in part); an LLM's agreement is its mean over the probe's queries it was scored
 on. The verdict needs no simulation: on the same queries, every pair of *distinct* known LLMs
 also has an agreement, and the probe is called the same LLM as its best match only when it
-agrees with it more than all but `max_false_match` of those pairs agree with each other
-(`pair_threshold`). Two pool LLMs that are indistinguishable on these queries leave no room for
-a verdict, which is the honest answer.
+agrees with it more than any two distinct known LLMs agree with each other (`pair_threshold`).
+Held to less (say, all but 1% of the pairs), a stranger would be called some known LLM far
+more often than 1%: it meets every known LLM, not one. Two pool LLMs indistinguishable on these
+queries leave no room for a verdict, which is the honest answer.
 
     >>> import numpy as np
     >>> pool = np.array([[1, 0, 1], [1, 1, 0], [0, 1, 0], [1, 0, 0]], dtype=float)
     >>> agreements(np.array([1.0, 1.0, 0.0, 1.0]), pool, min_shared=1)[0].round(2).tolist()
     [1.0, 0.25, 0.5]
-    >>> pair_threshold(pool, min_shared=1)  # the pairs agree 0.25, 0.5 and 0.25
+    >>> pair_threshold(pool, min_shared=1)  # the pairs agree 0.25, 0.5 and 0.25: the highest
     0.5
 """
 
@@ -46,12 +47,9 @@ def agreements(
     return np.where(counts >= min_shared, mean, np.nan), counts
 
 
-def pair_threshold(
-    pool: NDArray[Any], *, max_false_match: float = 0.01, min_shared: int = MIN_SHARED
-) -> float:
-    """The agreement above which at most `max_false_match` of the pairs of distinct known LLMs
-    agree with each other on these queries (`pool` (k, n_llms)): the smallest pair agreement
-    that no more than that share of pairs exceed (1.0 when fewer than 2 LLMs can be paired)."""
+def pair_threshold(pool: NDArray[Any], *, min_shared: int = MIN_SHARED) -> float:
+    """The highest agreement between two distinct known LLMs on these queries (`pool`
+    (k, n_llms)), over pairs sharing at least `min_shared` of them (1.0 when none do)."""
     table = np.asarray(pool, dtype=np.float64)
     scored = ~np.isnan(table)
     values = np.where(scored, table, 0.0)
@@ -65,9 +63,7 @@ def pair_threshold(
     usable = counts >= min_shared
     if not usable.any():
         return 1.0
-    pairs = np.sort((counts[usable] - apart[upper][usable]) / counts[usable])
-    allowed = int(np.floor(max_false_match * len(pairs)))
-    return float(pairs[len(pairs) - 1 - allowed])
+    return float(np.max((counts[usable] - apart[upper][usable]) / counts[usable]))
 
 
 @dataclass(frozen=True)
@@ -95,14 +91,13 @@ def shared_matches(
     llm_ids: list[str],
     *,
     top: int = 5,
-    max_false_match: float = 0.01,
     min_shared: int = MIN_SHARED,
 ) -> tuple[list[SharedMatch], float]:
     """The `top` known LLMs agreeing most with the probe's scores (k,) on shared queries
     (`pool` (k, n_llms)), with verdicts, and the threshold they were held to. LLMs with fewer
     than `min_shared` shared queries come last, without an agreement."""
     agree, counts = agreements(probe, pool, min_shared=min_shared)
-    threshold = pair_threshold(pool, max_false_match=max_false_match, min_shared=min_shared)
+    threshold = pair_threshold(pool, min_shared=min_shared)
     key = np.where(np.isnan(agree), np.inf, -agree)
     order = np.lexsort((np.arange(len(agree)), key))[:top]
     matches = [

@@ -15,8 +15,8 @@ Two cases, told apart by the probe's queries:
   probe is compared with their actual scores.
 
 The verdict threshold comes from data: the fused score of each probe against its own LLM
-("same") and against every other LLM ("different"); the threshold calls as many "same" pairs
-same as it can while keeping false matches (a stranger called the same LLM) at 1%
+("same") and against the most alike other LLM ("nearest other"); the threshold calls as many
+probes their own LLM as it can while calling at most 1% of them another LLM
 (`choose_threshold`).
 
     >>> import numpy as np
@@ -46,6 +46,8 @@ __all__ = [
     "Embedder",
     "FingerprintDraw",
     "Match",
+    "calibrate",
+    "calibration_draws",
     "choose_threshold",
     "choose_weight",
     "draw_fingerprints",
@@ -155,9 +157,20 @@ class FingerprintDraw:
         return float(np.mean(np.argmin(s, axis=1) == np.arange(len(s))))
 
     def same_and_different(self, weight: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Each probe's score against its own LLM (n,) and against every other (n (n - 1),)."""
         s = self.scores(weight)
         eye = np.eye(len(s), dtype=bool)
         return s[eye], s[~eye]
+
+    def same_and_nearest_other(
+        self, weight: float
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Each probe's score against its own LLM and against the most alike other LLM (both
+        (n,)): what a verdict on the best match is calibrated on, since a probe meets every
+        known LLM, not one."""
+        s = self.scores(weight)
+        eye = np.eye(len(s), dtype=bool)
+        return s[eye], np.where(eye, np.inf, s).min(axis=1)
 
 
 def draw_fingerprints(
@@ -216,11 +229,42 @@ def draw_fingerprints(
     )
 
 
-def choose_weight(draw: FingerprintDraw, weights: Sequence[float] = EMBEDDING_WEIGHTS) -> float:
-    """The embedding's weight (of `weights`) that identifies most probes of the draw; ties go
-    to the earlier weight."""
-    found = [draw.identification(w) for w in weights]
+def choose_weight(
+    draws: FingerprintDraw | Sequence[FingerprintDraw],
+    weights: Sequence[float] = EMBEDDING_WEIGHTS,
+) -> float:
+    """The embedding's weight (of `weights`) that identifies most probes over the draws; ties
+    go to the earlier weight."""
+    pool = [draws] if isinstance(draws, FingerprintDraw) else list(draws)
+    found = [sum(d.identification(w) * len(d.llm_ids) for d in pool) for w in weights]
     return float(weights[int(np.argmax(found))])
+
+
+def calibrate(
+    draws: Sequence[FingerprintDraw],
+    *,
+    weights: Sequence[float] = EMBEDDING_WEIGHTS,
+    max_false_verdict: float = 0.01,
+) -> tuple[float, float]:
+    """(weight, threshold) from calibration draws: the weight (of `weights`) that identifies
+    most probes, and the threshold calling at most `max_false_verdict` of the probes some
+    other LLM."""
+    weight = choose_weight(draws, weights)
+    pairs = [d.same_and_nearest_other(weight) for d in draws]
+    same = np.concatenate([p[0] for p in pairs])
+    other = np.concatenate([p[1] for p in pairs])
+    return weight, choose_threshold(same, other, max_false_match=max_false_verdict)
+
+
+def calibration_draws(
+    draw: Callable[[int], FingerprintDraw], *, seed: int, min_probes: int = 100
+) -> list[FingerprintDraw]:
+    """Draws (`draw(seed)`) from `seed` on until they hold `min_probes` probes: a small pool
+    needs several for a threshold that means anything."""
+    draws = [draw(seed)]
+    while sum(len(d.llm_ids) for d in draws) < min_probes:
+        draws.append(draw(seed + len(draws)))
+    return draws
 
 
 def choose_threshold(
@@ -251,11 +295,13 @@ def choose_threshold(
 
 def fingerprint_report(draw: FingerprintDraw, weight: float, threshold: float) -> dict[str, Any]:
     """Identification accuracy (the probe's best-scoring LLM is its own), true-match rate (its
-    own LLM within the threshold) and false-match rate (another LLM within it, over all ordered
-    pairs) of one draw at one embedding weight."""
+    own LLM within the threshold), false-match rate (another LLM within it, over all ordered
+    pairs) and false-verdict rate (some other LLM within it, per probe) of one draw at one
+    embedding weight."""
     s = draw.scores(weight)
     n = len(s)
     same, different = draw.same_and_different(weight)
+    _, nearest_other = draw.same_and_nearest_other(weight)
     return {
         "k": draw.k,
         "llms": n,
@@ -264,6 +310,7 @@ def fingerprint_report(draw: FingerprintDraw, weight: float, threshold: float) -
         "identification": float(np.mean(np.argmin(s, axis=1) == np.arange(n))),
         "true_match": float(np.mean(same <= threshold)),
         "false_match": float(np.mean(different <= threshold)),
+        "false_verdict": float(np.mean(nearest_other <= threshold)),
         "same_score": float(np.median(same)),
         "different_score": float(np.median(different)),
     }

@@ -18,8 +18,8 @@ from numpy.typing import NDArray
 
 from locus.atlas.agreement import MIN_SHARED, shared_matches
 from locus.atlas.fingerprint import (
-    choose_threshold,
-    choose_weight,
+    calibrate,
+    calibration_draws,
     fingerprint_report,
     identify,
 )
@@ -51,9 +51,10 @@ def identify_endpoint(
             "verdict": shared[0].llm_id if shared[0].same else None,
             "matches": [m.as_dict() for m in shared],
         }
-    draw = atlas.fingerprint_draw(min(len(scores), atlas.max_probe()), seed=seed)
-    weight = choose_weight(draw)
-    threshold = choose_threshold(*draw.same_and_different(weight))
+    k = min(len(scores), atlas.max_probe())
+    draws = calibration_draws(lambda s: atlas.fingerprint_draw(k, seed=s), seed=seed)
+    weight, threshold = calibrate(draws)
+    draw = draws[0]
     embedding = np.asarray(atlas.embed([(probe.vectors, probe.scores)]), dtype=np.float64)[0]
     tasks = atlas.task_index()[nearest_rows(atlas.data.vectors, probe.vectors, rows)]
     matches = identify(
