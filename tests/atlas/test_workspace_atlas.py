@@ -102,6 +102,13 @@ def graded_rows() -> pd.DataFrame:
     return rows
 
 
+def _measured_profile(atlas: WorkspaceAtlas, llm: str) -> dict[str, float]:
+    tasks = atlas.tasks()
+    scores = atlas.scores()[:, atlas.index(llm)]
+    keep = atlas.data.splits != "test"
+    return {t: float(np.nanmean(scores[keep & (tasks == t)])) for t in sorted(set(tasks))}
+
+
 def test_identify_on_a_small_graded_pool(run_cli: Run, tmp_path: Path) -> None:
     """The issue's case: one LLM's own training scores (graded, 400 of them) identify it."""
     workspace = trained_planted_workspace(tmp_path / "graded", graded_rows())
@@ -118,6 +125,18 @@ def test_identify_on_a_small_graded_pool(run_cli: Run, tmp_path: Path) -> None:
         [result] = found.json()  # type: ignore[misc]
         assert result["verdict"] == llm and result["matches"][0]["agreement"] == 1.0
         assert result["matches"][1]["agreement"] < result["threshold"]
+    # the issue's search case: a profile equal to an LLM's measured profile finds it first
+    with Store.open(workspace) as store:
+        model = load_workspace_locus(store)
+        atlas = WorkspaceAtlas(store, embed=model.embed_many)
+        measured = atlas.search({"law": 0.5}, top=8)
+        for row in measured[:3]:
+            profile = {t: float(v) for t, v in row["measured"].items()}
+            full = atlas.search(
+                {t: round(r, 2) for t, r in _measured_profile(atlas, row["llm_id"]).items()},
+                top=2,
+            )
+            assert full[0]["llm_id"] == row["llm_id"], (profile, full)
 
 
 def test_atlas_commands(trained: Path, run_cli: Run, tmp_path: Path) -> None:

@@ -25,6 +25,8 @@ from locus.atlas.fingerprint import (
     Embedder,
     FingerprintDraw,
     draw_fingerprints,
+    profile_loglik,
+    task_rates,
 )
 from locus.atlas.geometry import (
     GeometryReport,
@@ -347,21 +349,26 @@ class WorkspaceAtlas:
     def search(
         self, profile: Mapping[str, float], *, top: int = 10, n: int = 8192, seed: int = 0
     ) -> list[dict[str, Any]]:
-        """The real LLMs nearest to synthetic evidence with `profile`'s per-task rates, with
-        each one's measured rates on those tasks (non-test queries)."""
+        """The real LLMs whose measured per-task rates (non-test queries) best explain
+        synthetic evidence with `profile`'s rates (the per-task likelihood of
+        `locus.atlas.fingerprint`: a profile equal to an LLM's measured one finds it first),
+        with each one's embedding distance to that evidence and its measured rates."""
         tasks = self.tasks()
         rows, scores = synthesise_evidence(
             profile, tasks, n, seed=seed, rows=self.evidence_rows("train")
         )
         probe = np.asarray(self.embed([(self.data.vectors[rows], scores)]), dtype=np.float64)
         d = cdist(probe, self.embeddings, metric=self.metric)[0]
-        measured = task_profiles(
-            np.where(self.data.splits[:, None] == "test", np.nan, self.scores()), tasks
-        )
-        order = np.lexsort((np.arange(len(d)), d))[:top]
+        evidence = np.where(self.data.splits[:, None] == "test", np.nan, self.scores())
+        index = self.task_index()
+        rates = task_rates(evidence, index, int(index.max()) + 1)
+        fit = profile_loglik(rates, index[rows], scores)
+        measured = task_profiles(evidence, tasks)
+        order = np.lexsort((np.arange(len(fit)), -fit))[:top]
         return [
             {
                 "llm_id": self.llm_ids[i],
+                "loglik": float(fit[i]),
                 "distance": float(d[i]),
                 "measured": {task: measured[i].get(task) for task in profile},
             }

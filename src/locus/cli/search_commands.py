@@ -70,8 +70,8 @@ def _show_identification(result: dict[str, Any]) -> None:
             ],
         )
         stdout_console().print(
-            f"[dim]called the same LLM above agreement {result['threshold']:.3f}: no more than "
-            "1% of pairs of distinct known LLMs agree more on these queries[/]"
+            f"[dim]called the same LLM above agreement {result['threshold']:.3f}, the highest "
+            "agreement of two distinct known LLMs on these queries[/]"
         )
         return
     _table(
@@ -84,7 +84,7 @@ def _show_identification(result: dict[str, Any]) -> None:
         f"[dim]{result['signal']}, threshold {result['threshold']:.2f}, chosen on the pool at "
         f"{calibration['k']} scores of new queries: own LLM found first "
         f"{calibration['identification']:.0%}, called the same {calibration['true_match']:.0%}, "
-        f"false matches {calibration['false_match']:.1%}[/]"
+        f"another LLM called the same {calibration['false_verdict']:.0%}[/]"
     )
 
 
@@ -114,7 +114,14 @@ def search_command(
         return
     tasks = list(wanted)
     _table(
-        "nearest LLMs to " + ", ".join(f"{t}={r:g}" for t, r in wanted.items()),
-        ["LLM", "distance", *[f"{t} (measured)" for t in tasks]],
-        [[r["llm_id"], r["distance"], *[r["measured"][t] for t in tasks]] for r in rows],
+        "LLMs most like " + ", ".join(f"{t}={r:g}" for t, r in wanted.items()),
+        ["LLM", *[f"{t} (measured)" for t in tasks], "log-likelihood", "embedding distance"],
+        [
+            [r["llm_id"], *[r["measured"][t] for t in tasks], r["loglik"], r["distance"]]
+            for r in rows
+        ],
+    )
+    stdout_console().print(
+        "[dim]ranked by how well each LLM's measured per-task rates explain the profile "
+        "(mean log-likelihood per score, higher = closer)[/]"
     )
