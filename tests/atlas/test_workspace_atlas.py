@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from locus.atlas.identification import identify_endpoints
 from locus.atlas.pool_atlas import WorkspaceAtlas
 from locus.atlas.probe_file import ProbeEvidence
 from locus.errors import LocusInputError, LocusNotFoundError
@@ -70,7 +71,7 @@ def test_identify_and_search_with_the_real_encoder(trained: Path) -> None:
         texts = [atlas.data.table.query_texts[i] or "" for i in scored]
         vectors, scores = atlas.data.vectors[scored], rows[scored, column]
         # queries the pool was scored on: law-1's own scores are law-1, by agreement
-        [own] = atlas.identify({"probe": ProbeEvidence(vectors, scores, texts)})
+        [own] = identify_endpoints(atlas, {"probe": ProbeEvidence(vectors, scores, texts)})
         assert own["mode"] == "shared queries" and own["verdict"] == "law-1"
         assert own["matches"][0] == {
             "llm_id": "law-1",
@@ -81,7 +82,7 @@ def test_identify_and_search_with_the_real_encoder(trained: Path) -> None:
         assert not own["matches"][1]["same"]
         # the same scores on queries no known LLM saw: a law LLM, by tasks and embedding
         unseen = [f"{t} (reworded)" for t in texts]
-        [new] = atlas.identify({"probe": ProbeEvidence(vectors, scores, unseen)})
+        [new] = identify_endpoints(atlas, {"probe": ProbeEvidence(vectors, scores, unseen)})
         assert new["mode"] == "new queries" and group(new["matches"][0]["llm_id"]) == "law"
         assert new["calibration"]["identification"] > 1 / 12
         assert distances.shape == (12, 12)

@@ -10,7 +10,7 @@ of the nearest query it does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,7 +29,24 @@ from locus.data.query_identity import text_hash
 if TYPE_CHECKING:
     from locus.atlas.pool_atlas import WorkspaceAtlas
 
-__all__ = ["describe_weight", "identify_endpoint", "nearest_rows", "rows_of"]
+__all__ = [
+    "describe_weight",
+    "identify_endpoint",
+    "identify_endpoints",
+    "nearest_rows",
+    "rows_of",
+]
+
+
+def identify_endpoints(
+    atlas: WorkspaceAtlas, evidence: Mapping[str, ProbeEvidence], *, top: int = 5, seed: int = 0
+) -> list[dict[str, Any]]:
+    """For each unknown endpoint (name -> its scored queries), the known LLMs most like it and
+    a verdict."""
+    return [
+        identify_endpoint(atlas, name, probe, top=top, seed=seed)
+        for name, probe in evidence.items()
+    ]
 
 
 def identify_endpoint(

@@ -35,7 +35,6 @@ from locus.atlas.geometry import (
     geometry_report,
     nearest,
 )
-from locus.atlas.identification import identify_endpoint
 from locus.atlas.portfolio import (
     BudgetPortfolio,
     budget_cover,
@@ -43,7 +42,6 @@ from locus.atlas.portfolio import (
     k_medoids,
     portfolio_accuracy,
 )
-from locus.atlas.probe_file import ProbeEvidence
 from locus.atlas.proxy import ProxyRetention, predicted_agreement, proxy_retention
 from locus.atlas.search import capability_recall, synthesise_evidence, task_profiles
 from locus.data.families import family_of
@@ -322,16 +320,6 @@ class WorkspaceAtlas:
             seed=seed,
             metric=self.metric,
         )
-
-    def identify(
-        self, evidence: Mapping[str, ProbeEvidence], *, top: int = 5, seed: int = 0
-    ) -> list[dict[str, Any]]:
-        """For each unknown endpoint (name -> its scored queries), the known LLMs most like it
-        and a verdict (`locus.atlas.identification`)."""
-        return [
-            identify_endpoint(self, name, probe, top=top, seed=seed)
-            for name, probe in evidence.items()
-        ]
 
     def max_probe(self) -> int:
         """The largest probe size every LLM but a few can give on half of the pool's queries."""

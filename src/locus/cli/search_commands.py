@@ -37,6 +37,7 @@ def identify_command(
     quiet: QuietOption = False,
 ) -> None:
     """Which known LLM is behind an endpoint, from its scored answers alone."""
+    from locus.atlas.identification import identify_endpoints
     from locus.atlas.probe_file import read_probe_evidence
 
     with _atlas(workspace, artifact, metric, quiet=quiet or as_json, embedder=True) as atlas:
@@ -45,7 +46,7 @@ def identify_command(
         with progress_bars(quiet or as_json)("fingerprinting", total=len(evidence)) as advance:
             results = []
             for name, pair in evidence.items():
-                results.extend(atlas.identify({name: pair}, top=top))
+                results.extend(identify_endpoints(atlas, {name: pair}, top=top))
                 advance(1)
     if as_json:
         print_json(results)
