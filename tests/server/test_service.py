@@ -3,8 +3,14 @@ uvicorn server on 127.0.0.1, and `locus serve`'s refusals."""
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -286,65 +292,100 @@ def test_the_catalog_reloads_without_a_restart_and_an_endpoint_can_be_removed(
                 )
 
 
+@contextmanager
+def locus_serve_process(ws: Path) -> Iterator[tuple[subprocess.Popen[str], httpx.Client]]:
+    """`locus serve --no-auth` on the workspace as its own process on a free loopback port,
+    with a client once /health answers (60 s at most); terminated when the block ends (its
+    stderr is then in `process.stderr_text`)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "locus"), "serve", "--no-auth", "--port",
+         str(port), "-w", str(ws)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and server.poll() is None:
+                try:
+                    if client.get("/health").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    time.sleep(0.2)
+            assert server.poll() is None, "locus serve exited before serving"
+            yield server, client
+    finally:
+        server.terminate()
+        _, err = server.communicate(timeout=20)
+        server.stderr_text = err  # type: ignore[attr-defined]
+
+
+def test_a_real_locus_serve_routes_around_a_slow_upstream_under_a_latency_bound(
+    trained: Path, tmp_path: Path, run_cli: Run
+) -> None:
+    """Real processes on loopback: `locus serve` measures each upstream; the LLM routed first
+    answers in 0.4 s, so a request stating max_latency_ms=200 is answered by another that meets
+    it, while a request without a bound still goes to the first."""
+    import shutil
+
+    ws = tmp_path / "ws"
+    shutil.copytree(trained, ws)
+    text = "integral derivative matrix limit polynomial"
+    with fake_upstreams(
+        {"math-0": ["hang"], "law-0": ["ok"], "biology-0": ["ok"]}, hang_s=0.4
+    ) as fake:
+        assert run_cli("import", "llms", _catalog(tmp_path, fake.port), "-w", ws).exit_code == 0
+        with locus_serve_process(ws) as (_, client):
+            chat = {"model": "locus", "messages": [{"role": "user", "content": text}]}
+            first = client.post("/v1/chat/completions", json=chat)
+            assert first.status_code == 200 and first.headers["x-locus-llm"] == "math-0"
+            bounded = client.post("/v1/chat/completions", json={**chat, "max_latency_ms": 200})
+            assert bounded.status_code == 200, bounded.text
+            assert bounded.headers["x-locus-llm"] in {"law-0", "biology-0"}
+            assert client.post("/v1/chat/completions", json=chat).headers["x-locus-llm"] == (
+                "math-0"
+            )
+            upstreams = {u["llm_id"]: u for u in client.get("/v1/upstreams").json()["upstreams"]}
+            assert upstreams["math-0"]["p50_ms"] >= 350
+            assert upstreams[bounded.headers["x-locus-llm"]]["p50_ms"] < 200
+    assert fake.requests["math-0"] == 2
+
+
 def test_a_real_locus_serve_reloads_its_catalog_on_sighup(
     trained: Path, tmp_path: Path, run_cli: Run
 ) -> None:
     """`locus serve` as its own process on loopback: SIGHUP re-reads the catalog (an endpoint
     removed) and the server keeps serving."""
-    import os
     import shutil
-    import signal
-    import socket
-    import subprocess
-    import sys
 
     ws = tmp_path / "ws"
     shutil.copytree(trained, ws)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     with fake_upstreams({llm: ["ok"] for llm in SERVED}) as fake:
         catalog = _catalog(tmp_path, fake.port)
         assert run_cli("import", "llms", catalog, "-w", ws).exit_code == 0
-        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
-        server = subprocess.Popen(
-            [str(Path(sys.executable).parent / "locus"), "serve", "--no-auth", "--port",
-             str(port), "-w", str(ws)],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        try:
-            base = f"http://127.0.0.1:{port}"
-            with httpx.Client(base_url=base, timeout=5) as client:
-                deadline = time.monotonic() + 60
-                while time.monotonic() < deadline and server.poll() is None:
-                    try:
-                        if client.get("/health").status_code == 200:
-                            break
-                    except httpx.TransportError:
-                        time.sleep(0.2)
-                assert server.poll() is None, "locus serve exited before serving"
-                listed = client.get("/v1/upstreams").json()["upstreams"]
-                assert sorted(u["llm_id"] for u in listed) == sorted(SERVED)
-                lines = catalog.read_text().splitlines()
-                catalog.write_text(
-                    "\n".join(
-                        [lines[0]]
-                        + ["law-0,,,0.001" if x.startswith("law-0,") else x for x in lines[1:]]
-                    )
-                    + "\n"
+        with locus_serve_process(ws) as (server, client):
+            listed = client.get("/v1/upstreams").json()["upstreams"]
+            assert sorted(u["llm_id"] for u in listed) == sorted(SERVED)
+            lines = catalog.read_text().splitlines()
+            catalog.write_text(
+                "\n".join(
+                    [lines[0]]
+                    + ["law-0,,,0.001" if x.startswith("law-0,") else x for x in lines[1:]]
                 )
-                assert run_cli("import", "llms", catalog, "-w", ws).exit_code == 0
-                server.send_signal(signal.SIGHUP)
-                deadline = time.monotonic() + 20
-                names: list[str] = []
-                while time.monotonic() < deadline:
-                    names = [u["llm_id"] for u in client.get("/v1/upstreams").json()["upstreams"]]
-                    if "law-0" not in names:
-                        break
-                    time.sleep(0.2)
-                assert sorted(names) == ["biology-0", "math-0"]
-                assert server.poll() is None  # still serving
-        finally:
-            server.terminate()
-            _, err = server.communicate(timeout=20)
-    assert "catalog reloaded on SIGHUP" in err
+                + "\n"
+            )
+            assert run_cli("import", "llms", catalog, "-w", ws).exit_code == 0
+            server.send_signal(signal.SIGHUP)
+            deadline = time.monotonic() + 20
+            names: list[str] = []
+            while time.monotonic() < deadline:
+                names = [u["llm_id"] for u in client.get("/v1/upstreams").json()["upstreams"]]
+                if "law-0" not in names:
+                    break
+                time.sleep(0.2)
+            assert sorted(names) == ["biology-0", "math-0"]
+            assert server.poll() is None  # still serving
+    assert "catalog reloaded on SIGHUP" in server.stderr_text  # type: ignore[attr-defined]
