@@ -186,11 +186,12 @@ def test_the_openai_client_talks_to_the_gateway(
 
 
 def test_outcomes_teach_the_router_that_an_llm_fails_on_a_kind_of_query(
-    trained: Path, tmp_path: Path, run_cli: Run, uvicorn_server: Callable[[object], str]
+    trained: Path, tmp_path: Path, run_cli: Run
 ) -> None:
-    """An LLM onboarded as a math specialist is routed math queries; outcomes posted from
-    production (every math answer wrong) lower its predicted success there, and routing moves
-    away from it; one outcome goes by the request id of a real gateway answer."""
+    """A real `locus serve` process with keys: an LLM onboarded as a math specialist is routed
+    math queries; outcomes posted from production (every math answer wrong) lower its predicted
+    success there, and routing moves away from it; one outcome goes by the request id of a real
+    gateway answer."""
     from tests.planted_workspace import planted_rows
 
     rows = planted_rows()
@@ -209,42 +210,39 @@ def test_outcomes_teach_the_router_that_an_llm_fails_on_a_kind_of_query(
     auth = {"authorization": f"Bearer {made['key']}"}  # type: ignore[index]
     with fake_upstreams({llm: ["ok"] for llm in SERVED}) as fake:
         run_cli("import", "llms", _catalog(tmp_path, fake.port), "-w", key_store)
-        with Store.open(key_store, create=False) as store:
-            base = uvicorn_server(build_app(store))
-            with httpx.Client(base_url=base, timeout=60, headers=auth) as client:
-                assert (
-                    client.post("/v1/llms/newbie/scores", json={"scores": posted}).status_code
-                    == 200
-                )
+        with locus_serve_process(key_store, auth=True) as (_, client):
+            client.headers.update(auth)
+            client.timeout = httpx.Timeout(60)
+            assert client.post("/v1/llms/newbie/scores", json={"scores": posted}).status_code == 200
 
-                def p_newbie() -> tuple[float, int]:
-                    """newbie's P(correct) on the math text, and its place in the ranking."""
-                    routed = client.post("/v1/route", json={"text": text, "top": 13}).json()
-                    order = [c["llm_id"] for c in routed["ranked"]]
-                    ranked = {c["llm_id"]: c["p_correct"] for c in routed["ranked"]}
-                    return ranked["newbie"], order.index("newbie")
+            def p_newbie() -> tuple[float, int]:
+                """newbie's P(correct) on the math text, and its place in the ranking."""
+                routed = client.post("/v1/route", json={"text": text, "top": 13}).json()
+                order = [c["llm_id"] for c in routed["ranked"]]
+                ranked = {c["llm_id"]: c["p_correct"] for c in routed["ranked"]}
+                return ranked["newbie"], order.index("newbie")
 
-                before, rank_before = p_newbie()
-                # a real answer's request id, scored 0 by the caller
-                chat = client.post(
-                    "/v1/chat/completions",
-                    json={"model": "locus", "messages": [{"role": "user", "content": text}]},
-                )
-                request_id = chat.headers["x-locus-request-id"]
-                assert len(request_id) == 32
-                one = client.post("/v1/outcomes", json={"request_id": request_id, "score": 0})
-                assert one.status_code == 200 and one.json()["recorded"] == 1
-                unknown = client.post("/v1/outcomes", json={"request_id": "nope", "score": 0})
-                assert unknown.status_code == 404 and "post llm_id and query_text" in unknown.text
-                # production says: newbie gets every math question wrong
-                outcomes = [
-                    {"llm_id": "newbie", "query_text": t, "score": 0.0}
-                    for t in math["query_text"][:120]
-                ]
-                learned = client.post("/v1/outcomes", json={"outcomes": outcomes})
-                assert learned.status_code == 200, learned.text
-                assert learned.json()["refreshed"] == ["newbie"]
-                after, rank_after = p_newbie()
+            before, rank_before = p_newbie()
+            # a real answer's request id, scored 0 by the caller
+            chat = client.post(
+                "/v1/chat/completions",
+                json={"model": "locus", "messages": [{"role": "user", "content": text}]},
+            )
+            request_id = chat.headers["x-locus-request-id"]
+            assert len(request_id) == 32
+            one = client.post("/v1/outcomes", json={"request_id": request_id, "score": 0})
+            assert one.status_code == 200 and one.json()["recorded"] == 1
+            unknown = client.post("/v1/outcomes", json={"request_id": "nope", "score": 0})
+            assert unknown.status_code == 404 and "post llm_id and query_text" in unknown.text
+            # production says: newbie gets every math question wrong
+            outcomes = [
+                {"llm_id": "newbie", "query_text": t, "score": 0.0}
+                for t in math["query_text"][:120]
+            ]
+            learned = client.post("/v1/outcomes", json={"outcomes": outcomes})
+            assert learned.status_code == 200, learned.text
+            assert learned.json()["refreshed"] == ["newbie"]
+            after, rank_after = p_newbie()
     assert after < before - 0.1, (before, after)
     # among the math specialists before, behind every one of them after
     assert rank_before < 4 < rank_after, (rank_before, rank_after)
@@ -293,17 +291,19 @@ def test_the_catalog_reloads_without_a_restart_and_an_endpoint_can_be_removed(
 
 
 @contextmanager
-def locus_serve_process(ws: Path) -> Iterator[tuple[subprocess.Popen[str], httpx.Client]]:
-    """`locus serve --no-auth` on the workspace as its own process on a free loopback port,
-    with a client once /health answers (60 s at most); terminated when the block ends (its
-    stderr is then in `process.stderr_text`)."""
+def locus_serve_process(
+    ws: Path, *, auth: bool = False
+) -> Iterator[tuple[subprocess.Popen[str], httpx.Client]]:
+    """`locus serve` on the workspace as its own process on a free loopback port (without
+    keys unless `auth`), with a client once /health answers (60 s at most); terminated when the
+    block ends (its stderr is then in `process.stderr_text`)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
     server = subprocess.Popen(
-        [str(Path(sys.executable).parent / "locus"), "serve", "--no-auth", "--port",
-         str(port), "-w", str(ws)],
+        [str(Path(sys.executable).parent / "locus"), "serve", "--port", str(port), "-w",
+         str(ws), *([] if auth else ["--no-auth"])],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
