@@ -118,7 +118,6 @@ def test_knn_over_many_llms_each_on_its_own_queries_equals_a_search_per_llm(
     from locus.routing import neighbours
 
     monkeypatch.setattr(neighbours, "_SINGLES_FROM", 16 if vectorised else 10**9)
-    monkeypatch.setattr(neighbours, "_SINGLES_CELLS", 5_000)  # several steps per block
     rng = np.random.default_rng(11)
     n_train, n_llms = 400, 40
     vectors = rng.normal(size=(n_train, 8)).astype(np.float32)

@@ -16,6 +16,7 @@ locus_router.py   LocusRouter (torch) and NumpyLocusRouter: LOCUS's predictor ov
 evidence.py       Evidence (what baselines are fitted on), the router folder format
 baselines.py      random, best single, per task, oracle (numpy)
 neighbours.py     kNN (votes of the nearest training queries), cluster (k-means) routers
+vote_kernel.py    the kNN votes of many one-LLM groups in one compiled pass (numba)
 learned.py        EmbedLLM-style MF and IRT (trained in torch, run in numpy)
 registry.py       BASELINE_ROUTERS by kind, make_baseline, load_router (any saved router)
 """

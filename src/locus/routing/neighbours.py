@@ -14,6 +14,7 @@ k and the number of clusters are chosen on `val` routing accuracy when it is giv
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -39,7 +40,6 @@ _BLOCK = 512  # queries per block when comparing against every training query
 # pool (80,000 training queries x 1,000 such LLMs, the stack's 3 ks): a warm routed query
 # 96.8 -> 16.1 ms, a cold route 3.9 -> 2.0 s, 512 queries at once 11-16 s -> 6-7 s.
 _SINGLES_FROM = 16
-_SINGLES_CELLS = 8_000_000  # (query, candidate, LLM) cells per step of that pass
 # a group: its rows, its columns, their scores, each training row's place among the rows or -1
 _Group = tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float32], NDArray[np.int64]]
 
@@ -233,12 +233,23 @@ class KNNRouter(BaselineRouter):
         self.vectors_, self.scores_ = arrays["vectors"], arrays["scores"]
 
 
+def _warm_kernel() -> None:
+    from locus.routing.vote_kernel import first_k_means
+
+    first_k_means(
+        np.zeros((1, 1), dtype=np.int64),
+        np.ones((1, 1), dtype=bool),
+        np.ones((1, 1), dtype=np.float32),
+        np.ones((1, 1), dtype=np.int64),
+    )
+
+
 class _Singles:
     """The kNN means of many LLMs that each have a group of their own, in one pass: each
     query's candidates put in order of similarity once, then per LLM a running count of the
     candidates it was scored on and a running sum of its scores there; its k nearest are the
-    candidates up to where its count reaches k. The same sets the per-group search finds (but
-    for ties in similarity), summed in another order."""
+    candidates up to where its count reaches k (`locus.routing.vote_kernel`). The same sets
+    the per-group search finds (but for ties in similarity), summed in another order."""
 
     def __init__(self, scores: NDArray[np.float32], columns: NDArray[np.int64]) -> None:
         self.columns = columns
@@ -249,6 +260,10 @@ class _Singles:
         # scores lie in [0, 1], so fmax(score, 0) is the score, and 0 for NaN: one fast pass
         self.filled = np.fmax(picked, np.float32(0)).astype(np.float32, copy=False)
         self.rows = self.observed.sum(axis=0)  # (n_singles,) training queries per LLM
+        # load the compiled pass (numba: 0.4 s to import, 0.3 s to load its cached code, 0.6 s
+        # to compile where nothing is cached) while the router finishes loading, not on the
+        # first routed query
+        threading.Thread(target=_warm_kernel, name="locus-vote-kernel", daemon=True).start()
 
     def means(
         self,
@@ -262,32 +277,18 @@ class _Singles:
         """Write each k's means into `outs` (rows `block`, the singles' columns); the columns
         for which some query has fewer than k of its candidates scored, which the per-group
         search must redo over all their rows."""
-        n_candidates = candidates.shape[1]
-        step = max(1, _SINGLES_CELLS // max(n_candidates * len(self.columns), 1))
+        from locus.routing.vote_kernel import first_k_means
+
         order = np.argsort(-similarity, axis=1, kind="stable")
         ranked = np.take_along_axis(candidates, order, axis=1)  # (b, T) nearest first
-        top = np.minimum(ordered[0], self.rows)  # (n_singles,)
-        short = np.zeros(len(self.columns), dtype=bool)
-        base = block.start or 0
-        # the narrowest types that hold the running figures (a pass over a million cells per
-        # routed query: int16 and float32 halve it; a float32 sum of at most 2 max(k) scores
-        # in [0, 1] is exact for 0/1 scores and within 1e-6 of float64 for graded ones)
-        counter = np.int16 if n_candidates < np.iinfo(np.int16).max else np.int32
-        for start in range(0, len(ranked), step):
-            part = ranked[start : start + step]
-            seen = self.observed[part]  # (s, T, n_singles)
-            count = np.cumsum(seen, axis=1, dtype=counter)
-            total = np.cumsum(self.filled[part], axis=1, dtype=np.float32)
-            short |= (count[:, -1, :] < top).any(axis=0)
-            rows = slice(base + start, base + start + len(part))
-            for k in ordered:
-                wanted = np.minimum(k, self.rows)  # (n_singles,)
-                reach = np.argmax(count >= wanted, axis=1)  # (s, n_singles)
-                sums = np.take_along_axis(total, reach[:, None, :], axis=1)[:, 0, :]
-                means = (sums / wanted).astype(np.float32)
-                for out, asked in zip(outs, ks, strict=True):
-                    if asked == k:
-                        out[rows, self.columns] = means
+        goals = np.minimum(np.asarray(ordered, dtype=np.int64)[:, None], self.rows[None, :])
+        means, reached = first_k_means(ranked, self.observed, self.filled, goals)
+        short = (reached < goals[0]).any(axis=0)
+        rows = slice(block.start or 0, (block.start or 0) + len(ranked))
+        for i, k in enumerate(ordered):
+            for out, asked in zip(outs, ks, strict=True):
+                if asked == k:
+                    out[rows, self.columns] = means[i]
         return set(self.columns[short].tolist())
 
 
