@@ -109,15 +109,25 @@ def test_knn_candidates_from_one_search_equal_each_k_searched_alone() -> None:
         np.testing.assert_allclose(router.predict_proba(queries), proba, rtol=1e-6)
 
 
-@pytest.mark.parametrize("vectorised", [True, False])
+@pytest.mark.parametrize("vectorised", ["compiled", "numpy", "per-group"])
 def test_knn_over_many_llms_each_on_its_own_queries_equals_a_search_per_llm(
-    vectorised: bool, monkeypatch: pytest.MonkeyPatch
+    vectorised: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # logs that sampled each LLM's queries: every LLM its own group; a few LLMs with fewer
     # scored queries than the largest k, one with a single scored query, one with none
+    import threading
+
     from locus.routing import neighbours
 
-    monkeypatch.setattr(neighbours, "_SINGLES_FROM", 16 if vectorised else 10**9)
+    monkeypatch.setattr(neighbours, "_SINGLES_FROM", 10**9 if vectorised == "per-group" else 16)
+    monkeypatch.setattr(neighbours, "_SINGLES_CELLS", 5_000)  # several steps of numpy's pass
+    ready = threading.Event()
+    if vectorised == "compiled":
+        neighbours._warm_kernel()
+        ready.set()
+    monkeypatch.setattr(neighbours, "_kernel_ready", ready)
+    monkeypatch.setattr(neighbours, "_start_kernel", lambda: None)  # numpy stays numpy
+    monkeypatch.setattr(neighbours, "_KERNEL_NOW_FROM", 10**9)
     rng = np.random.default_rng(11)
     n_train, n_llms = 400, 40
     vectors = rng.normal(size=(n_train, 8)).astype(np.float32)
@@ -141,7 +151,25 @@ def test_knn_over_many_llms_each_on_its_own_queries_equals_a_search_per_llm(
                 continue
             nearest = rows[np.argsort(-similarity[:, rows], axis=1)[:, : min(k, len(rows))]]
             np.testing.assert_allclose(proba[:, llm], scores[nearest, llm].mean(axis=1), rtol=1e-5)
-    assert (router._singles() is not None) == vectorised
+    assert (router._singles() is not None) == (vectorised != "per-group")
+
+
+def test_the_compiled_and_numpy_vote_passes_agree_bit_for_bit() -> None:
+    """Graded scores, goals beyond some LLMs' reach: the numpy pass (serving while the compiled
+    one loads) gives the compiled one's figures exactly."""
+    from locus.routing.neighbours import _numpy_first_k_means
+    from locus.routing.vote_kernel import first_k_means
+
+    rng = np.random.default_rng(3)
+    observed = rng.random((300, 25)) < 0.4
+    filled = np.where(observed, rng.random((300, 25)), 0).astype(np.float32)
+    ranked = np.stack([rng.permutation(300)[:120] for _ in range(7)])
+    goals = np.minimum(np.array([60, 20, 5])[:, None], observed.sum(axis=0)[None, :])
+    compiled, reached = first_k_means(ranked, observed, filled, goals)
+    plain, plain_reached = _numpy_first_k_means(ranked, observed, filled, goals)
+    np.testing.assert_array_equal(compiled, plain)  # NaN where a goal is out of reach
+    np.testing.assert_array_equal(reached, plain_reached)
+    assert np.isnan(compiled[0]).any() and not np.isnan(compiled[2]).all()
 
 
 def test_knn_reads_only_cells_each_llm_was_scored_on() -> None:
