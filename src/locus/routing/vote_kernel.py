@@ -8,7 +8,8 @@ candidates the numpy version (cumulative sums over every cell, then a search per
 9.7 ms per query where this spends 3.3 ms (benchmarks/README, "Leaderboard scale").
 
 Compiled on first use and cached beside this file (numba's `cache=True`; where that folder is
-not writable numba compiles it again in each process, about 0.6 s).
+not writable numba compiles it again in each process, about 0.6 s). `routing/neighbours.py`
+loads it in a background thread and runs its numpy twin until then.
 """
 
 from __future__ import annotations
