@@ -117,17 +117,17 @@ def test_knn_over_many_llms_each_on_its_own_queries_equals_a_search_per_llm(
     # scored queries than the largest k, one with a single scored query, one with none
     import threading
 
-    from locus.routing import neighbours
+    from locus.routing import neighbours, vote_pass
 
     monkeypatch.setattr(neighbours, "_SINGLES_FROM", 10**9 if vectorised == "per-group" else 16)
-    monkeypatch.setattr(neighbours, "_SINGLES_CELLS", 5_000)  # several steps of numpy's pass
+    monkeypatch.setattr(vote_pass, "_SINGLES_CELLS", 5_000)  # several steps of numpy's pass
     ready = threading.Event()
     if vectorised == "compiled":
-        neighbours._warm_kernel()
+        vote_pass._warm_kernel()
         ready.set()
-    monkeypatch.setattr(neighbours, "_kernel_ready", ready)
-    monkeypatch.setattr(neighbours, "_start_kernel", lambda: None)  # numpy stays numpy
-    monkeypatch.setattr(neighbours, "_KERNEL_NOW_FROM", 10**9)
+    monkeypatch.setattr(vote_pass, "_kernel_ready", ready)
+    monkeypatch.setattr(vote_pass, "_start_kernel", lambda: None)  # numpy stays numpy
+    monkeypatch.setattr(vote_pass, "_KERNEL_NOW_FROM", 10**9)
     rng = np.random.default_rng(11)
     n_train, n_llms = 400, 40
     vectors = rng.normal(size=(n_train, 8)).astype(np.float32)
@@ -157,8 +157,8 @@ def test_knn_over_many_llms_each_on_its_own_queries_equals_a_search_per_llm(
 def test_the_compiled_and_numpy_vote_passes_agree_bit_for_bit() -> None:
     """Graded scores, goals beyond some LLMs' reach: the numpy pass (serving while the compiled
     one loads) gives the compiled one's figures exactly."""
-    from locus.routing.neighbours import _numpy_first_k_means
     from locus.routing.vote_kernel import first_k_means
+    from locus.routing.vote_pass import _numpy_first_k_means
 
     rng = np.random.default_rng(3)
     observed = rng.random((300, 25)) < 0.4

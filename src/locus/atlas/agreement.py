@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from locus.atlas.geometry import agreement_matrix
+
 __all__ = ["MIN_SHARED", "SharedMatch", "agreements", "pair_threshold", "shared_matches"]
 
 MIN_SHARED = 16  # shared queries below which an agreement is not read
@@ -50,20 +52,12 @@ def agreements(
 def pair_threshold(pool: NDArray[Any], *, min_shared: int = MIN_SHARED) -> float:
     """The highest agreement between two distinct known LLMs on these queries (`pool`
     (k, n_llms)), over pairs sharing at least `min_shared` of them (1.0 when none do)."""
-    table = np.asarray(pool, dtype=np.float64)
-    scored = ~np.isnan(table)
-    values = np.where(scored, table, 0.0)
-    both = scored.T.astype(np.float64) @ scored.astype(np.float64)
-    # agreement summed over shared queries: sum of 1 - |a - b| = both - sum |a - b|
-    apart = np.zeros_like(both)
-    for j in range(table.shape[1]):
-        apart[j] = (np.abs(values[:, [j]] - values) * (scored[:, [j]] & scored)).sum(axis=0)
-    upper = np.triu_indices(table.shape[1], k=1)
-    counts = both[upper]
-    usable = counts >= min_shared
+    agreement, shared = agreement_matrix(pool)
+    upper = np.triu_indices(len(shared), k=1)
+    usable = shared[upper] >= min_shared
     if not usable.any():
         return 1.0
-    return float(np.max((counts[usable] - apart[upper][usable]) / counts[usable]))
+    return float(np.max(agreement[upper][usable]))
 
 
 @dataclass(frozen=True)

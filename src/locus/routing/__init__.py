@@ -16,7 +16,8 @@ locus_router.py   LocusRouter (torch) and NumpyLocusRouter: LOCUS's predictor ov
 evidence.py       Evidence (what baselines are fitted on), the router folder format
 baselines.py      random, best single, per task, oracle (numpy)
 neighbours.py     kNN (votes of the nearest training queries), cluster (k-means) routers
-vote_kernel.py    the kNN votes of many one-LLM groups in one compiled pass (numba)
+vote_pass.py      Singles: the kNN votes of many one-LLM groups in one pass per block
+vote_kernel.py    that pass compiled (numba)
 learned.py        EmbedLLM-style MF and IRT (trained in torch, run in numpy)
 registry.py       BASELINE_ROUTERS by kind, make_baseline, load_router (any saved router)
 """

@@ -14,7 +14,6 @@ k and the number of clusters are chosen on `val` routing accuracy when it is giv
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -30,18 +29,17 @@ from locus.routing.baselines import (
     _shrunk_means,
 )
 from locus.routing.evidence import Evidence, unit_rows
+from locus.routing.vote_pass import Singles
 
 __all__ = ["ClusterRouter", "KNNRouter"]
 
 _BLOCK = 512  # queries per block when comparing against every training query
 # LLMs each scored on a set of training queries of its own (logs that sampled each LLM's
-# queries) form groups of one; from this many of them on, they share one vectorised pass over
-# the candidates (`_Singles`) instead of a search per LLM. Measured on the 80 M-score synthetic
-# pool (80,000 training queries x 1,000 such LLMs, the stack's 3 ks): a warm routed query
-# 96.8 -> 16.1 ms, a cold route 3.9 -> 2.0 s, 512 queries at once 11-16 s -> 6-7 s.
+# queries) form groups of one; from this many of them on, they share one pass over the
+# candidates (`vote_pass.Singles`) instead of a search per LLM. Measured on the 80 M-score
+# synthetic pool (80,000 training queries x 1,000 such LLMs, the stack's 3 ks): a warm routed
+# query 96.8 -> 16.1 ms in numpy, 8.6 ms compiled; a cold route 3.9 -> 2.0 s.
 _SINGLES_FROM = 16
-_SINGLES_CELLS = 8_000_000  # (query, candidate, LLM) cells per step of the numpy pass
-_KERNEL_NOW_FROM = 16  # queries in a block from which the compiled pass is waited for
 # a group: its rows, its columns, their scores, each training row's place among the rows or -1
 _Group = tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float32], NDArray[np.int64]]
 
@@ -177,7 +175,7 @@ class KNNRouter(BaselineRouter):
         self._by_pattern = (self.scores_, patterns)
         return patterns
 
-    def _singles(self) -> _Singles | None:
+    def _singles(self) -> Singles | None:
         """The LLMs alone in their group, for the vectorised pass, where there are at least
         `_SINGLES_FROM` of them."""
         cached = getattr(self, "_singled", None)
@@ -186,7 +184,7 @@ class KNNRouter(BaselineRouter):
         alone = [columns[0] for columns in self._patterns() if len(columns) == 1]
         singles = None
         if len(alone) >= _SINGLES_FROM:
-            singles = _Singles(self.scores_, np.asarray(sorted(alone), dtype=np.int64))
+            singles = Singles(self.scores_, np.asarray(sorted(alone), dtype=np.int64))
         self._singled = (self.scores_, singles)
         return singles
 
@@ -233,105 +231,6 @@ class KNNRouter(BaselineRouter):
         self.prior_ = float(settings["prior"])
         self.validation_ = dict(settings["validation"])
         self.vectors_, self.scores_ = arrays["vectors"], arrays["scores"]
-
-
-_kernel_ready = threading.Event()  # the compiled pass is loaded: use it
-_kernel_started = threading.Lock()  # held once the loading thread has been started
-
-
-def _start_kernel() -> None:
-    """Load the compiled pass (numba: 0.2 s to import, 0.3 s to load its cached code, 0.6 s
-    to compile where nothing is cached) in a background thread, once per process; until it is
-    ready the numpy pass serves, so a process that routes one query never waits for it."""
-    if _kernel_started.acquire(blocking=False):
-        threading.Thread(target=_warm_kernel, name="locus-vote-kernel", daemon=True).start()
-
-
-def _warm_kernel() -> None:
-    from locus.routing.vote_kernel import first_k_means
-
-    first_k_means(
-        np.zeros((1, 1), dtype=np.int64),
-        np.ones((1, 1), dtype=bool),
-        np.ones((1, 1), dtype=np.float32),
-        np.ones((1, 1), dtype=np.int64),
-    )
-    _kernel_ready.set()
-
-
-def _numpy_first_k_means(
-    ranked: NDArray[np.intp],
-    observed: NDArray[np.bool_],
-    filled: NDArray[np.float32],
-    goals: NDArray[np.int64],
-) -> tuple[NDArray[np.float32], NDArray[np.int64]]:
-    """`locus.routing.vote_kernel.first_k_means` in numpy, the same figures bit for bit (sums
-    in float64 in the same order): running counts and sums over every (candidate, LLM) cell,
-    then where each count reaches each goal. 3x slower at 1,000 x 1,000; it serves while the
-    compiled pass loads."""
-    out = np.full((len(goals), len(ranked), goals.shape[1]), np.nan, dtype=np.float32)
-    reached = np.zeros((len(ranked), goals.shape[1]), dtype=np.int64)
-    step = max(1, _SINGLES_CELLS // max(ranked.shape[1] * goals.shape[1], 1))
-    for start in range(0, len(ranked), step):
-        part = ranked[start : start + step]
-        count = np.cumsum(observed[part], axis=1, dtype=np.int64)  # (s, T, n)
-        total = np.cumsum(filled[part], axis=1, dtype=np.float64)
-        for i, goal in enumerate(goals):
-            hit = count >= goal
-            reach = np.argmax(hit, axis=1)  # (s, n)
-            sums = np.take_along_axis(total, reach[:, None, :], axis=1)[:, 0, :]
-            out[i, start : start + len(part)] = np.where(hit.any(axis=1), sums / goal, np.nan)
-        reached[start : start + len(part)] = np.minimum(count[:, -1, :], goals[0])
-    return out, reached
-
-
-class _Singles:
-    """The kNN means of many LLMs that each have a group of their own, in one pass: each
-    query's candidates put in order of similarity once, then per LLM a running count of the
-    candidates it was scored on and a running sum of its scores there; its k nearest are the
-    candidates up to where its count reaches k (`locus.routing.vote_kernel`). The same sets
-    the per-group search finds (but for ties in similarity), summed in another order."""
-
-    def __init__(self, scores: NDArray[np.float32], columns: NDArray[np.int64]) -> None:
-        self.columns = columns
-        # usually every LLM: no fancy-indexed copy then (1.5 s at 80,000 x 1,000, cold)
-        every = len(columns) == scores.shape[1] and bool((columns == np.arange(len(columns))).all())
-        picked = scores if every else scores[:, columns]
-        self.observed = ~np.isnan(picked)  # (n_train, n_singles)
-        # scores lie in [0, 1], so fmax(score, 0) is the score, and 0 for NaN: one fast pass
-        self.filled = np.fmax(picked, np.float32(0)).astype(np.float32, copy=False)
-        self.rows = self.observed.sum(axis=0)  # (n_singles,) training queries per LLM
-
-    def means(
-        self,
-        candidates: NDArray[np.intp],
-        similarity: NDArray[np.float32],
-        ordered: Sequence[int],
-        ks: Sequence[int],
-        outs: list[NDArray[np.float32]],
-        block: slice,
-    ) -> set[int]:
-        """Write each k's means into `outs` (rows `block`, the singles' columns); the columns
-        for which some query has fewer than k of its candidates scored, which the per-group
-        search must redo over all their rows."""
-        order = np.argsort(-similarity, axis=1, kind="stable")
-        ranked = np.take_along_axis(candidates, order, axis=1)  # (b, T) nearest first
-        goals = np.minimum(np.asarray(ordered, dtype=np.int64)[:, None], self.rows[None, :])
-        if _kernel_ready.is_set() or len(ranked) >= _KERNEL_NOW_FROM:
-            # a batch: loading the compiled pass here (at most ~1 s) beats numpy's pass
-            from locus.routing.vote_kernel import first_k_means
-
-            means, reached = first_k_means(ranked, self.observed, self.filled, goals)
-        else:
-            means, reached = _numpy_first_k_means(ranked, self.observed, self.filled, goals)
-            _start_kernel()
-        short = (reached < goals[0]).any(axis=0)
-        rows = slice(block.start or 0, (block.start or 0) + len(ranked))
-        for i, k in enumerate(ordered):
-            for out, asked in zip(outs, ks, strict=True):
-                if asked == k:
-                    out[rows, self.columns] = means[i]
-        return set(self.columns[short].tolist())
 
 
 class ClusterRouter(BaselineRouter):
