@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from locus.errors import LocusArtifactError, LocusInputError, LocusNotFittedError
+from locus.routing.ann import ANN_FROM, Graph
 from locus.routing.evidence import read_router_folder, unit_rows, write_router_folder
 
 __all__ = ["COST_FOLDER", "VALIDATION_FILE", "CostModel"]
@@ -56,6 +57,9 @@ class CostModel:
         self.mean_costs_: NDArray[np.float64] | None = None
         self._vectors: NDArray[np.float32] | None = None
         self._costs: NDArray[np.float64] | None = None
+        # from ANN_FROM priced queries on, the nearest are searched in a graph (built when
+        # first needed or saved, read from the saved bytes)
+        self._graph_state: tuple[Graph | None, NDArray[np.uint8] | None] = (None, None)
 
     def fit(
         self,
@@ -83,6 +87,7 @@ class CostModel:
             raise LocusInputError(f"costs must be >= 0 USD, found {float(np.nanmin(c)):g}")
         rows = known.any(axis=1)
         self._vectors = unit_rows(v[rows])
+        self._graph_state = (None, None)
         self._costs = c[rows]
         self.llm_ids_ = tuple(llm_ids)
         counts = known.sum(axis=0)
@@ -97,9 +102,14 @@ class CostModel:
         queries = unit_rows(np.atleast_2d(np.asarray(query_vectors, dtype=np.float32)))
         k = min(self.k, len(self._vectors))
         out = np.empty((len(queries), len(self.llm_ids_)), dtype=np.float64)
+        graph = self._graph()
         for start in range(0, len(queries), 1024):  # bounded memory for a large batch
-            similarity = queries[start : start + 1024] @ self._vectors.T  # (b, n_train)
-            nearest = np.argpartition(-similarity, k - 1, axis=1)[:, :k]  # (b, k)
+            found = graph.search(queries[start : start + 1024], k) if graph is not None else None
+            if found is not None:
+                nearest = found[0]
+            else:
+                similarity = queries[start : start + 1024] @ self._vectors.T  # (b, n_train)
+                nearest = np.argpartition(-similarity, k - 1, axis=1)[:, :k]  # (b, k)
             near = self._costs[nearest]  # (b, k, n_llms)
             seen = ~np.isnan(near)
             total = np.where(seen, near, 0.0).sum(axis=1)
@@ -109,17 +119,26 @@ class CostModel:
             )
         return out
 
+    def _graph(self) -> Graph | None:
+        """The graph over the priced queries from `ANN_FROM` of them on (None: exact search)."""
+        graph, saved = self._graph_state
+        if graph is None and self._vectors is not None and len(self._vectors) >= ANN_FROM:
+            graph = Graph.from_bytes(saved) if saved is not None else Graph.build(self._vectors)
+            self._graph_state = (graph, saved)
+        return graph
+
     def save(self, path: str | Path) -> Path:
         """The folder `path` (router.json + arrays.safetensors, no pickle)."""
         if self._vectors is None or self._costs is None:
             raise LocusNotFittedError("this CostModel is not fitted; nothing to save")
-        return write_router_folder(
-            path,
-            _KIND,
-            self.llm_ids_,
-            {"k": self.k},
-            {"vectors": self._vectors, "costs": self._costs},
-        )
+        arrays: dict[str, NDArray[Any]] = {"vectors": self._vectors, "costs": self._costs}
+        graph, saved = self._graph_state
+        if saved is None and (graph := self._graph()) is not None:
+            saved = graph.to_bytes()
+            self._graph_state = (graph, saved)
+        if saved is not None:
+            arrays["graph"] = saved
+        return write_router_folder(path, _KIND, self.llm_ids_, {"k": self.k}, arrays)
 
     @staticmethod
     def save_validation(path: str | Path, vectors: NDArray[np.floating[Any]]) -> None:
@@ -153,4 +172,5 @@ class CostModel:
         model = cls(k=int(description.get("k", 20)))
         costs = np.asarray(arrays["costs"], dtype=np.float64)
         model.fit(arrays["vectors"], costs, description["llm_ids"])
+        model._graph_state = (None, arrays.get("graph"))
         return model

@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 
 from locus.errors import LocusInputError
 from locus.metrics import routing_accuracy
+from locus.routing.ann import ANN_FROM, SEARCH_MODES, Graph
 from locus.routing.baselines import (
     BaselineRouter,
     _check_vectors,
@@ -51,13 +52,25 @@ class KNNRouter(BaselineRouter):
     Args:
         k: neighbours; None chooses it on validation routing accuracy from `k_candidates`.
         k_candidates: tried when k is None (capped at the smallest evidence of any LLM).
+        search: how the nearest training queries are found: "exact" (one product with every
+            training vector), "graph" (an HNSW index, `locus.routing.ann`, built by `fit` and
+            saved with the router), or "auto": the graph from `ANN_FROM` training queries on.
     """
 
     kind = "knn"
 
-    def __init__(self, k: int | None = None, k_candidates: Sequence[int] = (5, 10, 20, 50, 100)):
+    def __init__(
+        self,
+        k: int | None = None,
+        k_candidates: Sequence[int] = (5, 10, 20, 50, 100),
+        search: str = "auto",
+    ):
+        if search not in SEARCH_MODES:
+            modes = ", ".join(SEARCH_MODES)
+            raise LocusInputError(f"kNN search must be one of {modes}: {search!r}")
         self.k = k
         self.k_candidates = tuple(k_candidates)
+        self.search = search
 
     def fit(self, train: Evidence, val: Evidence | None = None) -> KNNRouter:
         if train.n_queries == 0:
@@ -66,6 +79,8 @@ class KNNRouter(BaselineRouter):
         self.vectors_ = unit_rows(train.vectors)
         self.scores_ = train.scores
         self.prior_ = float(np.nanmean(train.scores)) if train.observed.any() else 0.5
+        self._graph_state: tuple[Graph | None, NDArray[np.uint8] | None] = (None, None)
+        self._graph()  # built now, so the saved router carries it
         self.validation_: dict[str, float] = {}
         if self.k is None:
             candidates = sorted(set(self.k_candidates))
@@ -86,6 +101,10 @@ class KNNRouter(BaselineRouter):
         new = self._new_llm(llm_id, _check_vectors(vectors, self.vectors_.shape[1], "kNN"), scores)
         # the new LLM's evidence joins as rows of its own: the other LLMs have no score there
         padded = np.full((new.n_queries, len(self.llm_ids)), np.nan, dtype=np.float32)
+        graph = self._graph_state[0]
+        if graph is not None:
+            graph.add(unit_rows(new.vectors))
+            self._graph_state = (graph, None)
         self.vectors_ = np.vstack([self.vectors_, unit_rows(new.vectors)])
         self.scores_ = np.hstack(
             [
@@ -123,14 +142,20 @@ class KNNRouter(BaselineRouter):
         n_train = len(self.vectors_)
         depth = min(2 * ordered[0], n_train)
         singles = self._singles()
+        graph = self._graph() if depth < n_train else None
         for start in range(0, len(queries), _BLOCK):
             block = slice(start, start + _BLOCK)
-            similarity = queries[block] @ self.vectors_.T  # (b, n_train)
-            if depth < n_train:
-                candidates = np.argpartition(-similarity, depth - 1, axis=1)[:, :depth]
+            found = graph.search(queries[block], depth) if graph is not None else None
+            similarity: NDArray[np.float32] | None = None
+            if found is not None:  # the graph's candidates
+                candidates, candidate_similarity = found
             else:
-                candidates = np.broadcast_to(np.arange(n_train), similarity.shape)
-            candidate_similarity = np.take_along_axis(similarity, candidates, axis=1)  # (b, T)
+                similarity = queries[block] @ self.vectors_.T  # (b, n_train)
+                if depth < n_train:
+                    candidates = np.argpartition(-similarity, depth - 1, axis=1)[:, :depth]
+                else:
+                    candidates = np.broadcast_to(np.arange(n_train), similarity.shape)
+                candidate_similarity = np.take_along_axis(similarity, candidates, axis=1)
             searched: set[int] = set()
             if singles is not None:
                 short = singles.means(candidates, candidate_similarity, ordered, ks, outs, block)
@@ -142,6 +167,8 @@ class KNNRouter(BaselineRouter):
                     near_similarity = np.where(place >= 0, candidate_similarity, -np.inf)
                     near = place
                 else:
+                    if similarity is None:  # the graph's candidates are short: every row then
+                        similarity = queries[block] @ self.vectors_.T
                     near_similarity = similarity[:, rows]  # (b, n_rows)
                     near = np.broadcast_to(np.arange(len(rows)), near_similarity.shape)
                 for k in ordered:
@@ -155,6 +182,18 @@ class KNNRouter(BaselineRouter):
                         if wanted == k:
                             out[block, columns] = means
         return outs
+
+    def _graph(self) -> Graph | None:
+        """The HNSW graph over the training vectors where `search` asks for one (built the
+        first time, or read from the saved bytes); None for exact search."""
+        graph, saved = getattr(self, "_graph_state", (None, None))
+        wanted = self.search == "graph" or (
+            self.search == "auto" and len(self.vectors_) >= ANN_FROM
+        )
+        if graph is None and wanted:
+            graph = Graph.from_bytes(saved) if saved is not None else Graph.build(self.vectors_)
+            self._graph_state = (graph, saved)
+        return graph
 
     def _patterns(self) -> list[list[int]]:
         """The LLMs' columns grouped by the set of training queries they were scored on (LLMs
@@ -220,17 +259,27 @@ class KNNRouter(BaselineRouter):
             "k_candidates": list(self.k_candidates),
             "prior": self.prior_,
             "validation": self.validation_,
+            "search": self.search,
         }
 
     def _arrays(self) -> dict[str, NDArray[Any]]:
-        return {"vectors": self.vectors_, "scores": self.scores_}
+        arrays: dict[str, NDArray[Any]] = {"vectors": self.vectors_, "scores": self.scores_}
+        graph, saved = getattr(self, "_graph_state", (None, None))
+        if saved is None and graph is not None:
+            saved = graph.to_bytes()
+            self._graph_state = (graph, saved)
+        if saved is not None:
+            arrays["graph"] = saved
+        return arrays
 
     def _restore(self, settings: dict[str, Any], arrays: dict[str, NDArray[Any]]) -> None:
         self.k = self.k_ = int(settings["k"])
         self.k_candidates = tuple(settings["k_candidates"])
         self.prior_ = float(settings["prior"])
         self.validation_ = dict(settings["validation"])
+        self.search = str(settings.get("search", "auto"))  # routers saved before the graph
         self.vectors_, self.scores_ = arrays["vectors"], arrays["scores"]
+        self._graph_state = (None, arrays.get("graph"))  # read when first searched
 
 
 class ClusterRouter(BaselineRouter):
