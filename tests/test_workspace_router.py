@@ -318,3 +318,28 @@ def test_without_prices_the_cost_rules_say_what_is_missing(
         older = WorkspaceRouter(store, text_encoder=HashingEncoder(ENCODER_DIM))
         with pytest.raises(LocusInputError, match="keeps no validation queries"):
             older.route_texts(["court jury"], budget=0.01)
+
+
+def test_a_fit_past_the_graph_threshold_routes_through_its_saved_graph(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from safetensors.numpy import load_file
+
+    from locus.routing import ann, neighbours
+
+    monkeypatch.setattr(neighbours, "ANN_FROM", 50)  # the planted pool's queries are "many"
+    path = build_planted_workspace(tmp_path / "ws")
+    with Store.open(path) as store:
+        fit_workspace(store, small_config(max_steps=30))
+    assert "graph" in load_file(str(path / "artifacts" / "default" / "knn" / "arrays.safetensors"))
+    built = []
+    monkeypatch.setattr(ann.Graph, "build", classmethod(lambda cls, v: built.append(v)))
+    with Store.open(path) as store:
+        router = WorkspaceRouter(store, text_encoder=HashingEncoder(ENCODER_DIM))
+        phi = router.vectors_for(["court jury verdict appeal", "integral derivative limit"])
+        knn = router.router.knn
+        assert knn is not None and knn._graph() is not None and not built  # read, not rebuilt
+        on_graph = router.predict_proba(phi)
+        knn.search = "exact"
+        knn._graph_state = (None, None)
+        np.testing.assert_allclose(router.predict_proba(phi), on_graph, atol=0.02)
