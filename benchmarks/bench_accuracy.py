@@ -22,8 +22,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import REPO_ROOT, peak_memory_mb, require_shared_data, write_results
 
 from locus.errors import LocusInputError
+from locus.locus import Locus
 from locus.nn import TrainingConfig
-from locus.pipeline import evaluate_workspace, fit_workspace, load_workspace_locus
+from locus.pipeline import (
+    evaluate_workspace,
+    fit_workspace,
+    load_workspace_locus,
+    workspace_table,
+)
+from locus.pipeline.workspace_artifacts import artifact_path
+from locus.routing import Evidence, LocusRouter, StackedRouter
 from locus.store import Store
 from locus.store.ingest import import_path
 from locus.text import get_text_encoder
@@ -91,10 +99,23 @@ def knn_hit_at_1(store: Store, split_seed: int = 0) -> dict[str, float]:
 
 
 def summarise(values: list[float]) -> dict[str, float]:
+    values = [v for v in values if v == v]  # NaN (no fit timed: --evaluate-only, --restack) out
+    if not values:
+        return {"mean": float("nan"), "sd": float("nan")}
     return {
         "mean": statistics.fmean(values),
         "sd": statistics.stdev(values) if len(values) > 1 else 0.0,
     }
+
+
+def restack(store: Store, model: Locus, name: str) -> None:
+    """Refit the artifact `name`'s router (kNN, stack, guard) on its LOCUS, as `locus fit`
+    does after training, and write it into the artifact."""
+    data = workspace_table(store, split_seed=model.manifest.split_seed)
+    table = data.table.select_llms(list(model.llm_ids_))
+    train, val = (Evidence.from_table(table, data.vectors, data.rows(s)) for s in ("train", "val"))
+    router = StackedRouter.fit(LocusRouter(model), train, val)
+    router.save_parts(artifact_path(store, name))
 
 
 def main() -> None:
@@ -110,6 +131,13 @@ def main() -> None:
     )
     parser.add_argument(
         "--evaluate-only", action="store_true", help="Reuse the artifacts of an earlier run."
+    )
+    parser.add_argument(
+        "--restack",
+        action="store_true",
+        help="Reuse the artifacts of an earlier run, refit only the router on their LOCUS (kNN, "
+        "stack, guard) with this version, then evaluate: a routing change before / after on "
+        "the same networks.",
     )
     parser.add_argument(
         "--no-ensemble", action="store_true", help="LOCUS alone, not mixed with kNN (fit option)."
@@ -146,9 +174,11 @@ def main() -> None:
         ).with_settings(args.overrides)  # fmt: skip
         name = f"bench-{tag}-seed{seed}"
         started = time.perf_counter()
-        if args.evaluate_only:
+        if args.evaluate_only or args.restack:
             model = load_workspace_locus(store, name)
             best_step, fit_seconds = model.best_step_, float("nan")
+            if args.restack:
+                restack(store, model, name)
         else:
             fit = fit_workspace(store, config, name=name, ensemble=not args.no_ensemble)
             best_step, fit_seconds = fit.best_step, time.perf_counter() - started

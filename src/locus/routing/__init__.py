@@ -17,6 +17,7 @@ evidence.py       Evidence (what baselines are fitted on), the router folder for
 baselines.py      random, best single, per task, oracle (numpy)
 neighbours.py     kNN (votes of the nearest training queries), cluster (k-means) routers
 ann.py            Graph: the HNSW index kNN searches from 100,000 training queries on (faiss)
+task_vote.py      TaskVote: LLMs' task rates over the tasks of a query's nearest queries
 vote_pass.py      Singles: the kNN votes of many one-LLM groups in one pass per block
 vote_kernel.py    that pass compiled (numba)
 learned.py        EmbedLLM-style MF and IRT (trained in torch, run in numpy)

@@ -30,6 +30,7 @@ from locus.routing.baselines import (
     _shrunk_means,
 )
 from locus.routing.evidence import Evidence, unit_rows
+from locus.routing.task_vote import TASK_K, TaskVote
 from locus.routing.vote_pass import Singles
 
 __all__ = ["ClusterRouter", "KNNRouter"]
@@ -81,6 +82,7 @@ class KNNRouter(BaselineRouter):
         self.prior_ = float(np.nanmean(train.scores)) if train.observed.any() else 0.5
         self._graph_state: tuple[Graph | None, NDArray[np.uint8] | None] = (None, None)
         self._graph()  # built now, so the saved router carries it
+        self.task_vote_ = TaskVote.fit(train.scores, train.tasks) if train.tasks else None
         self.validation_: dict[str, float] = {}
         if self.k is None:
             candidates = sorted(set(self.k_candidates))
@@ -101,6 +103,8 @@ class KNNRouter(BaselineRouter):
         new = self._new_llm(llm_id, _check_vectors(vectors, self.vectors_.shape[1], "kNN"), scores)
         # the new LLM's evidence joins as rows of its own: the other LLMs have no score there
         padded = np.full((new.n_queries, len(self.llm_ids)), np.nan, dtype=np.float32)
+        if self.task_vote_ is not None:
+            self.task_vote_ = self.task_vote_.with_llm(new.scores[:, 0], new.n_queries)
         graph = self._graph_state[0]
         if graph is not None:
             graph.add(unit_rows(new.vectors))
@@ -118,26 +122,43 @@ class KNNRouter(BaselineRouter):
         self._check_fitted()
         return self._neighbour_means(query_vectors, [self.k_])[0]
 
+    @property
+    def has_task_vote(self) -> bool:
+        """Whether the training queries carried tasks (two or more): `predict_proba_at` can
+        add the task vote (`locus.routing.task_vote`)."""
+        return getattr(self, "task_vote_", None) is not None
+
     def predict_proba_at(
-        self, query_vectors: NDArray[np.float32], ks: Sequence[int]
+        self, query_vectors: NDArray[np.float32], ks: Sequence[int], *, tasks: bool = False
     ) -> list[NDArray[np.float32]]:
         """P(correct) (n_queries, n_llms) for each k of `ks` (the fitted k aside), from one
-        neighbour search: what `locus.routing.stack.Stack` reads."""
+        neighbour search: what `locus.routing.stack.Stack` reads; with `tasks`, one more at the
+        end: the task vote of the query's nearest training queries.
+
+        Raises:
+            LocusInputError: `tasks` asked of a router fitted without tasks.
+        """
         self._check_fitted()
-        return self._neighbour_means(query_vectors, [int(k) for k in ks])
+        if tasks and not self.has_task_vote:
+            raise LocusInputError("this kNN router was fitted on queries without tasks")
+        return self._neighbour_means(query_vectors, [int(k) for k in ks], tasks=tasks)
 
     def _neighbour_means(
-        self, query_vectors: NDArray[np.float32], ks: Sequence[int]
+        self, query_vectors: NDArray[np.float32], ks: Sequence[int], *, tasks: bool = False
     ) -> list[NDArray[np.float32]]:
         """P(correct) for each k of `ks` (n_queries, n_llms), from one neighbour search: the
         2 max(ks) nearest training queries of all, then per group of LLMs the k nearest it was
         scored on as a set for each k, largest first, each set partitioned out of the one
         before (no sort). A group scored on at least k of those candidates has its k nearest
-        among them; a group scored on fewer is searched over all its rows."""
+        among them; a group scored on fewer is searched over all its rows. With `tasks`, the
+        task vote of the `TASK_K` nearest candidates is appended."""
         queries = unit_rows(_check_vectors(query_vectors, self.vectors_.shape[1], "kNN router"))
         outs = [
             np.full((len(queries), len(self.llm_ids)), self.prior_, dtype=np.float32) for _ in ks
         ]
+        task_vote = self.task_vote_ if tasks else None
+        shape = (len(queries), len(self.llm_ids)) if task_vote is not None else (0, 0)
+        voted = np.empty(shape, dtype=np.float32)  # the task votes
         ordered = sorted(set(ks), reverse=True)
         n_train = len(self.vectors_)
         depth = min(2 * ordered[0], n_train)
@@ -156,6 +177,8 @@ class KNNRouter(BaselineRouter):
                 else:
                     candidates = np.broadcast_to(np.arange(n_train), similarity.shape)
                 candidate_similarity = np.take_along_axis(similarity, candidates, axis=1)
+            if task_vote is not None:
+                voted[block] = task_vote.proba(_nearest(candidates, candidate_similarity))
             searched: set[int] = set()
             if singles is not None:
                 short = singles.means(candidates, candidate_similarity, ordered, ks, outs, block)
@@ -181,7 +204,7 @@ class KNNRouter(BaselineRouter):
                     for out, wanted in zip(outs, ks, strict=True):
                         if wanted == k:
                             out[block, columns] = means
-        return outs
+        return outs if task_vote is None else [*outs, voted]
 
     def _graph(self) -> Graph | None:
         """The HNSW graph over the training vectors where `search` asks for one (built the
@@ -260,6 +283,7 @@ class KNNRouter(BaselineRouter):
             "prior": self.prior_,
             "validation": self.validation_,
             "search": self.search,
+            "task_names": None if self.task_vote_ is None else list(self.task_vote_.names),
         }
 
     def _arrays(self) -> dict[str, NDArray[Any]]:
@@ -270,6 +294,8 @@ class KNNRouter(BaselineRouter):
             self._graph_state = (graph, saved)
         if saved is not None:
             arrays["graph"] = saved
+        if self.task_vote_ is not None:
+            arrays.update(self.task_vote_.arrays())
         return arrays
 
     def _restore(self, settings: dict[str, Any], arrays: dict[str, NDArray[Any]]) -> None:
@@ -280,6 +306,17 @@ class KNNRouter(BaselineRouter):
         self.search = str(settings.get("search", "auto"))  # routers saved before the graph
         self.vectors_, self.scores_ = arrays["vectors"], arrays["scores"]
         self._graph_state = (None, arrays.get("graph"))  # read when first searched
+        names = settings.get("task_names")  # routers saved before the task vote have none
+        self.task_vote_ = None if not names else TaskVote.from_arrays(names, arrays)
+
+
+def _nearest(candidates: NDArray[np.intp], similarity: NDArray[np.float32]) -> NDArray[np.intp]:
+    """(b, TASK_K) the nearest of each query's candidates (b, T), in no order."""
+    count = min(TASK_K, candidates.shape[1])
+    if count < candidates.shape[1]:
+        top = np.argpartition(-similarity, count - 1, axis=1)[:, :count]
+        return np.take_along_axis(candidates, top, axis=1)
+    return np.asarray(candidates)
 
 
 class ClusterRouter(BaselineRouter):

@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 
 from locus.calibration import sigmoid
 from locus.errors import LocusInputError
+from locus.routing.task_vote import TASK_K
 
 if TYPE_CHECKING:
     from locus.routing.neighbours import KNNRouter
@@ -39,6 +40,7 @@ __all__ = [
     "fit_locus_knn_stack",
     "fit_stack",
     "knn_logits",
+    "knn_task_votes",
     "knn_votes",
     "mix",
 ]
@@ -105,18 +107,21 @@ class Stack:
     level(q) is the mean over the LLMs of logit(m x P_LOCUS + (1 - m) x P_kNN at `mix_k`), the
     probability mixture of earlier versions; the parts are LOCUS's calibrated logit and the kNN
     router's smoothed logits at each k of `ks`, and dev_p a part's distance from its own mean
-    over the LLMs on the query. The mixture alone gives one weight to both jobs, so the
+    over the LLMs on the query; where the training queries carry tasks (`tasks`), one more
+    part: the logit of the task vote (`locus.routing.task_vote`). The mixture alone gives one
+    weight to both jobs, so the
     better-calibrated part (LOCUS) also decides which LLM a query goes to, though its networks
     explain little beyond each LLM's quality; fitted apart, the kNN votes' deviations carry the
     routing while the level keeps the mixture's calibration (benchmarks/README, "The stack").
 
     Attributes:
         ks: the kNN neighbourhood sizes of the deviation parts.
-        deviation_weights: w_p, LOCUS's first, then one per k of `ks`.
+        deviation_weights: w_p, LOCUS's first, then one per k of `ks`, then the task vote's.
         mix_weight: m, LOCUS's share in the level's mixture.
         mix_k: the kNN neighbourhood size of the level's mixture.
         shift: added to every logit so that the mean P(correct) over the training and
             validation cells is their mean score (`base_rate_shift`).
+        tasks: whether the task vote is a part.
     """
 
     ks: tuple[int, ...]
@@ -124,12 +129,15 @@ class Stack:
     mix_weight: float
     mix_k: int
     shift: float = 0.0
+    tasks: bool = False
 
     def __post_init__(self) -> None:
-        if len(self.deviation_weights) != 1 + len(self.ks):
+        parts = 1 + len(self.ks) + int(self.tasks)
+        if len(self.deviation_weights) != parts:
             raise LocusInputError(
-                f"a stack over LOCUS and {len(self.ks)} kNN parts needs {1 + len(self.ks)} "
-                f"deviation weights, found {len(self.deviation_weights)}"
+                f"a stack over LOCUS, {len(self.ks)} kNN parts"
+                f"{' and the task vote' if self.tasks else ''} needs {parts} deviation weights, "
+                f"found {len(self.deviation_weights)}"
             )
         if not 0.0 <= self.mix_weight <= 1.0:
             raise LocusInputError(f"a mixture weight must lie in [0, 1], found {self.mix_weight}")
@@ -140,19 +148,44 @@ class Stack:
         return tuple(sorted({*self.ks, self.mix_k}))
 
     def logits(
-        self, locus_logits: NDArray[Any], votes: Mapping[int, NDArray[Any]]
+        self,
+        locus_logits: NDArray[Any],
+        votes: Mapping[int, NDArray[Any]],
+        task_votes: NDArray[Any] | None = None,
     ) -> NDArray[np.float64]:
-        """Combined logits (n_queries, n_llms) from LOCUS's calibrated logits and the kNN
-        router's P(correct) at each k of `needed_ks` (`votes[k]`), all over the same LLMs."""
+        """Combined logits (n_queries, n_llms) from LOCUS's calibrated logits, the kNN
+        router's P(correct) at each k of `needed_ks` (`votes[k]`) and, for a stack with
+        `tasks`, its task votes, all over the same LLMs.
+
+        Raises:
+            LocusInputError: a stack with `tasks` given no task votes.
+        """
         locus = np.asarray(locus_logits, np.float64)
         mixture = mix(sigmoid(locus), votes[self.mix_k], self.mix_weight)
         level = _logit(mixture).mean(axis=1, keepdims=True)
+        return (
+            level
+            + _deviations(self._parts(locus, votes, task_votes))
+            @ np.asarray(self.deviation_weights)
+            + self.shift
+        )
+
+    def _parts(
+        self,
+        locus: NDArray[np.float64],
+        votes: Mapping[int, NDArray[Any]],
+        task_votes: NDArray[Any] | None,
+    ) -> list[NDArray[np.float64]]:
         parts = [locus, *(knn_logits(votes[k], k) for k in self.ks)]
-        return level + _deviations(parts) @ np.asarray(self.deviation_weights) + self.shift
+        if self.tasks:
+            if task_votes is None:
+                raise LocusInputError("this stack has a task-vote part: pass the task votes")
+            parts.append(_logit(task_votes))
+        return parts
 
     def part_names(self) -> list[str]:
-        """The parts' names: locus, then knn<k> for each k of `ks`."""
-        return ["locus", *(f"knn{k}" for k in self.ks)]
+        """The parts' names: locus, then knn<k> for each k of `ks`, then tasks."""
+        return ["locus", *(f"knn{k}" for k in self.ks), *(["tasks"] if self.tasks else [])]
 
     def describe(self) -> str:
         """One line: the mixture behind the level, then each part's deviation weight."""
@@ -169,6 +202,7 @@ class Stack:
             "mix_weight": self.mix_weight,
             "mix_k": self.mix_k,
             "shift": self.shift,
+            "tasks": self.tasks,
         }
 
     @classmethod
@@ -179,6 +213,7 @@ class Stack:
             mix_weight=float(value["mix_weight"]),
             mix_k=int(value["mix_k"]),
             shift=float(value.get("shift", 0.0)),
+            tasks=bool(value.get("tasks", False)),  # stacks saved before the task vote: none
         )
 
 
@@ -189,12 +224,14 @@ def fit_stack(
     *,
     ks: Sequence[int] = STACK_KS,
     mix_k: int,
+    task_votes: NDArray[Any] | None = None,
     penalty: float = 1e-4,
 ) -> Stack:
     """The `Stack` fitted on `truth`'s scored cells (graded scores are soft targets): the
     mixture's weight by `choose_weight`, then the deviation weights by log-loss with the level
     held, pulled towards LOCUS's deviations alone (1, 0, ...) by `penalty` x their squared
-    distance. `votes[k]`: the kNN router's P(correct) at every k of `ks` and `mix_k`.
+    distance. `votes[k]`: the kNN router's P(correct) at every k of `ks` and `mix_k`;
+    `task_votes` (same shape): the task vote, a part of its own where given.
 
     Raises:
         LocusInputError: shapes that differ, a k without votes, or no scored cell.
@@ -206,6 +243,8 @@ def fit_stack(
     if missing:
         raise LocusInputError(f"fit_stack: no kNN votes for k = {missing[0]}")
     shapes = {np.shape(locus_logits), y.shape, *(np.shape(votes[k]) for k in (*ks, mix_k))}
+    if task_votes is not None:
+        shapes.add(np.shape(task_votes))
     if len(shapes) != 1:
         raise LocusInputError(
             f"fit_stack: LOCUS logits {np.shape(locus_logits)}, truth {y.shape} and the kNN "
@@ -216,10 +255,17 @@ def fit_stack(
         raise LocusInputError("fit_stack: no scored cell to fit the stack on")
     locus = np.asarray(locus_logits, np.float64)
     weight = choose_weight(sigmoid(locus), votes[mix_k], y)
-    start = Stack(tuple(int(k) for k in ks), (1.0, *(0.0,) * len(ks)), weight, int(mix_k))
-    held = start.logits(locus, votes)[scored]  # the level plus LOCUS's deviations, (cells,)
-    parts = [locus, *(knn_logits(votes[k], k) for k in ks)]
-    x, target = _deviations(parts)[scored], y[scored]  # (cells, n_parts)
+    tasks = task_votes is not None
+    start = Stack(
+        tuple(int(k) for k in ks),
+        (1.0, *(0.0,) * (len(ks) + int(tasks))),
+        weight,
+        int(mix_k),
+        tasks=tasks,
+    )
+    # the level plus LOCUS's deviations, (cells,)
+    held = start.logits(locus, votes, task_votes)[scored]
+    x, target = _deviations(start._parts(locus, votes, task_votes))[scored], y[scored]
     offset = held - x[:, 0]
     prior = np.asarray(start.deviation_weights)
 
@@ -273,18 +319,34 @@ def knn_votes(
     return {int(k): part[:, columns] for k, part in zip(ks, found, strict=True)}
 
 
+def knn_task_votes(
+    knn: KNNRouter, query_vectors: NDArray[np.float32], llm_ids: Sequence[str]
+) -> NDArray[np.float32]:
+    """The kNN router's task votes (n_queries, n_llms), columns in `llm_ids`' order
+    (`locus.routing.task_vote`; the router's training queries must have carried tasks)."""
+    columns = [list(knn.llm_ids).index(llm) for llm in llm_ids]
+    return knn.predict_proba_at(query_vectors, [TASK_K], tasks=True)[-1][:, columns]
+
+
 def fit_locus_knn_stack(
     logits: Mapping[str, NDArray[Any]],
     votes: Mapping[str, Mapping[int, NDArray[Any]]],
     truth: Mapping[str, NDArray[Any]],
     *,
     mix_k: int,
+    task_votes: Mapping[str, NDArray[Any]] | None = None,
 ) -> Stack:
     """The stack `locus fit` keeps, from LOCUS's calibrated logits, the kNN votes (`knn_votes`
-    at `STACK_KS` and `mix_k`) and the scores of the "train" and "val" splits: `fit_stack` on
+    at `STACK_KS` and `mix_k`), the task votes where the queries carry tasks
+    (`knn_task_votes`) and the scores of the "train" and "val" splits: `fit_stack` on
     validation, then the `base_rate_shift` over both splits."""
-    stack = fit_stack(logits["val"], votes["val"], truth["val"], mix_k=mix_k)
-    both = np.concatenate([stack.logits(logits[s], votes[s]) for s in ("train", "val")])
+    tasks = task_votes or {}
+    stack = fit_stack(
+        logits["val"], votes["val"], truth["val"], mix_k=mix_k, task_votes=tasks.get("val")
+    )
+    both = np.concatenate(
+        [stack.logits(logits[s], votes[s], tasks.get(s)) for s in ("train", "val")]
+    )
     return replace(
         stack, shift=base_rate_shift(both, np.concatenate([truth["train"], truth["val"]]))
     )

@@ -33,7 +33,13 @@ from locus.routing.guard import Guard, fit_default_guard
 from locus.routing.locus_router import LocusRouter, LogitRouter
 from locus.routing.neighbours import KNNRouter
 from locus.routing.router import Costs, RouteDecision
-from locus.routing.stack import STACK_KS, Stack, fit_locus_knn_stack, knn_votes
+from locus.routing.stack import (
+    STACK_KS,
+    Stack,
+    fit_locus_knn_stack,
+    knn_task_votes,
+    knn_votes,
+)
 
 __all__ = ["KNN_FOLDER", "STACKED_FILE", "StackedRouter"]
 
@@ -101,9 +107,10 @@ class StackedRouter(LogitRouter):
             return None
         mine, theirs = (list(side) for side in zip(*pairs, strict=True))
         needed = self.stack.needed_ks
-        found = self.knn.predict_proba_at(vectors, needed)
-        votes = {k: part[:, theirs] for k, part in zip(needed, found, strict=True)}
-        return mine, self.stack.logits(locus_logits[:, mine], votes)
+        found = self.knn.predict_proba_at(vectors, needed, tasks=self.stack.tasks)
+        votes = {k: part[:, theirs] for k, part in zip(needed, found[: len(needed)], strict=True)}
+        task_votes = found[-1][:, theirs] if self.stack.tasks else None
+        return mine, self.stack.logits(locus_logits[:, mine], votes, task_votes)
 
     def predict_logits(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float64]:
         vectors = np.asarray(query_vectors, dtype=np.float32)
@@ -190,8 +197,15 @@ class StackedRouter(LogitRouter):
                 "train": knn_votes(knn, train.vectors, ids, needed),
                 "val": knn_votes(knn, val.vectors, ids, needed),
             }
-            stack = fit_locus_knn_stack(logits, votes, truth, mix_k=knn.k_)
-            val_proba = sigmoid(stack.logits(val_logits, votes["val"]))
+            task_votes = None
+            if knn.has_task_vote:  # the training queries carry tasks
+                task_votes = {
+                    split: knn_task_votes(knn, evidence.vectors, ids)
+                    for split, evidence in (("train", train), ("val", val))
+                }
+            stack = fit_locus_knn_stack(logits, votes, truth, mix_k=knn.k_, task_votes=task_votes)
+            val_tasks = None if task_votes is None else task_votes["val"]
+            val_proba = sigmoid(stack.logits(val_logits, votes["val"], val_tasks))
         else:  # LOCUS alone: the training queries' logits are not needed
             knn, val_proba = None, sigmoid(val_logits)
         guard = fit_default_guard(val_proba, trained_on, truth["val"], ids)

@@ -1,0 +1,105 @@
+"""The task vote: each LLM's measured success rate on the tasks of a query's nearest training
+queries, a part of the stack (`locus.routing.stack`) where the workspace's queries carry tasks.
+
+A new query has no task label; its nearest training queries do. The vote of LLM j on a query is
+sum over tasks t of share_t x rate(t, j): share_t the share of the query's `TASK_K` nearest
+training queries in task t (any training query, whichever LLMs were scored on it), rate(t, j)
+LLM j's mean training score on task t, smoothed towards its mean over every task by two
+pseudo-queries. It is the per-task table for queries whose task the text gives away (on
+RouterBench's coding, maths and multiple-choice tasks it does), and a blend of neighbouring
+tasks where it does not; the kNN votes at 50 and 500 neighbours count scores near the query
+instead, each LLM on its own scored queries.
+
+    >>> import numpy as np
+    >>> scores = np.array([[1, 0], [1, 0], [0, 1], [0, 1]], dtype=np.float32)
+    >>> vote = TaskVote.fit(scores, ("maths", "maths", "law", "law"))
+    >>> vote.proba(np.array([[0, 1]])).round(2).tolist()  # the nearest queries: maths
+    [[0.75, 0.25]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["TASK_K", "TaskVote"]
+
+TASK_K = 20  # nearest training queries whose tasks vote (5, 20 and 50 alike on RouterBench)
+_PSEUDO = 2.0  # pseudo-queries at the LLM's overall mean in each task's rate
+
+
+@dataclass(frozen=True)
+class TaskVote:
+    """Per task, each LLM's smoothed success rate; per training query, its task.
+
+    Attributes:
+        names: the tasks, in the order of `rates`' first rows.
+        codes: (n_train,) each training query's task, len(names) where it has none.
+        rates: (n_tasks + 1, n_llms) smoothed rates; the last row each LLM's overall mean, for
+            queries whose neighbours have no task.
+    """
+
+    names: tuple[str, ...]
+    codes: NDArray[np.int32]
+    rates: NDArray[np.float32]
+
+    @classmethod
+    def fit(cls, scores: NDArray[np.float32], tasks: Sequence[str | None]) -> TaskVote | None:
+        """From training `scores` (n_train, n_llms, NaN unscored) and each query's task; None
+        with fewer than two tasks (nothing for the vote to tell apart)."""
+        names = tuple(sorted({t for t in tasks if t is not None}))
+        if len(names) < 2 or len(tasks) != len(scores):
+            return None
+        place = {name: i for i, name in enumerate(names)}
+        codes = np.array([place.get(t, len(names)) if t is not None else len(names) for t in tasks])
+        observed = ~np.isnan(scores)
+        filled = np.where(observed, scores, 0.0).astype(np.float64)
+        counts = np.zeros((len(names) + 1, scores.shape[1]))
+        totals = np.zeros_like(counts)
+        np.add.at(counts, codes, observed)
+        np.add.at(totals, codes, filled)
+        overall = totals.sum(axis=0) / np.maximum(counts.sum(axis=0), 1)
+        overall = np.where(counts.sum(axis=0) > 0, overall, 0.5)
+        rates = (totals + _PSEUDO * overall) / (counts + _PSEUDO)
+        rates[-1] = overall
+        return cls(names, codes.astype(np.int32), rates.astype(np.float32))
+
+    def shares(self, nearest: NDArray[np.integer[Any]]) -> NDArray[np.float64]:
+        """(n_queries, n_tasks + 1) the share of each task among each query's `nearest`
+        training rows (n_queries, k); all on the last column where none has a task."""
+        codes = self.codes[nearest]  # (b, k)
+        counts = np.zeros((len(codes), len(self.names) + 1))
+        np.add.at(counts, (np.arange(len(codes))[:, None], codes), 1.0)
+        known = counts[:, :-1].sum(axis=1, keepdims=True)
+        shares = np.where(known > 0, counts / np.maximum(known, 1), 0.0)
+        shares[:, -1] = (known[:, 0] == 0).astype(np.float64)
+        return shares
+
+    def proba(self, nearest: NDArray[np.integer[Any]]) -> NDArray[np.float32]:
+        """(n_queries, n_llms) each LLM's task vote on queries whose nearest training rows are
+        `nearest` (n_queries, k)."""
+        return (self.shares(nearest) @ self.rates).astype(np.float32)
+
+    def with_llm(self, scores: NDArray[np.float32], new_rows: int) -> TaskVote:
+        """The vote with one more LLM, onboarded from `scores` on `new_rows` training rows of
+        its own (no task): its rate is its mean in every task."""
+        seen = scores[~np.isnan(scores)]
+        mean = float(seen.mean()) if len(seen) else 0.5
+        column = np.full((len(self.rates), 1), mean, dtype=np.float32)
+        codes = np.concatenate([self.codes, np.full(new_rows, len(self.names), np.int32)])
+        return TaskVote(self.names, codes, np.hstack([self.rates, column]))
+
+    def arrays(self) -> dict[str, NDArray[Any]]:
+        return {"task_codes": self.codes, "task_rates": self.rates}
+
+    @classmethod
+    def from_arrays(cls, names: Sequence[str], arrays: dict[str, NDArray[Any]]) -> TaskVote:
+        return cls(
+            tuple(names),
+            np.asarray(arrays["task_codes"], np.int32),
+            np.asarray(arrays["task_rates"], np.float32),
+        )

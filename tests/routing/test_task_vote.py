@@ -1,0 +1,117 @@
+"""The task vote (each LLM's rate on the tasks of a query's nearest training queries): its
+rates, the kNN router's search for it, its place in the stack, saving and old artifacts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from locus.errors import LocusInputError
+from locus.routing import Evidence, KNNRouter, load_router
+from locus.routing.stack import Stack, fit_stack
+from locus.routing.task_vote import TASK_K, TaskVote
+
+
+def test_rates_are_smoothed_per_task_and_queries_without_a_task_vote_the_overall_mean() -> None:
+    scores = np.array([[1, 0], [1, np.nan], [0, 1], [0, 1], [1, 1]], dtype=np.float32)
+    vote = TaskVote.fit(scores, ("a", "a", "b", "b", None))
+    assert vote is not None and vote.names == ("a", "b")
+    assert vote.codes.tolist() == [0, 0, 1, 1, 2]
+    overall = np.array([3 / 5, 3 / 4])
+    np.testing.assert_allclose(vote.rates[0], [(2 + 2 * overall[0]) / 4, (0 + 2 * overall[1]) / 3])
+    np.testing.assert_allclose(vote.rates[1], (np.array([0, 2]) + 2 * overall) / 4)
+    np.testing.assert_allclose(vote.rates[2], overall)
+    # a query whose neighbours are half a, half b; one whose neighbours have no task
+    np.testing.assert_allclose(vote.shares(np.array([[0, 2], [4, 4]])), [[0.5, 0.5, 0], [0, 0, 1]])
+    np.testing.assert_allclose(vote.proba(np.array([[4, 4]]))[0], overall, rtol=1e-6)
+    assert TaskVote.fit(scores, ("a",) * 5) is None  # one task: nothing to tell apart
+
+
+def _pool(seed: int = 0) -> tuple[Evidence, np.ndarray, tuple[str, ...]]:
+    """Three tasks in three regions of the vector space; each LLM good at one of them."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(3, 12)) * 3
+    task = rng.integers(3, size=900)
+    vectors = (centres[task] + rng.normal(size=(900, 12))).astype(np.float32)
+    skill = np.full((3, 3), 0.3) + 0.6 * np.eye(3)
+    scores = (rng.random((900, 3)) < skill[task]).astype(np.float32)
+    scores[rng.random(scores.shape) < 0.2] = np.nan
+    names = tuple(f"task-{t}" for t in task)
+    return Evidence(vectors[:800], scores[:800], ("a", "b", "c"), names[:800]), vectors[800:], names
+
+
+@pytest.mark.parametrize("search", ["exact", "graph"])
+def test_the_knn_router_votes_with_the_tasks_of_the_nearest_training_queries(search: str) -> None:
+    train, queries, _ = _pool()
+    router = KNNRouter(k=20, search=search).fit(train)
+    assert router.has_task_vote
+    *by_k, voted = router.predict_proba_at(queries, [20, 50], tasks=True)
+    np.testing.assert_array_equal(by_k[0], router.predict_proba_at(queries, [20])[0])
+    unit = train.vectors / np.linalg.norm(train.vectors, axis=1, keepdims=True)
+    q = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    nearest = np.argsort(-(q @ unit.T), axis=1)[:, :TASK_K]
+    # the specialist of the region's task has the highest vote
+    truth_task = [int(np.bincount(router.task_vote_.codes[row]).argmax()) for row in nearest]
+    assert (voted.argmax(axis=1) == np.asarray(truth_task)).mean() > 0.95
+    # tasks drawn apart from the vectors: the vote is that of exactly the TASK_K nearest
+    mixed = tuple(np.random.default_rng(1).choice(["x", "y", "z"], size=len(train.tasks)))
+    router = KNNRouter(k=20, search=search).fit(
+        Evidence(train.vectors, train.scores, train.llm_ids, mixed)
+    )
+    voted = router.predict_proba_at(queries, [20, 50], tasks=True)[-1]
+    np.testing.assert_allclose(voted, router.task_vote_.proba(nearest), atol=1e-6)
+    without = KNNRouter(k=20).fit(Evidence(train.vectors, train.scores, train.llm_ids))
+    assert not without.has_task_vote
+    with pytest.raises(LocusInputError, match="without tasks"):
+        without.predict_proba_at(queries, [20], tasks=True)
+
+
+def test_the_task_vote_is_saved_and_routers_saved_before_it_load_without(tmp_path: Path) -> None:
+    train, queries, _ = _pool()
+    router = KNNRouter(k=20).fit(train)
+    router.save(tmp_path / "knn")
+    loaded = load_router(tmp_path / "knn")
+    assert isinstance(loaded, KNNRouter) and loaded.has_task_vote
+    for a, b in zip(
+        loaded.predict_proba_at(queries, [50], tasks=True),
+        router.predict_proba_at(queries, [50], tasks=True),
+        strict=True,
+    ):
+        np.testing.assert_array_equal(a, b)
+    description = json.loads((tmp_path / "knn" / "router.json").read_text())
+    description.pop("task_names")
+    (tmp_path / "knn" / "router.json").write_text(json.dumps(description))
+    old = load_router(tmp_path / "knn")
+    assert isinstance(old, KNNRouter) and not old.has_task_vote
+    # an onboarded LLM (no tasks of its own) votes its mean in every task
+    router.add_llm("newcomer", queries[:40], np.r_[np.ones(30), np.zeros(10)])
+    voted = router.predict_proba_at(queries, [20], tasks=True)[-1]
+    np.testing.assert_allclose(voted[:, -1], 0.75, rtol=1e-6)
+    assert len(router.task_vote_.codes) == len(router.vectors_)
+
+
+def test_the_stack_weighs_the_task_vote_where_it_tells_which_llm() -> None:
+    rng = np.random.default_rng(2)
+    n, m = 3000, 4
+    task = rng.integers(4, size=n)
+    skill = np.eye(m)[task] * 2.0 - 1.0  # each LLM good at one task
+    truth = (rng.random((n, m)) < 1 / (1 + np.exp(-skill))).astype(float)
+    locus = np.zeros((n, m))  # LOCUS knows nothing here
+    noise = {50: rng.uniform(0.3, 0.7, (n, m))}  # nor do the kNN votes
+    task_votes = 1 / (1 + np.exp(-skill * 0.8))
+    stack = fit_stack(locus, noise, truth, ks=(50,), mix_k=50, task_votes=task_votes)
+    assert stack.tasks and stack.part_names() == ["locus", "knn50", "tasks"]
+    assert stack.deviation_weights[2] > 0.8 > abs(stack.deviation_weights[1])
+    routed = stack.logits(locus, noise, task_votes).argmax(axis=1)
+    assert (routed == task).mean() > 0.99
+    assert Stack.from_dict(stack.as_dict()) == stack
+    with pytest.raises(LocusInputError, match="pass the task votes"):
+        stack.logits(locus, noise)
+    with pytest.raises(LocusInputError, match="needs 3 deviation weights"):
+        Stack(ks=(50,), deviation_weights=(1.0, 0.0), mix_weight=1.0, mix_k=50, tasks=True)
+    saved_before = {k: v for k, v in stack.as_dict().items() if k != "tasks"}
+    saved_before["deviation_weights"] = saved_before["deviation_weights"][:2]
+    assert not Stack.from_dict(saved_before).tasks
