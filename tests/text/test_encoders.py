@@ -86,6 +86,7 @@ def test_every_short_name_resolves_and_round_trips() -> None:
         ("minilm-static", StaticEncoder, StaticEncoder),
         ("minilm-onnx", OnnxEncoder, OnnxEncoder),
         ("minilm-onnx-int8", OnnxEncoder, OnnxEncoder),
+        ("minilm-onnx-int8-head", OnnxEncoder, OnnxEncoder),
         ("minilm", SentenceTransformerEncoder, OnnxEncoder),  # same vectors: routed by ONNX
     ]:
         encoder = get_text_encoder(short)
@@ -93,7 +94,8 @@ def test_every_short_name_resolves_and_round_trips() -> None:
         # the recorded name gives an encoder of the same vectors back (what routing does)
         again = get_text_encoder(encoder.name)
         assert type(again) is recorded and again.name == encoder.name
-    assert get_text_encoder().name == "all-MiniLM-L6-v2/onnx-int8"
+    assert get_text_encoder().name == "all-MiniLM-L6-v2/onnx-int8/head+tail"
+    assert get_text_encoder("minilm-onnx-int8-head").name == "all-MiniLM-L6-v2/onnx-int8"
     assert get_text_encoder(DEFAULT_TEXT_ENCODER).name == get_text_encoder().name
     assert get_text_encoder("mpnet").name == "sentence-transformers/all-mpnet-base-v2"
 
@@ -176,3 +178,23 @@ def test_encode_missing_caches_by_text(tmp_path: Path) -> None:
         np.testing.assert_allclose(vectors, expected, atol=1e-6)
         with pytest.raises(LocusNotFoundError, match="run `locus encode`"):
             store.get_vectors("some-other-encoder", list(table.text_hashes))
+
+
+def test_head_and_tail_tell_few_shot_prompts_apart() -> None:
+    """Prompts that share 300 tokens of examples and differ in their question at the end: one
+    vector when cut after 256 tokens, distinct ones with the tail kept; short texts are the
+    same either way."""
+    examples = " ".join(f"Question {i}: what is {i} plus {i}? Answer: {2 * i}." for i in range(40))
+    prompts = [f"{examples} Question: {q} Answer:" for q in ("Who wrote Hamlet?", "What is DNA?")]
+    head = OnnxEncoder(quantized=True)
+    both = OnnxEncoder(quantized=True, truncation="head+tail")
+    assert head.name != both.name
+    cut = head.encode(prompts)
+    np.testing.assert_allclose(cut[0], cut[1], atol=1e-6)
+    kept = both.encode(prompts)
+    assert float(kept[0] @ kept[1]) < 0.99
+    short = ["What is the capital of France?", "Integrate x^2 dx."]
+    np.testing.assert_array_equal(head.encode(short), both.encode(short))
+    assert len(both._token_ids(prompts)[0]) == 256
+    with pytest.raises(LocusInputError, match="truncation"):
+        OnnxEncoder(truncation="middle")

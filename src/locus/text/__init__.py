@@ -34,14 +34,18 @@ __all__ = [
 TEXT_ENCODERS = {
     "minilm-onnx": "all-MiniLM-L6-v2 on ONNX Runtime, float32: the torch vectors, no torch; 384-d",
     "minilm": "all-MiniLM-L6-v2 through sentence-transformers and torch, 384-d",
-    "minilm-onnx-int8": "all-MiniLM-L6-v2 on ONNX Runtime, int8 weights (other vectors), 384-d",
+    "minilm-onnx-int8": "all-MiniLM-L6-v2 on ONNX Runtime, int8 weights (other vectors); a text "
+    "over 256 tokens keeps its first 64 and last 192; 384-d",
+    "minilm-onnx-int8-head": "the same cut after 256 tokens (the default before 2026-12-03)",
     "minilm-static": "all-MiniLM-L6-v2 distilled to static token vectors with model2vec, 256-d",
     "mpnet": "sentence-transformers/all-mpnet-base-v2 (the paper's; needs the hub), 768-d",
 }
 # Chosen on the encoder table of benchmarks/README.md: int8 encodes 2.5x faster than float32
 # (79 vs 33 texts/s on 2 cores) in a quarter of the memory, with LOCUS hit@1 and AUROC within
 # one standard error of float32's on MMLU-Pro, ZeroEval and split2_model7 (3 seeds each); the
-# static model is 100x faster but costs 3-4 points of AUROC on every pool.
+# static model is 100x faster but costs 3-4 points of AUROC on every pool. Its long texts keep
+# their head and tail: few-shot prompts otherwise collapse into one vector per task
+# (benchmarks/README, "Few-shot prompts, one vector").
 DEFAULT_TEXT_ENCODER = "minilm-onnx-int8"
 
 
@@ -70,8 +74,13 @@ def get_text_encoder(spec: str | None = None, *, device: str = "cpu") -> TextEnc
         except LocusInputError:
             return SentenceTransformerEncoder(MINILM_NAME, device=device)
         return OnnxEncoder()
-    if lowered in ("minilm-onnx-int8", OnnxEncoder(quantized=True).name.lower()):
-        return OnnxEncoder(quantized=True)
+    head_tail = OnnxEncoder(quantized=True, truncation="head+tail")
+    if lowered in ("minilm-onnx-int8", head_tail.name.lower()):
+        return head_tail
+    if lowered in ("minilm-onnx-int8-head", OnnxEncoder(quantized=True).name.lower()):
+        return OnnxEncoder(quantized=True)  # workspaces and artifacts of earlier versions
+    if lowered == OnnxEncoder(truncation="head+tail").name.lower():
+        return OnnxEncoder(truncation="head+tail")
     if lowered == "minilm":
         return SentenceTransformerEncoder(MINILM_NAME, device=device)
     if lowered == "mpnet":

@@ -38,6 +38,7 @@ from locus.errors import LocusInputError
 
 __all__ = [
     "MINILM_NAME",
+    "TRUNCATIONS",
     "OnnxEncoder",
     "StaticEncoder",
     "bundled_minilm_path",
@@ -47,6 +48,12 @@ __all__ = [
 
 MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 _MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length (sentence_bert_config.json)
+# A longer text keeps its first _HEAD_TOKENS tokens and its last _MAX_TOKENS - _HEAD_TOKENS
+# ("head+tail"): few-shot prompts share their examples and differ at the end, where the question
+# is; cut after 256 tokens, RouterBench's 1,484 arc-challenge prompts were one vector, its 1,267
+# winogrande prompts another (427 distinct vectors for 3,176 queries; head+tail: 3,162).
+_HEAD_TOKENS = 64
+TRUNCATIONS = ("head+tail", "head")
 _PCA_DIMS = 256
 
 
@@ -183,6 +190,9 @@ class OnnxEncoder:
         quantized: int8 weights and dynamically quantised activations (vectors differ from the
             torch ones: cosine about 0.94 on MMLU-Pro texts; texts run one at a time, since the
             activation range is per batch) instead of float32 (the torch vectors, to 1e-4 tested).
+        truncation: what a text longer than 256 tokens keeps: "head" its first 256 (as
+            sentence-transformers does; the torch vectors), "head+tail" its first 64 and last
+            192 (where a few-shot prompt's question is). Each has its own `name`.
         threads: cores to use (default: every core this process may run on). A few texts run
             in one session on all of them; many int8 texts run in one single-threaded session
             per core, side by side, each taking the next text: int8's one-text runs are too
@@ -191,10 +201,18 @@ class OnnxEncoder:
 
     _PARALLEL_FROM = 8  # texts: below this, one session with every thread
 
-    def __init__(self, *, quantized: bool = False, threads: int | None = None) -> None:
+    def __init__(
+        self, *, quantized: bool = False, threads: int | None = None, truncation: str = "head"
+    ) -> None:
         if threads is not None and (isinstance(threads, bool) or threads < 1):
             raise LocusInputError(f"OnnxEncoder threads must be >= 1; got {threads!r}")
+        if truncation not in TRUNCATIONS:
+            raise LocusInputError(
+                f"OnnxEncoder truncation must be one of {', '.join(TRUNCATIONS)}; got "
+                f"{truncation!r}"
+            )
         self.quantized = quantized
+        self.truncation = truncation
         self._threads = threads or _available_cores()
         self._session: Any = None
         self._workers: list[Any] = []
@@ -203,8 +221,12 @@ class OnnxEncoder:
 
     @property
     def name(self) -> str:
-        # float32: the torch backend's vectors, so the torch backend's name (one cache row)
-        return "all-MiniLM-L6-v2/onnx-int8" if self.quantized else MINILM_NAME
+        # float32 cut at its head: the torch backend's vectors, so the torch backend's name
+        # (one cache row)
+        base = "all-MiniLM-L6-v2/onnx-int8" if self.quantized else MINILM_NAME
+        if self.truncation == "head":
+            return base
+        return f"{'all-MiniLM-L6-v2/onnx' if not self.quantized else base}/head+tail"
 
     @property
     def dim(self) -> int:
@@ -239,9 +261,20 @@ class OnnxEncoder:
         self._session = self._new_session(self._threads)
         assert self._folder is not None
         tokenizer = Tokenizer.from_file(str(self._folder / "tokenizer.json"))
-        tokenizer.enable_truncation(_MAX_TOKENS)
+        if self.truncation == "head":
+            tokenizer.enable_truncation(_MAX_TOKENS)
+        else:  # cut in `_token_ids`
+            tokenizer.no_truncation()
         tokenizer.no_padding()
         self._tokenizer = tokenizer
+
+    def _token_ids(self, items: list[str]) -> list[list[int]]:
+        """Each text's token ids, [CLS] first and [SEP] last, at most `_MAX_TOKENS`."""
+        ids = [encoding.ids for encoding in self._tokenizer.encode_batch(items)]
+        if self.truncation == "head":
+            return ids
+        tail = _MAX_TOKENS - _HEAD_TOKENS
+        return [row if len(row) <= _MAX_TOKENS else row[:_HEAD_TOKENS] + row[-tail:] for row in ids]
 
     def _sessions_for(self, count: int) -> list[Any]:
         """One session on every thread for a few texts; for many int8 texts, one single-threaded
@@ -259,8 +292,8 @@ class OnnxEncoder:
         if not items:
             return np.zeros((0, self.dim), dtype=np.float32)
         self._load()
-        encodings = self._tokenizer.encode_batch(items)
-        lengths = np.array([len(e.ids) for e in encodings])
+        encodings = self._token_ids(items)
+        lengths = np.array([len(ids) for ids in encodings])
         out = np.zeros((len(items), self.dim), dtype=np.float32)
         order = np.argsort(-lengths, kind="stable")  # similar lengths together: little padding
         # int8: activations are quantised with one range per batch, so a text's vector would
@@ -273,7 +306,7 @@ class OnnxEncoder:
             ids = np.zeros((len(rows), width), dtype=np.int64)
             mask = np.zeros((len(rows), width), dtype=np.int64)
             for r, row in enumerate(rows):
-                ids[r, : lengths[row]] = encodings[row].ids
+                ids[r, : lengths[row]] = encodings[row]
                 mask[r, : lengths[row]] = 1
             hidden = session.run(
                 None,
