@@ -30,7 +30,7 @@ from locus.routing.baselines import (
     _shrunk_means,
 )
 from locus.routing.evidence import Evidence, unit_rows
-from locus.routing.task_vote import TASK_K, TaskVote
+from locus.routing.task_vote import TaskVote, voters
 from locus.routing.vote_pass import Singles
 
 __all__ = ["ClusterRouter", "KNNRouter"]
@@ -178,7 +178,7 @@ class KNNRouter(BaselineRouter):
                     candidates = np.broadcast_to(np.arange(n_train), similarity.shape)
                 candidate_similarity = np.take_along_axis(similarity, candidates, axis=1)
             if task_vote is not None:
-                voted[block] = task_vote.proba(_nearest(candidates, candidate_similarity))
+                voted[block] = task_vote.proba(voters(candidates, candidate_similarity))
             searched: set[int] = set()
             if singles is not None:
                 short = singles.means(candidates, candidate_similarity, ordered, ks, outs, block)
@@ -308,15 +308,6 @@ class KNNRouter(BaselineRouter):
         self._graph_state = (None, arrays.get("graph"))  # read when first searched
         names = settings.get("task_names")  # routers saved before the task vote have none
         self.task_vote_ = None if not names else TaskVote.from_arrays(names, arrays)
-
-
-def _nearest(candidates: NDArray[np.intp], similarity: NDArray[np.float32]) -> NDArray[np.intp]:
-    """(b, TASK_K) the nearest of each query's candidates (b, T), in no order."""
-    count = min(TASK_K, candidates.shape[1])
-    if count < candidates.shape[1]:
-        top = np.argpartition(-similarity, count - 1, axis=1)[:, :count]
-        return np.take_along_axis(candidates, top, axis=1)
-    return np.asarray(candidates)
 
 
 class ClusterRouter(BaselineRouter):

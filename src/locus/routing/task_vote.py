@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["TASK_K", "TaskVote"]
+__all__ = ["TASK_K", "TaskVote", "voters"]
 
 TASK_K = 20  # nearest training queries whose tasks vote (5, 20 and 50 alike on RouterBench)
 _PSEUDO = 2.0  # pseudo-queries at the LLM's overall mean in each task's rate
@@ -103,3 +103,13 @@ class TaskVote:
             np.asarray(arrays["task_codes"], np.int32),
             np.asarray(arrays["task_rates"], np.float32),
         )
+
+
+def voters(candidates: NDArray[np.intp], similarity: NDArray[np.float32]) -> NDArray[np.intp]:
+    """(b, TASK_K) the nearest of each query's candidate training rows (b, T) by their
+    `similarity` (b, T), in no order: the rows whose tasks vote."""
+    count = min(TASK_K, candidates.shape[1])
+    if count < candidates.shape[1]:
+        top = np.argpartition(-similarity, count - 1, axis=1)[:, :count]
+        return np.take_along_axis(candidates, top, axis=1)
+    return np.asarray(candidates)
