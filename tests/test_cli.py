@@ -175,3 +175,17 @@ def test_progress_in_a_log_file_is_plain_lines(
     assert lines[0].startswith("fitting: 2/20 in ") and "left" in lines[0]
     assert lines[-1].startswith("fitting: 20/20 in ") and "left" not in lines[-1]
     assert len(lines) == 11 and "\x1b" not in "".join(lines)
+
+
+def test_encode_tells_a_workspace_on_the_old_cut_how_to_switch(run_cli: Run, filled: Path) -> None:
+    from locus.store import Store
+
+    with Store.open(filled) as store:
+        store.set_meta("text_encoder", "all-MiniLM-L6-v2/onnx-int8")  # encoded before 2026-12-03
+    kept = run_cli("encode", "--workspace", filled)
+    said = " ".join(kept.stderr.split())  # the console wraps long lines
+    assert kept.exit_code == 0
+    assert "cuts texts after 256 tokens" in said and "--encoder minilm-onnx-int8" in said
+    switched = run_cli("encode", "--encoder", "minilm-onnx-int8", "--workspace", filled)
+    assert "switching the workspace's text encoder" in " ".join(switched.stderr.split())
+    assert "cuts texts" not in run_cli("encode", "--workspace", filled).stderr

@@ -112,15 +112,21 @@ def stats_command(
         console.print(f"  sha256({name}) {digest[:16]}")
 
 
+# the default encoder's name before it kept a long text's head and tail (2026-12-03)
+_HEAD_CUT = "all-MiniLM-L6-v2/onnx-int8"
+
+
 @app.command("encode")
 def encode_command(
     encoder: Annotated[
         str | None,
         typer.Option(
             "--encoder",
-            help="Text encoder: minilm-onnx-int8 (the default), minilm-onnx (float32), minilm "
-            "(torch), minilm-static, mpnet, or a sentence-transformers name or folder (default: "
-            "the workspace's, else minilm-onnx-int8).",
+            help="Text encoder: minilm-onnx-int8 (the default: a long text keeps its first 64 "
+            "and last 192 tokens), minilm-onnx-int8-head (cut after 256 tokens, the default "
+            "before 2026-12-03), minilm-onnx (float32), minilm (torch), minilm-static, mpnet, or "
+            "a sentence-transformers name or folder (default: the workspace's, else "
+            "minilm-onnx-int8).",
         ),
     ] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 16,
@@ -160,6 +166,12 @@ def encode_command(
                 f"[yellow]switching the workspace's text encoder from {previous} to "
                 f"{text_encoder.name}: artifacts trained on {previous} vectors will not route "
                 "until `locus fit` runs again[/]"
+            )
+        elif encoder is None and not (quiet or as_json) and previous == _HEAD_CUT:
+            stderr_console().print(
+                f"note: this workspace's encoder ({previous}) cuts texts after 256 tokens; the "
+                "default now keeps a long text's head and tail (few-shot prompts differ at the "
+                "end): `locus encode --encoder minilm-onnx-int8`, then `locus fit`"
             )
         with ray_or_nothing(ray) as session:
             chunk_encoder = None
