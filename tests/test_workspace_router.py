@@ -341,5 +341,4 @@ def test_a_fit_past_the_graph_threshold_routes_through_its_saved_graph(
         assert knn is not None and knn._graph() is not None and not built  # read, not rebuilt
         on_graph = router.predict_proba(phi)
         knn.search = "exact"
-        knn._graph_state = (None, None)
         np.testing.assert_allclose(router.predict_proba(phi), on_graph, atol=0.02)

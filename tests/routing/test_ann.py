@@ -147,3 +147,14 @@ def test_the_cost_model_searches_a_graph_from_the_threshold_on(
     monkeypatch.setattr(ann_module.Graph, "build", classmethod(no_rebuild))
     loaded = CostModel.load(tmp_path / "costs")
     np.testing.assert_array_equal(loaded.predict(queries), near.predict(queries))
+
+
+def test_an_llm_onboarded_into_a_loaded_router_joins_its_saved_graph(tmp_path: Path) -> None:
+    train, queries = _pool("dense")
+    KNNRouter(k=5, search="graph").fit(train).save(tmp_path / "knn")
+    loaded = load_router(tmp_path / "knn")
+    assert isinstance(loaded, KNNRouter)
+    loaded.add_llm("newcomer", queries, np.ones(len(queries)))  # before any search
+    graph = loaded._graph()
+    assert graph is not None and len(graph) == len(loaded.vectors_) == 3060
+    np.testing.assert_allclose(loaded.predict_proba(queries)[:, -1], 1.0)

@@ -112,8 +112,11 @@ def stats_command(
         console.print(f"  sha256({name}) {digest[:16]}")
 
 
-# the default encoder's name before it kept a long text's head and tail (2026-12-03)
-_HEAD_CUT = "all-MiniLM-L6-v2/onnx-int8"
+def _old_default_name() -> str:
+    """The default encoder's name before it kept a long text's head and tail (2026-12-03)."""
+    from locus.text import get_text_encoder
+
+    return get_text_encoder("minilm-onnx-int8-head").name
 
 
 @app.command("encode")
@@ -167,7 +170,7 @@ def encode_command(
                 f"{text_encoder.name}: artifacts trained on {previous} vectors will not route "
                 "until `locus fit` runs again[/]"
             )
-        elif encoder is None and not (quiet or as_json) and previous == _HEAD_CUT:
+        elif encoder is None and not (quiet or as_json) and previous == _old_default_name():
             stderr_console().print(
                 f"note: this workspace's encoder ({previous}) cuts texts after 256 tokens; the "
                 "default now keeps a long text's head and tail (few-shot prompts differ at the "

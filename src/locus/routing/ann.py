@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 
 from locus.errors import LocusArtifactError
 
-__all__ = ["ANN_FROM", "SEARCH_MODES", "Graph"]
+__all__ = ["ANN_FROM", "SEARCH_MODES", "Graph", "GraphSlot"]
 
 # training queries from which the kNN router searches a graph instead of every vector; the
 # crossover of single-query search time on 2 cores lies near 80,000 (benchmarks/README,
@@ -88,3 +88,37 @@ class Graph:
         if (ids < 0).any():
             return None
         return ids.astype(np.int64, copy=False), similarity.astype(np.float32, copy=False)
+
+
+class GraphSlot:
+    """A router's graph, kept lazily: built the first time it is wanted or read from the bytes
+    a saved router holds, and its bytes made once for saving.
+
+    Args:
+        saved: the bytes of a saved graph (`Graph.to_bytes`), read when first wanted.
+    """
+
+    def __init__(self, saved: NDArray[np.uint8] | None = None) -> None:
+        self._graph: Graph | None = None
+        self._saved = saved
+
+    def get(self, vectors: NDArray[np.float32], wanted: bool) -> Graph | None:
+        """The graph over `vectors` (unit rows) where `wanted` (None otherwise)."""
+        if wanted and self._graph is None:
+            saved = self._saved
+            self._graph = Graph.from_bytes(saved) if saved is not None else Graph.build(vectors)
+        return self._graph if wanted else None
+
+    def add(self, vectors: NDArray[np.float32]) -> None:
+        """Append rows to the graph, if there is one (a saved one is read first)."""
+        if self._graph is None and self._saved is not None:
+            self._graph = Graph.from_bytes(self._saved)
+        if self._graph is not None:
+            self._graph.add(vectors)
+            self._saved = None
+
+    def saved(self) -> NDArray[np.uint8] | None:
+        """The bytes to save (None: no graph)."""
+        if self._saved is None and self._graph is not None:
+            self._saved = self._graph.to_bytes()
+        return self._saved

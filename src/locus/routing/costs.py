@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from locus.errors import LocusArtifactError, LocusInputError, LocusNotFittedError
-from locus.routing.ann import ANN_FROM, Graph
+from locus.routing.ann import ANN_FROM, Graph, GraphSlot
 from locus.routing.evidence import read_router_folder, unit_rows, write_router_folder
 
 __all__ = ["COST_FOLDER", "VALIDATION_FILE", "CostModel"]
@@ -57,9 +57,8 @@ class CostModel:
         self.mean_costs_: NDArray[np.float64] | None = None
         self._vectors: NDArray[np.float32] | None = None
         self._costs: NDArray[np.float64] | None = None
-        # from ANN_FROM priced queries on, the nearest are searched in a graph (built when
-        # first needed or saved, read from the saved bytes)
-        self._graph_state: tuple[Graph | None, NDArray[np.uint8] | None] = (None, None)
+        # from ANN_FROM priced queries on, the nearest are searched in a graph
+        self._graphs = GraphSlot()
 
     def fit(
         self,
@@ -87,7 +86,7 @@ class CostModel:
             raise LocusInputError(f"costs must be >= 0 USD, found {float(np.nanmin(c)):g}")
         rows = known.any(axis=1)
         self._vectors = unit_rows(v[rows])
-        self._graph_state = (None, None)
+        self._graphs = GraphSlot()
         self._costs = c[rows]
         self.llm_ids_ = tuple(llm_ids)
         counts = known.sum(axis=0)
@@ -121,21 +120,17 @@ class CostModel:
 
     def _graph(self) -> Graph | None:
         """The graph over the priced queries from `ANN_FROM` of them on (None: exact search)."""
-        graph, saved = self._graph_state
-        if graph is None and self._vectors is not None and len(self._vectors) >= ANN_FROM:
-            graph = Graph.from_bytes(saved) if saved is not None else Graph.build(self._vectors)
-            self._graph_state = (graph, saved)
-        return graph
+        if self._vectors is None:
+            return None
+        return self._graphs.get(self._vectors, len(self._vectors) >= ANN_FROM)
 
     def save(self, path: str | Path) -> Path:
         """The folder `path` (router.json + arrays.safetensors, no pickle)."""
         if self._vectors is None or self._costs is None:
             raise LocusNotFittedError("this CostModel is not fitted; nothing to save")
         arrays: dict[str, NDArray[Any]] = {"vectors": self._vectors, "costs": self._costs}
-        graph, saved = self._graph_state
-        if saved is None and (graph := self._graph()) is not None:
-            saved = graph.to_bytes()
-            self._graph_state = (graph, saved)
+        self._graph()  # built now where wanted, so the saved model carries it
+        saved = self._graphs.saved()
         if saved is not None:
             arrays["graph"] = saved
         return write_router_folder(path, _KIND, self.llm_ids_, {"k": self.k}, arrays)
@@ -172,5 +167,5 @@ class CostModel:
         model = cls(k=int(description.get("k", 20)))
         costs = np.asarray(arrays["costs"], dtype=np.float64)
         model.fit(arrays["vectors"], costs, description["llm_ids"])
-        model._graph_state = (None, arrays.get("graph"))
+        model._graphs = GraphSlot(arrays.get("graph"))
         return model

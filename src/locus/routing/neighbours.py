@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 from locus.errors import LocusInputError
 from locus.metrics import routing_accuracy
-from locus.routing.ann import ANN_FROM, SEARCH_MODES, Graph
+from locus.routing.ann import ANN_FROM, SEARCH_MODES, Graph, GraphSlot
 from locus.routing.baselines import (
     BaselineRouter,
     _check_vectors,
@@ -80,7 +80,7 @@ class KNNRouter(BaselineRouter):
         self.vectors_ = unit_rows(train.vectors)
         self.scores_ = train.scores
         self.prior_ = float(np.nanmean(train.scores)) if train.observed.any() else 0.5
-        self._graph_state: tuple[Graph | None, NDArray[np.uint8] | None] = (None, None)
+        self._graphs = GraphSlot()
         self._graph()  # built now, so the saved router carries it
         self.task_vote_ = TaskVote.fit(train.scores, train.tasks) if train.tasks else None
         self.validation_: dict[str, float] = {}
@@ -105,10 +105,7 @@ class KNNRouter(BaselineRouter):
         padded = np.full((new.n_queries, len(self.llm_ids)), np.nan, dtype=np.float32)
         if self.task_vote_ is not None:
             self.task_vote_ = self.task_vote_.with_llm(new.scores[:, 0], new.n_queries)
-        graph = self._graph_state[0]
-        if graph is not None:
-            graph.add(unit_rows(new.vectors))
-            self._graph_state = (graph, None)
+        self._graphs.add(unit_rows(new.vectors))
         self.vectors_ = np.vstack([self.vectors_, unit_rows(new.vectors)])
         self.scores_ = np.hstack(
             [
@@ -209,14 +206,10 @@ class KNNRouter(BaselineRouter):
     def _graph(self) -> Graph | None:
         """The HNSW graph over the training vectors where `search` asks for one (built the
         first time, or read from the saved bytes); None for exact search."""
-        graph, saved = getattr(self, "_graph_state", (None, None))
         wanted = self.search == "graph" or (
             self.search == "auto" and len(self.vectors_) >= ANN_FROM
         )
-        if graph is None and wanted:
-            graph = Graph.from_bytes(saved) if saved is not None else Graph.build(self.vectors_)
-            self._graph_state = (graph, saved)
-        return graph
+        return self._graphs.get(self.vectors_, wanted)
 
     def _patterns(self) -> list[list[int]]:
         """The LLMs' columns grouped by the set of training queries they were scored on (LLMs
@@ -288,10 +281,7 @@ class KNNRouter(BaselineRouter):
 
     def _arrays(self) -> dict[str, NDArray[Any]]:
         arrays: dict[str, NDArray[Any]] = {"vectors": self.vectors_, "scores": self.scores_}
-        graph, saved = getattr(self, "_graph_state", (None, None))
-        if saved is None and graph is not None:
-            saved = graph.to_bytes()
-            self._graph_state = (graph, saved)
+        saved = self._graphs.saved()
         if saved is not None:
             arrays["graph"] = saved
         if self.task_vote_ is not None:
@@ -305,7 +295,7 @@ class KNNRouter(BaselineRouter):
         self.validation_ = dict(settings["validation"])
         self.search = str(settings.get("search", "auto"))  # routers saved before the graph
         self.vectors_, self.scores_ = arrays["vectors"], arrays["scores"]
-        self._graph_state = (None, arrays.get("graph"))  # read when first searched
+        self._graphs = GraphSlot(arrays.get("graph"))  # read when first searched
         names = settings.get("task_names")  # routers saved before the task vote have none
         self.task_vote_ = None if not names else TaskVote.from_arrays(names, arrays)
 

@@ -54,8 +54,8 @@ class TaskVote:
         names = tuple(sorted({t for t in tasks if t is not None}))
         if len(names) < 2 or len(tasks) != len(scores):
             return None
-        place = {name: i for i, name in enumerate(names)}
-        codes = np.array([place.get(t, len(names)) if t is not None else len(names) for t in tasks])
+        place: dict[str | None, int] = {name: i for i, name in enumerate(names)}
+        codes = np.array([place.get(t, len(names)) for t in tasks])  # None: no task
         observed = ~np.isnan(scores)
         filled = np.where(observed, scores, 0.0).astype(np.float64)
         counts = np.zeros((len(names) + 1, scores.shape[1]))

@@ -221,12 +221,10 @@ class OnnxEncoder:
 
     @property
     def name(self) -> str:
-        # float32 cut at its head: the torch backend's vectors, so the torch backend's name
-        # (one cache row)
-        base = "all-MiniLM-L6-v2/onnx-int8" if self.quantized else MINILM_NAME
         if self.truncation == "head":
-            return base
-        return f"{'all-MiniLM-L6-v2/onnx' if not self.quantized else base}/head+tail"
+            # float32: the torch backend's vectors, so its name (one cache row)
+            return "all-MiniLM-L6-v2/onnx-int8" if self.quantized else MINILM_NAME
+        return f"all-MiniLM-L6-v2/onnx{'-int8' if self.quantized else ''}/head+tail"
 
     @property
     def dim(self) -> int:
