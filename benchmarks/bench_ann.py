@@ -124,7 +124,7 @@ def main() -> None:
     parser.add_argument("--llms", type=int, default=50)
     parser.add_argument("--queries", type=int, default=200, help="routed one at a time")
     args = parser.parse_args()
-    from locus.text.derived import StaticEncoder
+    from locus.text.static import StaticEncoder
 
     encoder = StaticEncoder()
     figures: dict[str, float] = {}

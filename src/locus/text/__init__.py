@@ -1,8 +1,9 @@
 """Text encoders (query text -> query vector) and the vector cache.
 
 protocol.py               the TextEncoder protocol
-derived.py                OnnxEncoder (int8 default, float32) and StaticEncoder, derived
-                          locally from the bundled all-MiniLM-L6-v2
+derived.py                OnnxEncoder (int8 default, float32), derived locally from the
+                          bundled all-MiniLM-L6-v2, and the cache of derived models
+static.py                 StaticEncoder: model2vec distilled from the same weights
 sentence_transformers.py  SentenceTransformerEncoder: any sentence-transformers model
 hashing.py                HashingEncoder: deterministic bag of words, for tests
 cache.py                  encode_missing: vectors encoded once, cached in the store
@@ -13,10 +14,11 @@ query_vectors.py          QueryVectors: a routed text's vector from the store, m
 from __future__ import annotations
 
 from locus.errors import LocusInputError
-from locus.text.derived import MINILM_NAME, OnnxEncoder, StaticEncoder, bundled_minilm_path
+from locus.text.derived import MINILM_NAME, OnnxEncoder, bundled_minilm_path
 from locus.text.hashing import HashingEncoder
 from locus.text.protocol import TextEncoder
 from locus.text.sentence_transformers import SentenceTransformerEncoder
+from locus.text.static import StaticEncoder
 
 __all__ = [
     "DEFAULT_TEXT_ENCODER",
