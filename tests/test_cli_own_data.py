@@ -159,8 +159,9 @@ def test_fit_states_its_minimum(run_cli: Run, tmp_path: Path) -> None:
 
 
 def test_tool_logs_import_fit_and_route(run_cli: Run, tmp_path: Path) -> None:
-    """Real lm-eval output: imported, joined across its 3 models, fitted (a small pool: LOCUS
-    alone, said so) and routed; inspect and HELM logs join the same workspace."""
+    """Real lm-eval output: imported, joined across its 3 models, fitted (a pool too small to
+    learn from: routed by the LLMs' own scores, said so) and routed; inspect and HELM logs join
+    the same workspace."""
     ws = tmp_path / "ws"
     result = run_cli(
         "import", "auto", FIXTURES / "lm_eval" / "output", FIXTURES / "inspect_ai" / "logs",
@@ -173,7 +174,7 @@ def test_tool_logs_import_fit_and_route(run_cli: Run, tmp_path: Path) -> None:
     assert run_cli("encode", "-w", ws, "--encoder", "hashing-64").exit_code == 0
     fitted = run_cli("fit", "-w", ws)
     assert fitted.exit_code == 0, fitted.stderr
-    assert "too few for the kNN votes the router stacks with LOCUS; fitted LOCUS alone" in (
+    assert "too few to learn from; routing by each LLM's per-task rates and the nearest" in (
         " ".join(fitted.stderr.split())
     )
     routed = run_cli("route", "Question: What is 7 multiplied by 8?\nAnswer:", "-w", ws, "--json")

@@ -85,7 +85,7 @@ def test_a_pool_over_the_bound_reads_votes_on_a_sample_and_keeps_every_neighbour
     monkeypatch.setattr(stacked, "knn_votes", counting)
     monkeypatch.setattr(stacked, "STACK_MAX_CELLS", 30 * train.n_llms)
     monkeypatch.setattr(stacked, "STACK_MIN_ROWS", 20)
-    router = StackedRouter.fit(locus, train, val)
+    router = StackedRouter.fit(locus, train, val, cross_fit_below=0)  # the validation path
     assert val.n_queries > 30 and read == [30, 30]  # votes of 30 training, 30 validation queries
     assert router.knn is not None and len(router.knn.vectors_) == train.n_queries
     # the default is still the best LLM over every training query
@@ -99,7 +99,7 @@ def test_a_pool_over_the_bound_reads_votes_on_a_sample_and_keeps_every_neighbour
     # under the bound nothing is sampled
     read.clear()
     monkeypatch.setattr(stacked, "STACK_MAX_CELLS", 10**9)
-    StackedRouter.fit(locus, train, val)
+    StackedRouter.fit(locus, train, val, cross_fit_below=0)
     assert read == [train.n_queries, val.n_queries]
 
 

@@ -64,8 +64,9 @@ def fit_command(
         bool,
         typer.Option(
             "--ensemble/--no-ensemble",
-            help="Stack LOCUS's P(correct) with a kNN router over the training scores (fitted "
-            "on validation), or route with LOCUS alone.",
+            help="Stack LOCUS's P(correct) with the LLMs' own votes (their nearest scored "
+            "queries and per-task rates; chosen on validation, or out of fold on a small "
+            "pool), or route with LOCUS alone.",
         ),
     ] = True,
     artifact: ArtifactOption = "default",

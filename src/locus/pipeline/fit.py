@@ -32,13 +32,12 @@ from locus.routing.costs import COST_FOLDER, CostModel
 from locus.routing.evidence import Evidence
 from locus.routing.guard import Guard
 from locus.routing.locus_router import LocusRouter
-from locus.routing.stacked import StackedRouter
+from locus.routing.stacked import LEARN_MIN_PER_LLM, StackedRouter
 from locus.store import Store
 
 __all__ = [
     "MIN_LLMS",
     "MIN_TRAIN_QUERIES",
-    "STACK_MIN_TRAIN_QUERIES",
     "FitReport",
     "fit_workspace",
     "load_workspace_locus",
@@ -47,9 +46,6 @@ __all__ = [
 
 MIN_LLMS = 2  # routing chooses among LLMs
 MIN_TRAIN_QUERIES = 8  # what training needs to run at all (evidence, targets, a validation)
-# below this many training queries the kNN votes are too few to stack (k is 50 and 500):
-# the fit keeps LOCUS alone, and says so
-STACK_MIN_TRAIN_QUERIES = 200
 
 
 @dataclass(frozen=True)
@@ -117,7 +113,7 @@ def fit_workspace(
         excluded = set(exclude_llms)
         table = table.select_llms([llm for llm in table.llm_ids if llm not in excluded])
     train_rows, val_rows = data.rows("train"), data.rows("val")
-    ensemble, notes = _check_size(table, train_rows, val_rows, len(data.rows("test")), ensemble)
+    notes = _check_size(table, train_rows, val_rows, len(data.rows("test")), ensemble)
     model = Locus(config, device=device)
     model.manifest = model.manifest.with_(
         split_seed=split_seed,
@@ -170,8 +166,8 @@ def fit_workspace(
 
 def _check_size(
     table: ScoreTable, train_rows: np.ndarray, val_rows: np.ndarray, tests: int, ensemble: bool
-) -> tuple[bool, tuple[str, ...]]:
-    """(whether to stack, notes for the user) for a pool this size.
+) -> tuple[str, ...]:
+    """Notes for the user on a pool this size (`StackedRouter.fit` acts on the same counts).
 
     Raises:
         LocusInputError: fewer than `MIN_LLMS` LLMs or `MIN_TRAIN_QUERIES` scored training
@@ -191,11 +187,14 @@ def _check_size(
             f"{train} and {val}; import more queries (a few hundred to measure anything)"
         )
     notes = []
-    if train < STACK_MIN_TRAIN_QUERIES and ensemble:
-        ensemble = False
+    per_llm = (~np.isnan(table.scores[train_rows])).sum(axis=0)
+    if ensemble and per_llm.min() < LEARN_MIN_PER_LLM:
+        fewest = table.llm_ids[int(per_llm.argmin())]
+        floor = "each LLM's per-task rates" if _has_tasks(table, train_rows) else "the best LLM"
         notes.append(
-            f"{train} training queries: fewer than {STACK_MIN_TRAIN_QUERIES}, too few for the "
-            "kNN votes the router stacks with LOCUS; fitted LOCUS alone"
+            f"{fewest} has {int(per_llm.min())} scored training queries, fewer than "
+            f"{LEARN_MIN_PER_LLM}: too few to learn from; routing by {floor} and the nearest "
+            "scored queries, not by LOCUS"
         )
     if tests < 200:
         error = 0.5 / np.sqrt(max(tests, 1))
@@ -203,7 +202,11 @@ def _check_size(
             f"a small pool: {tests} test queries, so one standard error of hit@1 is up to "
             f"{error:.2f}; differences smaller than that are noise"
         )
-    return ensemble, tuple(notes)
+    return tuple(notes)
+
+
+def _has_tasks(table: ScoreTable, rows: np.ndarray) -> bool:
+    return len({table.tasks[i] for i in rows} - {None}) >= 2
 
 
 def _fit_cost_model(

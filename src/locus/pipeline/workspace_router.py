@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 
 from locus.artifact import Manifest, check_same_encoder, read_for_routing
 from locus.errors import LocusInputError
+from locus.pipeline.data import workspace_table
 from locus.pipeline.workspace_artifacts import DEFAULT_ARTIFACT, trained_artifact
 from locus.pool import artifact_pools
 from locus.routing.costs import COST_FOLDER, CostModel
@@ -100,6 +101,7 @@ class WorkspaceRouter(Router):
             self._validation_vectors = CostModel.validation_vectors(folder / COST_FOLDER)
         self._tuned: dict[tuple[float, frozenset[str]], float] = {}
         self.loads = 1
+        self._join_newcomers()
 
     @property
     def llm_ids(self) -> Sequence[str]:  # type: ignore[override]
@@ -107,7 +109,8 @@ class WorkspaceRouter(Router):
 
     def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
         """The fitted router's P(correct) (n_queries, n_llms), without torch; an LLM
-        onboarded since the fit has LOCUS's alone until the next fit."""
+        onboarded since the fit has its own votes beside LOCUS's prediction, weighed by its
+        number of scores (`StackedRouter.join`)."""
         return self.router.predict_proba(query_vectors)
 
     def vectors_for(self, texts: Sequence[str]) -> NDArray[np.float32]:
@@ -200,6 +203,40 @@ class WorkspaceRouter(Router):
         self.pool.refresh(self._snapshot)
         self.costs = _known_costs(self.store)
         self._tuned.clear()
+        self._join_newcomers()
+
+    def _join_newcomers(self) -> None:
+        """LLMs of the pool onboarded since the fit join the router's votes from their own
+        scores in the workspace (outside the test split, as their embeddings were computed;
+        `StackedRouter.join`), the guard's default's scores on the same queries beside them."""
+        knn = self.router.knn
+        if knn is None:
+            return
+        known = set(knn.llm_ids)
+        newcomers = [llm for llm in self.pool.llm_ids if llm not in known]
+        if not newcomers:
+            return
+        guard = self.router.guard
+        default = [guard.default] if guard is not None and guard.default in known else []
+        data = workspace_table(
+            self.store, split_seed=self.manifest.split_seed, llm_ids=newcomers + default
+        )
+        table, outside_test = data.table, data.splits != "test"
+        held = table.scores[:, table.llm_index(default[0])] if default else None
+        for llm in newcomers:
+            if llm not in table.llm_ids:
+                continue  # an embedding without scores in the workspace: LOCUS alone
+            column = table.scores[:, table.llm_index(llm)]
+            rows = np.flatnonzero(~np.isnan(column) & outside_test)
+            if not len(rows):
+                continue
+            self.router.join(
+                llm,
+                data.vectors[rows],
+                column[rows],
+                [table.tasks[i] for i in rows],
+                default_scores=None if held is None else held[rows],
+            )
 
 
 def _known_costs(store: Store) -> dict[str, float]:

@@ -10,8 +10,9 @@ costs.py          CostModel: each LLM's cost on a query, from the nearest traini
 frontier.py       accuracy against cost: sweeps, hull, AIQ / cost shares / APGR, the plot
 guard.py          Guard: stay with the best single LLM unless another clears a margin
 stacked.py        StackedRouter: the router `locus fit` keeps (LOCUS + kNN stack + guard):
-                  fit, predict, route, save, load
+                  fit, predict, route, join (an onboarded LLM's own votes), save, load
 stack.py          Stack: how LOCUS's logits and the kNN votes combine, fitted on validation
+cross_fit.py      out-of-fold votes: the stack and guard of a pool with a small validation
 locus_router.py   LocusRouter (torch) and NumpyLocusRouter: LOCUS's predictor over a pool
 evidence.py       Evidence (what baselines are fitted on), the router folder format
 baselines.py      random, best single, per task, oracle (numpy)

@@ -116,6 +116,32 @@ class Evidence:
             tasks=tasks if any(t is not None for t in tasks) else (),
         )
 
+    def take(self, rows: Sequence[int] | NDArray[np.integer[Any]]) -> Evidence:
+        """The queries at `rows`, in that order."""
+        index = np.asarray(rows, dtype=np.int64)
+        tasks = tuple(self.tasks[i] for i in index) if self.tasks else ()
+        return Evidence(self.vectors[index], self.scores[index], self.llm_ids, tasks)
+
+    def joined(self, other: Evidence) -> Evidence:
+        """This evidence's queries, then `other`'s (over the same LLMs, in the same order).
+
+        Raises:
+            LocusInputError: other LLMs, or other columns' order.
+        """
+        if other.llm_ids != self.llm_ids:
+            raise LocusInputError("evidence to join must be over the same LLMs in one order")
+        tasks: tuple[str | None, ...] = ()
+        if self.tasks or other.tasks:
+            tasks = (self.tasks or (None,) * self.n_queries) + (
+                other.tasks or (None,) * other.n_queries
+            )
+        return Evidence(
+            np.vstack([self.vectors, other.vectors]),
+            np.vstack([self.scores, other.scores]),
+            self.llm_ids,
+            tasks,
+        )
+
     def masked(self, keep: NDArray[np.bool_]) -> Evidence:
         """The same queries with only the cells where `keep` (n_queries, n_llms) is True."""
         return Evidence(self.vectors, np.where(keep, self.scores, np.nan), self.llm_ids, self.tasks)

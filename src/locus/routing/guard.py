@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 from locus.errors import LocusInputError
 from locus.metrics import best_single_accuracy, routing_choices
 
-__all__ = ["Guard", "fit_default_guard", "fit_guard", "guarded_proba"]
+__all__ = ["Guard", "fit_default_guard", "fit_guard", "guarded_proba", "rechosen_default"]
 
 
 @dataclass(frozen=True)
@@ -170,6 +170,38 @@ def fit_guard(
             "unguarded_moved": moved_unguarded,
         },
     )
+
+
+def rechosen_default(
+    guard: Guard,
+    llm_id: str,
+    new_scores: NDArray[np.floating[Any]],
+    default_scores: NDArray[np.floating[Any]],
+    *,
+    z: float = 2.0,
+    min_pairs: int = 16,
+) -> Guard:
+    """`guard` with `llm_id` (an LLM onboarded since the fit) as its default where its scores
+    beat the default's on the same queries beyond noise: `new_scores` and `default_scores`
+    (n,) on one list of queries (NaN: not scored), at least `min_pairs` scored by both, and a
+    mean paired gain over `z` standard errors. Otherwise `guard` as it is."""
+    new = np.asarray(new_scores, np.float64)
+    old = np.asarray(default_scores, np.float64)
+    both = ~np.isnan(new) & ~np.isnan(old)
+    if both.sum() < max(min_pairs, 2) or llm_id == guard.default:
+        return guard
+    diff = new[both] - old[both]
+    gain, se = float(diff.mean()), float(diff.std(ddof=1) / math.sqrt(len(diff)))
+    if not gain > z * se:
+        return guard
+    validation = {
+        **guard.validation,
+        "rechosen_from": guard.default,
+        "paired_queries": int(both.sum()),
+        "paired_gain": gain,
+        "paired_gain_se": se,
+    }
+    return Guard(default=llm_id, margin=guard.margin, validation=validation)
 
 
 def fit_default_guard(

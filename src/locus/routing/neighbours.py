@@ -99,12 +99,20 @@ class KNNRouter(BaselineRouter):
             self.k_ = int(self.k)
         return self
 
-    def add_llm(self, llm_id: str, vectors: NDArray[np.float32], scores: Sequence[float]) -> None:
+    def add_llm(
+        self,
+        llm_id: str,
+        vectors: NDArray[np.float32],
+        scores: Sequence[float],
+        tasks: Sequence[str | None] = (),
+    ) -> None:
+        """Onboard `llm_id` from its scores on queries of `vectors`; `tasks` (one per score,
+        or none): its per-task rates in the task vote."""
         new = self._new_llm(llm_id, _check_vectors(vectors, self.vectors_.shape[1], "kNN"), scores)
         # the new LLM's evidence joins as rows of its own: the other LLMs have no score there
         padded = np.full((new.n_queries, len(self.llm_ids)), np.nan, dtype=np.float32)
         if self.task_vote_ is not None:
-            self.task_vote_ = self.task_vote_.with_llm(new.scores[:, 0], new.n_queries)
+            self.task_vote_ = self.task_vote_.with_llm(new.scores[:, 0], new.n_queries, tasks)
         self._graphs.add(unit_rows(new.vectors))
         self.vectors_ = np.vstack([self.vectors_, unit_rows(new.vectors)])
         self.scores_ = np.hstack(

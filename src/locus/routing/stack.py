@@ -226,12 +226,16 @@ def fit_stack(
     mix_k: int,
     task_votes: NDArray[Any] | None = None,
     penalty: float = 1e-4,
+    use_locus: bool = True,
 ) -> Stack:
     """The `Stack` fitted on `truth`'s scored cells (graded scores are soft targets): the
     mixture's weight by `choose_weight`, then the deviation weights by log-loss with the level
     held, pulled towards LOCUS's deviations alone (1, 0, ...) by `penalty` x their squared
     distance. `votes[k]`: the kNN router's P(correct) at every k of `ks` and `mix_k`;
-    `task_votes` (same shape): the task vote, a part of its own where given.
+    `task_votes` (same shape): the task vote, a part of its own where given. Without
+    `use_locus`, LOCUS has no part: the level is the kNN vote's and LOCUS's deviation weight
+    stays 0 (the other weights are pulled towards the task vote's alone where there is one,
+    else towards the regional kNN vote's).
 
     Raises:
         LocusInputError: shapes that differ, a k without votes, or no scored cell.
@@ -254,20 +258,21 @@ def fit_stack(
     if not scored.any():
         raise LocusInputError("fit_stack: no scored cell to fit the stack on")
     locus = np.asarray(locus_logits, np.float64)
-    weight = choose_weight(sigmoid(locus), votes[mix_k], y)
     tasks = task_votes is not None
-    start = Stack(
-        tuple(int(k) for k in ks),
-        (1.0, *(0.0,) * (len(ks) + int(tasks))),
-        weight,
-        int(mix_k),
-        tasks=tasks,
-    )
-    # the level plus LOCUS's deviations, (cells,)
+    if use_locus:
+        weight = choose_weight(sigmoid(locus), votes[mix_k], y)
+        first = (1.0, *(0.0,) * (len(ks) + int(tasks)))
+    else:
+        weight, first = 0.0, (0.0, *(0.0,) * (len(ks) + int(tasks)))
+        first = (*first[:-1], 1.0)  # the task vote, else the last (regional) kNN vote
+    start = Stack(tuple(int(k) for k in ks), first, weight, int(mix_k), tasks=tasks)
+    # the level plus the starting deviations, (cells,)
     held = start.logits(locus, votes, task_votes)[scored]
     x, target = _deviations(start._parts(locus, votes, task_votes))[scored], y[scored]
-    offset = held - x[:, 0]
     prior = np.asarray(start.deviation_weights)
+    offset = held - x @ prior
+    if not use_locus:  # LOCUS's weight held at 0: fit the others alone
+        x, prior = x[:, 1:], prior[1:]
 
     def loss(weights: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
         z = offset + x @ weights
@@ -278,7 +283,12 @@ def fit_stack(
         gradient = x.T @ (p - target) / len(target) + 2 * penalty * (weights - prior)
         return float(value), gradient
 
-    found = minimize(loss, prior, jac=True, method="L-BFGS-B").x
+    # without LOCUS, the parts are all an LLM's own scores: none may count against it (the
+    # votes are near-collinear, and unbounded they offset each other into certainty)
+    bounds = None if use_locus else [(0.0, None)] * len(prior)
+    found = minimize(loss, prior, jac=True, method="L-BFGS-B", bounds=bounds).x
+    if not use_locus:
+        found = np.concatenate([[0.0], found])
     return replace(start, deviation_weights=tuple(float(w) for w in found))
 
 

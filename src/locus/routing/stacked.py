@@ -28,8 +28,10 @@ from numpy.typing import NDArray
 
 from locus.calibration import sigmoid
 from locus.errors import LocusArtifactError, LocusInputError
+from locus.metrics import routing_accuracy
+from locus.routing.cross_fit import CROSS_FIT_CELLS, fit_cross_fitted_stack, out_of_fold_votes
 from locus.routing.evidence import Evidence
-from locus.routing.guard import Guard, fit_default_guard
+from locus.routing.guard import Guard, fit_default_guard, rechosen_default
 from locus.routing.locus_router import LocusRouter, LogitRouter
 from locus.routing.neighbours import KNNRouter
 from locus.routing.router import Costs, RouteDecision
@@ -41,7 +43,14 @@ from locus.routing.stack import (
     knn_votes,
 )
 
-__all__ = ["KNN_FOLDER", "STACKED_FILE", "StackedRouter"]
+__all__ = [
+    "KNN_FOLDER",
+    "LEARN_MIN_PER_LLM",
+    "PRIOR_STRENGTH",
+    "STACKED_FILE",
+    "StackedRouter",
+    "learns_from",
+]
 
 STACKED_FILE = "stacked.json"  # the stack and the guard, beside the LOCUS networks
 KNN_FOLDER = "knn"  # the kNN router the stack reads
@@ -54,6 +63,18 @@ _FORMAT = "locus-stacked/1"
 # under the bound, fitted on every query as before.
 STACK_MAX_CELLS = 2_000_000
 STACK_MIN_ROWS = 2_048
+# below this many scored training queries for some LLM, the networks have too little to learn
+# which LLM suits which query from: the LLMs' own votes route (`StackedRouter.fit`)
+LEARN_MIN_PER_LLM = 50
+# how many scores LOCUS's P(correct) counts as beside an onboarded LLM's own votes (`join`)
+PRIOR_STRENGTH = 32.0
+
+
+def learns_from(train_scores: NDArray[np.floating[Any]]) -> bool:
+    """Whether every LLM has `LEARN_MIN_PER_LLM` scored queries in `train_scores`
+    (n_queries, n_llms): enough for LOCUS to have a say in the routing."""
+    counts = (~np.isnan(np.asarray(train_scores, np.float64))).sum(axis=0)
+    return bool(len(counts) and counts.min() >= LEARN_MIN_PER_LLM)
 
 
 class StackedRouter(LogitRouter):
@@ -65,8 +86,11 @@ class StackedRouter(LogitRouter):
         stack: how LOCUS's logits and the kNN votes combine.
         guard: applied by `route` to accuracy routing unless `guarded` is False.
 
-    LLMs of `locus` that the kNN router does not know (onboarded since the fit) get LOCUS's
-    P(correct) alone until the next fit.
+    An LLM onboarded since the fit joins the votes from its own scores (`join`); its kNN
+    votes are then posteriors: the mean of the c scores a vote reads shrunk towards LOCUS's
+    P(correct) as if LOCUS's prediction were `prior_strength` more scores, so that 32 probes
+    move it half way and a few hundred most of it; its task vote is its own per-task rates.
+    LLMs of `locus` that have not joined get LOCUS's P(correct) alone.
 
     Raises:
         LocusInputError: a stack without a kNN router or the other way round.
@@ -78,13 +102,19 @@ class StackedRouter(LogitRouter):
         knn: KNNRouter | None = None,
         stack: Stack | None = None,
         guard: Guard | None = None,
+        *,
+        prior_strength: float | None = None,
     ) -> None:
         if (knn is None) != (stack is None):
             raise LocusInputError(
                 "a stacked router needs both a kNN router and a stack, or neither"
             )
         self.locus, self.knn, self.stack, self.guard = locus, knn, stack, guard
+        self.prior_strength = PRIOR_STRENGTH if prior_strength is None else float(prior_strength)
+        if not self.prior_strength >= 0:
+            raise LocusInputError(f"prior_strength must be >= 0, found {self.prior_strength}")
         self._knn_column = {} if knn is None else {llm: i for i, llm in enumerate(knn.llm_ids)}
+        self.joined: dict[str, int] = {}  # LLM -> its scores, for those joined since the fit
 
     @property
     def llm_ids(self) -> Sequence[str]:  # type: ignore[override]
@@ -108,9 +138,71 @@ class StackedRouter(LogitRouter):
         mine, theirs = (list(side) for side in zip(*pairs, strict=True))
         needed = self.stack.needed_ks
         found = self.knn.predict_proba_at(vectors, needed, tasks=self.stack.tasks)
-        votes = {k: part[:, theirs] for k, part in zip(needed, found[: len(needed)], strict=True)}
-        task_votes = found[-1][:, theirs] if self.stack.tasks else None
+        votes: dict[int, NDArray[Any]] = {
+            k: part[:, theirs] for k, part in zip(needed, found[: len(needed)], strict=True)
+        }
+        task_votes: NDArray[Any] | None = found[-1][:, theirs] if self.stack.tasks else None
+        if self.joined:
+            prior = sigmoid(np.asarray(locus_logits[:, mine], np.float64))
+            counts = np.array([self.joined.get(self.locus.llm_ids[j], -1) for j in mine])
+            # the vote at k reads min(k, n) of a joined LLM's n scores; its task vote is its
+            # own per-task rates, already smoothed towards its mean (`TaskVote.with_llm`)
+            votes = {
+                k: self._posterior(v, prior, np.where(counts >= 0, np.minimum(counts, k), -1))
+                for k, v in votes.items()
+            }
         return mine, self.stack.logits(locus_logits[:, mine], votes, task_votes)
+
+    def _posterior(
+        self, votes: NDArray[Any], prior: NDArray[np.float64], counts: NDArray[np.int64]
+    ) -> NDArray[np.float64]:
+        """Votes (n_queries, n_cols) with the columns of joined LLMs (counts >= 0) shrunk
+        towards `prior` (LOCUS's P(correct)): (c v + m p) / (c + m), c the scores the vote
+        read and m `prior_strength`; the other columns as they are."""
+        out = np.array(votes, dtype=np.float64)
+        joined = counts >= 0
+        if joined.any() and self.prior_strength > 0:
+            n, m = counts[joined].astype(np.float64), self.prior_strength
+            out[:, joined] = (n * out[:, joined] + m * prior[:, joined]) / (n + m)
+        return out
+
+    def join(
+        self,
+        llm_id: str,
+        vectors: NDArray[np.float32],
+        scores: NDArray[np.floating[Any]],
+        tasks: Sequence[str | None] = (),
+        *,
+        default_scores: NDArray[np.floating[Any]] | None = None,
+    ) -> None:
+        """Give `llm_id`, an LLM of LOCUS's pool onboarded since the fit, its own votes: its
+        `scores` (n,) on queries of `vectors` (n, dq) (with their `tasks`, or none) join the
+        kNN router and the task vote as any pool LLM's (`KNNRouter.add_llm`), weighed against
+        LOCUS by their number (`prior_strength`). `default_scores`: the guard's default LLM's
+        scores on the same queries (NaN: not scored); where the newcomer beats it on them
+        beyond noise, it becomes the default (`rechosen_default`). A router without a kNN
+        part, or an LLM it knows already, is left as it is.
+
+        Raises:
+            LocusInputError: an LLM not in LOCUS's pool, or no score.
+        """
+        if llm_id not in self.locus.llm_ids:
+            raise LocusInputError(f"{llm_id!r} is not in LOCUS's pool: embed it first")
+        values = np.asarray(scores, np.float32).reshape(-1)
+        kept = ~np.isnan(values)
+        if not kept.any():
+            raise LocusInputError(f"{llm_id!r}: joining the votes needs at least one score")
+        if self.knn is None or llm_id in self._knn_column:
+            return
+        rows = [int(i) for i in np.flatnonzero(kept)]
+        task_list = [tasks[i] for i in rows] if len(tasks) == len(values) else []
+        self.knn.add_llm(
+            llm_id, np.asarray(vectors, np.float32)[kept], values[kept].tolist(), task_list
+        )
+        self._knn_column[llm_id] = len(self.knn.llm_ids) - 1
+        self.joined[llm_id] = int(kept.sum())
+        if self.guard is not None and default_scores is not None:
+            self.guard = rechosen_default(self.guard, llm_id, values, default_scores)
 
     def predict_logits(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float64]:
         vectors = np.asarray(query_vectors, dtype=np.float32)
@@ -165,6 +257,8 @@ class StackedRouter(LogitRouter):
         *,
         knn: KNNRouter | None = None,
         stacked: bool = True,
+        use_locus: bool | None = None,
+        cross_fit_below: int = CROSS_FIT_CELLS,
     ) -> StackedRouter:
         """Stack a fitted LOCUS with a kNN router and choose the guard, on `train` and `val`.
 
@@ -175,6 +269,12 @@ class StackedRouter(LogitRouter):
         cell, LOCUS alone (and its guard, where validation allows one). On a pool larger than
         `STACK_MAX_CELLS` cells per split, the votes, the stack and the guard are read on a
         fixed random sample of each split's queries; the kNN router keeps every training query.
+        With fewer than `cross_fit_below` scored validation cells, the stack and the guard are
+        chosen on out-of-fold votes over the training and validation queries together, and the
+        kNN router keeps both (`locus.routing.cross_fit`; a `knn` given is not used then).
+        Without `use_locus` (by default: where some LLM has fewer than `LEARN_MIN_PER_LLM`
+        scored training queries, too few for the networks to learn from), LOCUS has no say in
+        which LLM a query goes to: the evidence's own votes decide, chosen the same way.
 
         Raises:
             LocusInputError: evidence over other LLMs than LOCUS's pool.
@@ -182,11 +282,16 @@ class StackedRouter(LogitRouter):
         ids = list(locus.llm_ids)
         reference = train
         trained_on = _columns(train, ids)  # the guard's default: the best LLM on all of them
+        if use_locus is None:
+            use_locus = learns_from(trained_on)
+        val_cells = int((~np.isnan(_columns(val, ids))).sum())
+        if not val_cells:
+            return cls(locus)
+        if stacked and (val_cells < cross_fit_below or not use_locus):
+            return cls._cross_fitted(locus, train.joined(val), trained_on, use_locus=use_locus)
         # every training query stays a neighbour; the votes are read on a bounded sample
         train, val = _bounded(train, len(ids), "train"), _bounded(val, len(ids), "val")
         truth = {split: _columns(e, ids) for split, e in (("train", train), ("val", val))}
-        if not (~np.isnan(truth["val"])).any():
-            return cls(locus)
         val_logits = locus.predict_logits(val.vectors)
         stack = None
         if stacked:
@@ -209,6 +314,37 @@ class StackedRouter(LogitRouter):
         else:  # LOCUS alone: the training queries' logits are not needed
             knn, val_proba = None, sigmoid(val_logits)
         guard = fit_default_guard(val_proba, trained_on, truth["val"], ids)
+        return cls(locus, knn, stack, guard)
+
+    @classmethod
+    def _cross_fitted(
+        cls,
+        locus: LogitRouter,
+        scored: Evidence,
+        trained_on: NDArray[np.float64],
+        *,
+        use_locus: bool,
+    ) -> StackedRouter:
+        """The router whose kNN k, stack and guard are chosen on the out-of-fold votes of
+        every query of `scored` (training and validation together), its kNN router fitted on
+        all of them; the guard's default the best LLM on `trained_on`."""
+        ids = list(locus.llm_ids)
+        candidates = sorted(set(KNNRouter().k_candidates))
+        needed = sorted({*STACK_KS, *candidates})
+        order = [list(scored.llm_ids).index(llm) for llm in ids]
+        found, found_tasks = out_of_fold_votes(scored, needed)
+        votes = {k: vote[:, order] for k, vote in found.items()}
+        task_votes = None if found_tasks is None else found_tasks[:, order]
+        truth = _columns(scored, ids)
+        k = max(candidates, key=lambda k: (routing_accuracy(votes[k], truth), -k))
+        knn = KNNRouter(k=k).fit(scored)
+        logits = np.asarray(locus.predict_logits(scored.vectors), np.float64)
+        held_out = np.arange(scored.n_queries) >= len(trained_on)  # the validation queries
+        stack = fit_cross_fitted_stack(
+            logits, votes, truth, held_out, mix_k=k, task_votes=task_votes, use_locus=use_locus
+        )
+        proba = sigmoid(stack.logits(logits, votes, task_votes))
+        guard = fit_default_guard(proba, trained_on, truth, ids)
         return cls(locus, knn, stack, guard)
 
     # -- persistence -----------------------------------------------------------------------

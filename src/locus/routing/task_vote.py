@@ -84,14 +84,35 @@ class TaskVote:
         `nearest` (n_queries, k)."""
         return (self.shares(nearest) @ self.rates).astype(np.float32)
 
-    def with_llm(self, scores: NDArray[np.float32], new_rows: int) -> TaskVote:
+    def with_llm(
+        self,
+        scores: NDArray[np.float32],
+        new_rows: int,
+        tasks: Sequence[str | None] = (),
+    ) -> TaskVote:
         """The vote with one more LLM, onboarded from `scores` on `new_rows` training rows of
-        its own (no task): its rate is its mean in every task."""
-        seen = scores[~np.isnan(scores)]
-        mean = float(seen.mean()) if len(seen) else 0.5
-        column = np.full((len(self.rates), 1), mean, dtype=np.float32)
+        its own, whose tasks (one per score, or none) give its rates: per task smoothed
+        towards its mean as every LLM's are, its mean in a task it has no score in. The new
+        rows vote no task (they repeat queries the router already holds)."""
+        values = np.asarray(scores, dtype=np.float64).reshape(-1)
+        observed = ~np.isnan(values)
+        mean = float(values[observed].mean()) if observed.any() else 0.5
+        column = np.full(len(self.rates), mean)
+        if len(tasks) == len(values):
+            place = {name: i for i, name in enumerate(self.names)}
+            codes_of = np.array(
+                [place.get(t, len(self.names)) if t else len(self.names) for t in tasks]
+            )
+            counts = np.bincount(codes_of[observed], minlength=len(self.rates)).astype(np.float64)
+            totals = np.bincount(
+                codes_of[observed], weights=values[observed], minlength=len(self.rates)
+            )
+            column = (totals + _PSEUDO * mean) / (counts + _PSEUDO)
+            column[-1] = mean
         codes = np.concatenate([self.codes, np.full(new_rows, len(self.names), np.int32)])
-        return TaskVote(self.names, codes, np.hstack([self.rates, column]))
+        return TaskVote(
+            self.names, codes, np.hstack([self.rates, column[:, None].astype(np.float32)])
+        )
 
     def arrays(self) -> dict[str, NDArray[Any]]:
         return {"task_codes": self.codes, "task_rates": self.rates}

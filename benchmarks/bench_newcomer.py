@@ -1,0 +1,204 @@
+"""A newcomer onboarded into a fitted pool: does the router act on its scores?
+
+Leave-one-LLM-out on a real pool: the router is fitted without the LLM (`locus fit --exclude`),
+then the LLM is onboarded from k of its scores on random training queries, as `locus onboard`
+does: its embedding from those scores (one forward pass, no retraining) and its own votes joined
+to the router (`StackedRouter.join`: kNN and task votes shrunk towards LOCUS by
+`prior_strength`, and the guard's default re-chosen where its paired scores beat it). Reported
+per newcomer, k and seed, on the test queries the newcomer was scored on:
+
+- whole-pool hit@1 (guarded, as `locus route`) with the newcomer onboarded, beside the router
+  without it, the newcomer alone, and the router onboarding it by LOCUS alone (no votes: what
+  earlier versions did);
+- the newcomer's share of the routed queries;
+- its predicted accuracy (mean P(correct) over the test queries) against its measured one,
+  beside the probes' own mean; AUROC of its P(correct) on the test queries.
+
+    python benchmarks/bench_newcomer.py --dataset mmlu-pro --llm best --llm worst --k 32 128
+
+The workspace is bench_accuracy.py's (`.bench/accuracy/<dataset>`, imported and encoded there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import REPO_ROOT, write_results
+
+from locus.artifact import read_for_routing
+from locus.locus import Locus
+from locus.metrics import correctness_metrics
+from locus.nn import TrainingConfig
+from locus.pipeline import fit_workspace, workspace_table
+from locus.pipeline.workspace_artifacts import artifact_path
+from locus.pool import artifact_pools
+from locus.routing import StackedRouter
+from locus.routing.locus_router import NumpyLocusRouter
+from locus.store import Store
+
+
+def _router(folder: Path, prior_strength: float | None = None) -> StackedRouter:
+    """The artifact's router over its fit-time pool, in memory (no workspace is written)."""
+    routing = read_for_routing(folder)
+    _, pool = artifact_pools(
+        routing.llm_ids, routing.llm_embeddings, routing.evidence_counts, routing.manifest
+    )
+    router = StackedRouter.load(folder, NumpyLocusRouter(routing.predictor, pool))
+    if prior_strength is not None:
+        router.prior_strength = prior_strength
+    return router
+
+
+def _hit(
+    router: StackedRouter, vectors: np.ndarray, truth: np.ndarray, ids: list[str]
+) -> tuple[float, list[str]]:
+    chosen = [d.llm_id for d in router.route(vectors, top=1)]
+    column = {llm: i for i, llm in enumerate(ids)}
+    hits = [truth[i, column[llm]] for i, llm in enumerate(chosen)]
+    return float(np.mean(hits)), chosen
+
+
+def run(
+    store: Store, newcomer: str, ks: list[int], seeds: list[int], strengths: list[float]
+) -> list[dict[str, Any]]:
+    name = "loo-" + "".join(c if c.isalnum() else "-" for c in newcomer)
+    folder = artifact_path(store, name)
+    if not (folder / "stacked.json").exists():
+        fit_workspace(
+            store, TrainingConfig(anchors=1024, seed=0), name=name, exclude_llms=[newcomer]
+        )
+    data = workspace_table(store, split_seed=0)
+    table = data.table
+    x = table.llm_index(newcomer)
+    test = data.rows("test")
+    base = _router(folder)
+    pool_ids = list(base.llm_ids)
+    ids = [*pool_ids, newcomer]
+    columns = [table.llm_index(llm) for llm in ids]
+    test = test[~np.isnan(table.scores[test][:, columns]).any(axis=1)]  # scored by every LLM
+    truth = table.scores[test][:, columns]
+    without, _ = _hit(base, data.vectors[test], truth, ids)
+    alone = float(np.mean(truth[:, -1]))
+    best_pool = float(np.nanmean(truth[:, :-1], axis=0).max())
+    model = Locus.load(folder, workspace=None)
+    train = data.rows("train")
+    scored = train[~np.isnan(table.scores[train, x])]
+    default = base.guard.default if base.guard is not None else None
+    rows = []
+    for k in ks:
+        for seed in seeds:
+            probes = np.sort(np.random.default_rng([seed, k]).choice(scored, k, replace=False))
+            scores = table.scores[probes, x]
+            vector = model.embed(data.vectors[probes], scores)
+            tasks = [table.tasks[i] for i in probes]
+            default_scores = (
+                None if default is None else table.scores[probes, table.llm_index(default)]
+            )
+            per_strength = {}
+            for strength in [None, *strengths]:  # None: LOCUS alone for the newcomer
+                router = _router(folder, strength)
+                router.locus.pool.upsert(newcomer, vector, k, float(np.mean(scores)))  # type: ignore[attr-defined]
+                if strength is not None:
+                    router.join(
+                        newcomer, data.vectors[probes], scores, tasks, default_scores=default_scores
+                    )
+                hit, chosen = _hit(router, data.vectors[test], truth, ids)
+                proba = router.predict_proba(data.vectors[test])[
+                    :, list(router.llm_ids).index(newcomer)
+                ]
+                metrics = correctness_metrics(proba[:, None], truth[:, -1:])
+                per_strength["locus-alone" if strength is None else f"m={strength:g}"] = {
+                    "hit@1": hit,
+                    "share": float(np.mean([c == newcomer for c in chosen])),
+                    "predicted_accuracy": float(proba.mean()),
+                    "auroc": metrics["auroc"],
+                    "default": None if router.guard is None else router.guard.default,
+                }
+            rows.append({
+                "newcomer": newcomer, "k": k, "seed": seed, "without": without, "alone": alone,
+                "best_pool_llm": best_pool, "measured_accuracy": alone,
+                "probe_mean": float(np.mean(scores)), "routers": per_strength,
+            })  # fmt: skip
+            line = ", ".join(
+                f"{key} {v['hit@1']:.4f} ({v['share']:.0%}, pred {v['predicted_accuracy']:.3f}, "
+                f"AUROC {v['auroc']:.3f})"
+                for key, v in per_strength.items()
+            )
+            print(
+                f"{newcomer} k={k} seed={seed}: without {without:.4f}, alone {alone:.4f}, probes "
+                f"{np.mean(scores):.3f}; {line}",
+                flush=True,
+            )
+    model.close()
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dataset", default="mmlu-pro")
+    parser.add_argument("--llm", action="append", help="an LLM id, or best / worst")
+    parser.add_argument("--k", type=int, action="append")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--strength", type=float, action="append")
+    parser.add_argument("--workspace", type=Path, default=REPO_ROOT / ".bench" / "accuracy")
+    parser.add_argument("--tag", default="")
+    args = parser.parse_args()
+    store = Store.open(args.workspace / args.dataset)
+    data = workspace_table(store, split_seed=0)
+    train = data.rows("train")
+    means = np.nanmean(data.table.scores[train], axis=0)
+    named = {
+        "best": data.table.llm_ids[int(means.argmax())],
+        "worst": data.table.llm_ids[int(means.argmin())],
+    }
+    llms = [named.get(llm, llm) for llm in (args.llm or ["best"])]
+    rows = []
+    for llm in llms:
+        rows += run(store, llm, args.k or [32, 128], args.seeds, args.strength or [32.0])
+    summary: dict[str, Any] = {}
+    for llm in llms:
+        for k in args.k or [32, 128]:
+            mine = [r for r in rows if r["newcomer"] == llm and r["k"] == k]
+            entry: dict[str, Any] = {"without": mine[0]["without"], "alone": mine[0]["alone"]}
+            for key in mine[0]["routers"]:
+                hits = [r["routers"][key]["hit@1"] for r in mine]
+                errors = [
+                    abs(r["routers"][key]["predicted_accuracy"] - r["measured_accuracy"])
+                    for r in mine
+                ]
+                entry[key] = {
+                    "hit@1": statistics.fmean(hits),
+                    "sd": statistics.stdev(hits) if len(hits) > 1 else 0.0,
+                    "share": statistics.fmean(r["routers"][key]["share"] for r in mine),
+                    "accuracy_abs_error": statistics.fmean(errors),
+                    "auroc": statistics.fmean(r["routers"][key]["auroc"] for r in mine),
+                }
+            entry["probe_mean_abs_error"] = statistics.fmean(
+                abs(r["probe_mean"] - r["measured_accuracy"]) for r in mine
+            )
+            summary[f"{llm} k={k}"] = entry
+    for key, entry in summary.items():
+        print(
+            key,
+            {
+                k: v if not isinstance(v, dict) else {a: round(b, 4) for a, b in v.items()}
+                for k, v in entry.items()
+            },
+        )
+    written = write_results(
+        f"newcomer-{args.dataset}{args.tag}", {"rows": rows, "summary": summary}
+    )
+    print(f"written {written}")
+    store.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""Out-of-fold kNN votes: what the stack and the guard are chosen on when validation is small.
+
+The stack's weights and the guard's margin are a handful of numbers, chosen on validation
+cells. A pool of a few hundred queries has a validation split of a few dozen: 20 queries x 4
+LLMs chose "every query to the best single LLM" on a pool where the best LLM per task routed 30
+points better, because 20 queries cannot show a gain beyond noise. Below `CROSS_FIT_CELLS`
+scored validation cells, `StackedRouter.fit` reads the votes of every training and validation
+query instead, each from a kNN router fitted on the other folds (`out_of_fold_votes`): every
+query is a held-out query once, and the stack and guard are chosen on all of them. The kNN
+router kept for routing is then fitted on every scored query.
+
+LOCUS's networks were trained on the training queries, so its logits there are in-sample (on a
+4-LLM x 200-query pool: AUROC 0.76 on training queries, 0.61 on validation ones): fitted on
+them, the stack gave LOCUS a deviation weight of 4.4 and P(correct) 0.96 to an LLM whose rate
+is 0.90. `fit_cross_fitted_stack` therefore fits the evidence's parts on every query's
+out-of-fold votes, and LOCUS's share (its level mixture and its deviation weight) on the
+validation queries only, the only ones it has not seen.
+
+    >>> import numpy as np
+    >>> vectors = np.repeat(np.eye(2, dtype=np.float32), 10, axis=0)
+    >>> scores = np.repeat(np.array([[1, 0], [0, 1]], dtype=np.float32), 10, axis=0)
+    >>> votes, _ = out_of_fold_votes(Evidence(vectors, scores, ("a", "b")), [5])
+    >>> votes[5][0].tolist(), votes[5][-1].tolist()
+    ([1.0, 0.0], [0.0, 1.0])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from locus.calibration import sigmoid
+from locus.errors import LocusInputError
+from locus.routing.evidence import Evidence
+from locus.routing.neighbours import KNNRouter
+from locus.routing.stack import Stack, base_rate_shift, choose_weight, fit_stack
+
+__all__ = [
+    "CROSS_FIT_CELLS",
+    "FOLDS",
+    "LOCUS_WEIGHTS",
+    "fit_cross_fitted_stack",
+    "fold_of",
+    "out_of_fold_votes",
+]
+
+# below this many scored validation cells the stack and the guard are chosen out of fold over
+# the training and validation queries together (the developers' pools have 5,600 to 34,000)
+CROSS_FIT_CELLS = 1_000
+FOLDS = 5
+# LOCUS's deviation weight beside the evidence's parts, chosen on validation cells (ties: the
+# smaller: the evidence's own votes)
+LOCUS_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
+
+
+def fold_of(n_queries: int, folds: int = FOLDS, seed: int = 0) -> NDArray[np.int64]:
+    """(n_queries,) each query's fold in 0..folds-1: a seeded permutation, sizes within one."""
+    if n_queries < folds:
+        raise LocusInputError(f"{folds} folds need at least {folds} queries, found {n_queries}")
+    return np.random.default_rng(seed).permutation(n_queries) % folds
+
+
+def out_of_fold_votes(
+    evidence: Evidence, ks: Sequence[int], *, folds: int = FOLDS, seed: int = 0
+) -> tuple[dict[int, NDArray[np.float32]], NDArray[np.float32] | None]:
+    """({k: P(correct) (n_queries, n_llms) at k}, the task votes or None) for every query of
+    `evidence`, each from a kNN router fitted on the queries of the other folds; the task
+    votes where the queries carry at least two tasks. Columns in `evidence.llm_ids`' order.
+
+    Raises:
+        LocusInputError: fewer queries than folds.
+    """
+    fold = fold_of(evidence.n_queries, folds, seed)
+    wanted = [int(k) for k in ks]
+    votes = {k: np.empty(evidence.scores.shape, np.float32) for k in wanted}
+    tasks = len({t for t in evidence.tasks if t is not None}) >= 2
+    task_votes = np.empty(evidence.scores.shape, np.float32) if tasks else None
+    for f in range(folds):
+        held = np.flatnonzero(fold == f)
+        rest = evidence.take(np.flatnonzero(fold != f))
+        knn = KNNRouter(k=max(wanted), search="exact").fit(rest)
+        with_tasks = task_votes is not None and knn.has_task_vote
+        found = knn.predict_proba_at(evidence.vectors[held], wanted, tasks=with_tasks)
+        for k, part in zip(wanted, found, strict=False):
+            votes[k][held] = part
+        if task_votes is not None:
+            # a fold whose rest holds one task: the vote is each LLM's mean over its rest
+            task_votes[held] = found[-1] if with_tasks else _means(knn, len(held))
+    return votes, task_votes
+
+
+def _means(knn: KNNRouter, rows: int) -> NDArray[np.float32]:
+    """(rows, n_llms) each LLM's mean training score: the vote of a router without tasks."""
+    observed = ~np.isnan(knn.scores_)
+    totals = np.where(observed, knn.scores_, 0.0).sum(axis=0)
+    means = np.where(observed.any(axis=0), totals / np.maximum(observed.sum(axis=0), 1), 0.5)
+    return np.tile(means.astype(np.float32), (rows, 1))
+
+
+def fit_cross_fitted_stack(
+    locus_logits: NDArray[Any],
+    votes: Mapping[int, NDArray[Any]],
+    truth: NDArray[Any],
+    held_out: NDArray[np.bool_],
+    *,
+    mix_k: int,
+    task_votes: NDArray[Any] | None = None,
+    use_locus: bool = True,
+) -> Stack:
+    """The stack over every query's out-of-fold `votes` (and `task_votes`): the evidence's
+    deviation weights fitted on all of `truth`'s scored cells with LOCUS left out
+    (`fit_stack(use_locus=False)`); then, with `use_locus`, LOCUS's share of the level
+    (`choose_weight`) and its deviation weight (from `LOCUS_WEIGHTS`, the lowest log-loss) on
+    the rows `held_out` (n_queries,) from its training; last the base-rate shift over all.
+
+    Raises:
+        LocusInputError: as `fit_stack`.
+    """
+    y = np.asarray(truth, np.float64)
+    locus = np.asarray(locus_logits, np.float64)
+    stack = fit_stack(locus, votes, y, mix_k=mix_k, task_votes=task_votes, use_locus=False)
+    rows = np.asarray(held_out, bool)
+    if use_locus and (~np.isnan(y[rows])).any():
+        held_votes = {k: np.asarray(v)[rows] for k, v in votes.items()}
+        held_tasks = None if task_votes is None else np.asarray(task_votes)[rows]
+        mixture = choose_weight(sigmoid(locus[rows]), held_votes[mix_k], y[rows])
+        candidates = [
+            replace(stack, mix_weight=mixture, deviation_weights=(w, *stack.deviation_weights[1:]))
+            for w in LOCUS_WEIGHTS
+        ]
+        losses = [
+            _log_loss(candidate.logits(locus[rows], held_votes, held_tasks), y[rows])
+            for candidate in candidates
+        ]
+        stack = candidates[int(np.argmin(losses))]  # the first (smallest) of equal losses
+    both = stack.logits(locus, votes, task_votes)
+    return replace(stack, shift=base_rate_shift(both, y))
+
+
+def _log_loss(logits: NDArray[np.float64], truth: NDArray[np.float64]) -> float:
+    scored = ~np.isnan(truth)
+    z, target = logits[scored], truth[scored]
+    return float(np.mean(np.logaddexp(0.0, z) - target * z))

@@ -1,0 +1,199 @@
+"""The evidence floor: on a small pool the stack and guard are chosen out of fold and follow the
+LLMs' own per-task and neighbour scores; an LLM onboarded since the fit joins those votes,
+weighed against LOCUS by its number of scores; a newcomer better beyond noise becomes the
+guard's default."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+
+from locus.errors import LocusInputError
+from locus.routing import Evidence, KNNRouter, StackedRouter
+from locus.routing.cross_fit import fold_of, out_of_fold_votes
+from locus.routing.guard import Guard, rechosen_default
+from locus.routing.locus_router import LogitRouter
+from locus.routing.task_vote import TaskVote
+
+TASKS = ("math", "law", "code", "general")
+# the specialists of the issue's small pool, and a small LLM: P(correct) per task
+SKILL = {
+    "math-llm": (0.92, 0.40, 0.55, 0.50),
+    "law-llm": (0.35, 0.90, 0.30, 0.55),
+    "coder-llm": (0.55, 0.30, 0.93, 0.45),
+    "small-llm": (0.35, 0.45, 0.40, 0.55),
+}
+BEST = {task: max(SKILL, key=lambda llm: SKILL[llm][t]) for t, task in enumerate(TASKS)}
+
+
+class LevelsOnly(LogitRouter):
+    """A LOCUS that learnt each LLM's level and nothing of which query suits which LLM: the
+    networks' state on a pool of a few hundred queries."""
+
+    def __init__(self, levels: dict[str, float]) -> None:
+        self.levels = dict(levels)
+
+    @property
+    def llm_ids(self) -> Sequence[str]:  # type: ignore[override]
+        return list(self.levels)
+
+    def predict_logits(self, query_vectors: NDArray[np.float32]) -> NDArray[Any]:
+        p = np.array(list(self.levels.values()))
+        return np.tile(np.log(p / (1 - p)), (len(query_vectors), 1))
+
+
+def _queries(n: int, rng: np.random.Generator) -> tuple[NDArray[np.float32], list[str]]:
+    """n queries, the four tasks in turn, each task a region of a 16-d space."""
+    centres = np.random.default_rng(99).normal(size=(len(TASKS), 16)) * 2.5
+    task = np.arange(n) % len(TASKS)
+    vectors = centres[task] + rng.normal(size=(n, 16))
+    return vectors.astype(np.float32), [TASKS[t] for t in task]
+
+
+def _scores(tasks: list[str], llms: Sequence[str], rng: np.random.Generator) -> NDArray[np.float32]:
+    p = np.array([[SKILL[llm][TASKS.index(t)] for llm in llms] for t in tasks])
+    return (rng.random(p.shape) < p).astype(np.float32)
+
+
+def _small_pool(n: int = 200, seed: int = 0) -> tuple[Evidence, Evidence, LevelsOnly]:
+    """The issue's pool: 4 LLMs x `n` queries, split 90/10 into training and validation."""
+    rng = np.random.default_rng(seed)
+    vectors, tasks = _queries(n, rng)
+    llms = tuple(SKILL)
+    scores = _scores(tasks, llms, rng)
+    cut = int(0.9 * n)
+    train = Evidence(vectors[:cut], scores[:cut], llms, tuple(tasks[:cut]))
+    val = Evidence(vectors[cut:], scores[cut:], llms, tuple(tasks[cut:]))
+    levels = {llm: float(np.mean(SKILL[llm])) for llm in llms}
+    return train, val, LevelsOnly(levels)
+
+
+def test_out_of_fold_votes_never_read_the_query_itself() -> None:
+    rng = np.random.default_rng(1)
+    vectors, tasks = _queries(60, rng)
+    scores = _scores(tasks, tuple(SKILL), rng)
+    evidence = Evidence(vectors, scores, tuple(SKILL), tuple(tasks))
+    votes, task_votes = out_of_fold_votes(evidence, [5, 500])
+    fold = fold_of(60)
+    assert sorted(np.bincount(fold).tolist()) == [12] * 5
+    for query in (0, 17, 59):  # by hand: a kNN router over the other folds' queries only
+        rest = fold != fold[query]
+        knn = KNNRouter(k=5).fit(Evidence(vectors[rest], scores[rest], tuple(SKILL)))
+        np.testing.assert_allclose(
+            votes[5][query], knn.predict_proba(vectors[query : query + 1])[0]
+        )
+        np.testing.assert_allclose(votes[500][query], scores[rest].mean(axis=0), rtol=1e-6)
+        with_tasks = KNNRouter(k=5).fit(
+            Evidence(vectors[rest], scores[rest], tuple(SKILL), tuple(np.array(tasks)[rest]))
+        )
+        own = with_tasks.predict_proba_at(vectors[query : query + 1], [5, 500], tasks=True)[-1][0]
+        assert task_votes is not None
+        np.testing.assert_allclose(task_votes[query], own, rtol=1e-6)
+    with pytest.raises(LocusInputError, match="5 folds need at least 5 queries"):
+        fold_of(3)
+
+
+def test_a_small_pool_routes_by_its_per_task_scores_not_by_the_best_single_llm() -> None:
+    train, val, locus = _small_pool()
+    router = StackedRouter.fit(locus, train, val)
+    assert router.stack is not None and router.stack.tasks and router.guard is not None
+    assert not router.guard.always_default  # 20 validation queries alone chose "always one"
+    assert router.guard.validation["queries"] == train.n_queries + val.n_queries
+    rng = np.random.default_rng(7)
+    vectors, tasks = _queries(400, rng)
+    chosen = [d.llm_id for d in router.route(vectors, top=1)]
+    specialist = [(llm, t) for llm, t in zip(chosen, tasks, strict=True) if t != "general"]
+    agree = np.mean([llm == BEST[t] for llm, t in specialist])
+    assert agree >= 0.95  # the per-task table's choice, where one LLM is clearly best
+    # the expected hit@1 of those choices, against the per-task table and the best single LLM
+    routed = np.mean([SKILL[llm][TASKS.index(t)] for llm, t in zip(chosen, tasks, strict=True)])
+    per_task = np.mean([SKILL[BEST[t]][TASKS.index(t)] for t in tasks])
+    best_single = max(np.mean(skill) for skill in SKILL.values())
+    assert routed >= per_task - 0.02 and routed > best_single + 0.2
+
+
+def test_without_locus_its_deviation_weight_stays_zero() -> None:
+    train, val, locus = _small_pool()
+    router = StackedRouter.fit(locus, train, val, use_locus=False)
+    assert router.stack is not None and router.stack.deviation_weights[0] == 0.0
+    assert router.stack.mix_weight == 0.0 and min(router.stack.deviation_weights) >= 0.0
+    # a pool where some LLM has fewer than 50 training scores: the same, by default
+    few = Evidence(train.vectors, train.scores.copy(), train.llm_ids, train.tasks)
+    few.scores[40:, 3] = np.nan  # small-llm scored on 40 training queries
+    tiny = StackedRouter.fit(locus, few, val)
+    assert tiny.stack is not None and tiny.stack.deviation_weights[0] == 0.0
+
+
+def _newcomer_pool() -> tuple[StackedRouter, LevelsOnly]:
+    """A fitted pool of three LLMs (no math specialist); LOCUS's pool holds a fourth, a math
+    specialist onboarded since the fit, whose level LOCUS under-rates."""
+    train, val, _ = _small_pool(400, seed=3)
+    keep = [1, 2, 3]  # math-llm is the newcomer
+    ids = tuple(train.llm_ids[j] for j in keep)
+    train, val = (Evidence(e.vectors, e.scores[:, keep], ids, e.tasks) for e in (train, val))
+    locus = LevelsOnly({llm: float(np.mean(SKILL[llm])) for llm in ids})
+    router = StackedRouter.fit(locus, train, val)
+    locus.levels["math-llm"] = 0.40  # LOCUS's prior for the newcomer: below its 0.59
+    return router, locus
+
+
+def test_a_newcomer_joins_the_votes_weighed_by_its_number_of_scores() -> None:
+    router, _ = _newcomer_pool()
+    rng = np.random.default_rng(11)
+    math_vectors, _ = _queries(400, rng)
+    math_vectors = math_vectors[::4]  # 100 maths queries
+    before = router.predict_proba(math_vectors)[:, -1].mean()
+    assert [d.llm_id for d in router.route(math_vectors, top=1)].count("math-llm") == 0
+    probes, probe_tasks = _queries(64, rng)  # 16 per task, scored as the specialist
+    scores = _scores(probe_tasks, ["math-llm"], rng)[:, 0]
+    router.join("math-llm", probes, scores, probe_tasks)
+    assert router.joined == {"math-llm": 64}
+    after = router.predict_proba(math_vectors)[:, -1]
+    chosen = [d.llm_id for d in router.route(math_vectors, top=1)]
+    print(before, after.mean(), chosen.count("math-llm"))
+    assert after.mean() > before + 0.1 and chosen.count("math-llm") >= 90
+    # the posterior lies between LOCUS's prior and the votes alone, by the scores' number
+    alone = StackedRouter(router.locus, router.knn, router.stack, router.guard, prior_strength=0)
+    alone.joined = dict(router.joined)
+    strong = StackedRouter(router.locus, router.knn, router.stack, router.guard, prior_strength=1e6)
+    strong.joined = dict(router.joined)
+    votes_only = alone.predict_proba(math_vectors)[:, -1].mean()
+    prior_only = strong.predict_proba(math_vectors)[:, -1].mean()
+    assert prior_only < after.mean() < votes_only
+    router.join("math-llm", probes, scores)  # known already: nothing changes
+    assert router.joined == {"math-llm": 64}
+    with pytest.raises(LocusInputError, match="not in LOCUS's pool"):
+        router.join("unknown-llm", probes, scores)
+
+
+def test_a_newcomer_better_beyond_noise_becomes_the_default() -> None:
+    guard = Guard("old", margin=0.05)
+    rng = np.random.default_rng(5)
+    old = (rng.random(128) < 0.5).astype(float)
+    better = np.maximum(old, rng.random(128) < 0.6)  # right wherever the old one is, and more
+    assert rechosen_default(guard, "new", better, old).default == "new"
+    level = np.where(rng.random(128) < 0.5, old, 1 - old)  # as good on average
+    assert rechosen_default(guard, "new", level, old) is guard
+    assert rechosen_default(guard, "new", better[:10], old[:10]) is guard  # too few pairs
+    rechosen = rechosen_default(guard, "new", better, old)
+    assert rechosen.margin == 0.05 and rechosen.validation["rechosen_from"] == "old"
+
+
+def test_a_newcomers_task_rates_come_from_its_own_tasks() -> None:
+    scores = np.array([[1, 0], [1, 0], [0, 1], [0, 1]], dtype=np.float32)
+    vote = TaskVote.fit(scores, ("maths", "maths", "law", "law"))
+    assert vote is not None
+    joined = vote.with_llm(
+        np.array([1, 1, 1, 0], np.float32), 4, ["maths", "maths", "maths", "law"]
+    )
+    mean = 0.75
+    np.testing.assert_allclose(
+        joined.rates[:, -1], [(0 + 2 * mean) / 3, (3 + 2 * mean) / 5, mean], rtol=1e-6
+    )  # names are sorted: law, maths
+    assert (joined.codes[-4:] == len(vote.names)).all()  # its rows vote no task
+    untasked = vote.with_llm(np.array([1, 0], np.float32), 2)
+    np.testing.assert_allclose(untasked.rates[:, -1], 0.5)
