@@ -45,7 +45,18 @@ def test_routing_beats_best_single_llm(trained: Path) -> None:
     routing, baselines = result.routing, result.baselines
     assert result.llms == 11  # law-3 is not embedded yet
     assert routing.hit_at_1 > baselines.best_single_llm + 0.15
-    assert routing.hit_at_1 >= baselines.best_llm_per_task - 0.05
+    # the known answer: every test query to an LLM of its task's group (which of the four
+    # equal specialists answers moves hit@1 by sampling noise alone, +-0.05 on 47 queries)
+    from locus.pipeline import workspace_table
+    from locus.pipeline.workspace_router import WorkspaceRouter
+
+    with Store.open(trained) as store:
+        data = workspace_table(store)
+        test = data.rows("test")
+        router = WorkspaceRouter(store, text_encoder=HashingEncoder(ENCODER_DIM))
+        chosen = [d.llm_id for d in router.router.route(data.vectors[test], top=1)]
+    tasks = [data.table.tasks[i] for i in test]
+    assert np.mean([llm.split("-")[0] == t for llm, t in zip(chosen, tasks, strict=True)]) >= 0.95
     assert routing.hit_at_1 <= routing.hit_at_3 <= routing.hit_at_5 <= baselines.oracle
     # Bayes-optimal AUROC on this planted pool (skill 0.9 vs 0.2, one task in three) is ~0.815
     assert result.correctness.auroc > 0.7

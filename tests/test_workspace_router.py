@@ -14,6 +14,7 @@ from locus.data.batch import ImportBatch
 from locus.errors import LocusInputError, LocusNotFoundError
 from locus.pipeline import embed_workspace_llms, fit_workspace, workspace_table
 from locus.pipeline.workspace_router import WorkspaceRouter
+from locus.routing import StackedRouter
 from locus.routing.costs import COST_FOLDER
 from locus.store import Store
 from locus.text import HashingEncoder
@@ -151,7 +152,6 @@ def test_locus_is_stacked_with_the_artifacts_knn_router(workspace: Path, tmp_pat
         router = WorkspaceRouter(store, text_encoder=HashingEncoder(ENCODER_DIM))
         stacked = router.router
         assert stacked.stack is not None and stacked.knn is not None
-        assert "law-3" not in stacked.knn.llm_ids  # kept out of training, so out of kNN too
         embed_workspace_llms(store, ["law-3"])
         router.refresh()
         model = load_workspace_locus(store)
@@ -159,14 +159,16 @@ def test_locus_is_stacked_with_the_artifacts_knn_router(workspace: Path, tmp_pat
         proba = router.predict_proba(phi)
         facade = model.predict_proba(phi, list(router.llm_ids))
         column = list(router.llm_ids).index("law-3")
-        # an LLM onboarded since the fit has LOCUS's P(correct) alone, with the evidence quality
-        # of the scores it was onboarded from, kept in the workspace for every process
+        # an LLM onboarded since the fit: LOCUS's P(correct) with the evidence quality of the
+        # scores it was onboarded from (kept in the workspace for every process), and its own
+        # scores joined to the votes (`StackedRouter.join`): a law specialist by its scores
         mean, count = store.evidence_means("default")["law-3"]
         assert count > 0 and 0.0 <= mean <= 1.0
         assert router.pool.evidence_means["law-3"] == (mean, count)
         assert np.isfinite(model.evidence_quality(["law-3"])).all()
-        np.testing.assert_allclose(proba[:, column], facade[:, column], atol=1e-5)
-        assert not np.allclose(proba, facade, atol=1e-3)
+        assert stacked.joined == {"law-3": count} and "law-3" in stacked.knn.llm_ids
+        assert proba[0, column] > proba[1, column] + 0.3  # law over maths
+        assert not np.allclose(proba[:, column], facade[:, column], atol=1e-3)
     # an artifact whose kNN part went missing is refused with a clear error
     copy = tmp_path / "ws"
     shutil.copytree(workspace, copy)
@@ -216,9 +218,18 @@ def test_an_artifact_of_the_previous_format_routes_exactly_as_before(
         old = WorkspaceRouter(store, text_encoder=HashingEncoder(ENCODER_DIM))
         np.testing.assert_array_equal(old.predict_proba(phi), expected)
         assert old.router.guard == expected_guard
-        # the torch router of the same folder reads it the same way
+        # the torch router of the same folder reads it the same way: its LOCUS part, stack and
+        # guard (LLMs onboarded into the workspace since the fit, as another test of this
+        # module does, join the votes in the workspace router only)
         torch_side = load_router(folder)
-        np.testing.assert_allclose(torch_side.predict_proba(phi), expected, atol=1e-5)
+        assert isinstance(torch_side, StackedRouter)
+        np.testing.assert_allclose(
+            torch_side.locus.predict_logits(phi), old.router.locus.predict_logits(phi), atol=1e-4
+        )
+        assert torch_side.stack == old.router.stack and torch_side.guard is not None
+        assert expected_guard is not None and torch_side.guard.margin == expected_guard.margin
+        if not old.router.joined:
+            np.testing.assert_allclose(torch_side.predict_proba(phi), expected, atol=1e-5)
     # the probability mixture of still earlier versions is refused, with what to do
     del config["metadata"]["ensemble"]["stack"]
     config["metadata"]["ensemble"]["weight"] = 0.3

@@ -120,7 +120,7 @@ def test_without_locus_its_deviation_weight_stays_zero() -> None:
     train, val, locus = _small_pool()
     router = StackedRouter.fit(locus, train, val, use_locus=False)
     assert router.stack is not None and router.stack.deviation_weights[0] == 0.0
-    assert router.stack.mix_weight == 0.0 and min(router.stack.deviation_weights) >= 0.0
+    assert router.stack.mix_weight == 0.0
     # a pool where some LLM has fewer than 50 training scores: the same, by default
     few = Evidence(train.vectors, train.scores.copy(), train.llm_ids, train.tasks)
     few.scores[40:, 3] = np.nan  # small-llm scored on 40 training queries
@@ -147,14 +147,17 @@ def test_a_newcomer_joins_the_votes_weighed_by_its_number_of_scores() -> None:
     math_vectors, _ = _queries(400, rng)
     math_vectors = math_vectors[::4]  # 100 maths queries
     before = router.predict_proba(math_vectors)[:, -1].mean()
+    others = router.predict_proba(math_vectors)[:, :-1]
     assert [d.llm_id for d in router.route(math_vectors, top=1)].count("math-llm") == 0
     probes, probe_tasks = _queries(64, rng)  # 16 per task, scored as the specialist
     scores = _scores(probe_tasks, ["math-llm"], rng)[:, 0]
     router.join("math-llm", probes, scores, probe_tasks)
     assert router.joined == {"math-llm": 64}
     after = router.predict_proba(math_vectors)[:, -1]
+    # joining moves no other LLM's P(correct): the level and the deviations' means are the
+    # fitted LLMs', the newcomer's rows never take a task voter's place
+    np.testing.assert_allclose(router.predict_proba(math_vectors)[:, :-1], others, atol=1e-6)
     chosen = [d.llm_id for d in router.route(math_vectors, top=1)]
-    print(before, after.mean(), chosen.count("math-llm"))
     assert after.mean() > before + 0.1 and chosen.count("math-llm") >= 90
     # the posterior lies between LOCUS's prior and the votes alone, by the scores' number
     alone = StackedRouter(router.locus, router.knn, router.stack, router.guard, prior_strength=0)
@@ -197,3 +200,24 @@ def test_a_newcomers_task_rates_come_from_its_own_tasks() -> None:
     assert (joined.codes[-4:] == len(vote.names)).all()  # its rows vote no task
     untasked = vote.with_llm(np.array([1, 0], np.float32), 2)
     np.testing.assert_allclose(untasked.rates[:, -1], 0.5)
+
+
+def test_a_newcomer_joined_again_is_read_from_its_new_scores() -> None:
+    """Production outcomes: the newcomer turns out wrong on maths; joined again, its votes
+    follow the new scores at once, and no other LLM's P(correct) moves."""
+    router, _ = _newcomer_pool()
+    rng = np.random.default_rng(12)
+    probes, probe_tasks = _queries(64, rng)
+    scores = _scores(probe_tasks, ["math-llm"], rng)[:, 0]
+    router.join("math-llm", probes, scores, probe_tasks)
+    maths = _queries(400, rng)[0][::4]
+    others = router.predict_proba(maths)[:, :-1]
+    first = router.predict_proba(maths)[:, -1].mean()
+    wrong = np.where(np.array(probe_tasks) == "math", 0.0, scores).astype(np.float32)
+    router.join("math-llm", probes, wrong, probe_tasks)
+    assert router.joined == {"math-llm": 64} and router.knn is not None
+    assert router.knn.llm_ids.count("math-llm") == 1
+    assert router.predict_proba(maths)[:, -1].mean() < first - 0.2
+    np.testing.assert_allclose(router.predict_proba(maths)[:, :-1], others, atol=1e-6)
+    with pytest.raises(LocusInputError, match="not in the router"):
+        router.knn.replace_llm("nobody", probes, scores)

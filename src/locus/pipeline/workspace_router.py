@@ -18,6 +18,7 @@ costs, each loaded once.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Collection, Sequence
 
 import numpy as np
@@ -101,6 +102,7 @@ class WorkspaceRouter(Router):
             self._validation_vectors = CostModel.validation_vectors(folder / COST_FOLDER)
         self._tuned: dict[tuple[float, frozenset[str]], float] = {}
         self.loads = 1
+        self._joined_with: dict[str, str] = {}  # LLM -> digest of the scores it joined with
         self._join_newcomers()
 
     @property
@@ -208,14 +210,16 @@ class WorkspaceRouter(Router):
     def _join_newcomers(self) -> None:
         """LLMs of the pool onboarded since the fit join the router's votes from their own
         scores in the workspace (outside the test split, as their embeddings were computed;
-        `StackedRouter.join`), the guard's default's scores on the same queries beside them."""
+        `StackedRouter.join`), the guard's default's scores on the same queries beside them;
+        one joined before whose scores changed (outcomes, more probes) is read again."""
         knn = self.router.knn
         if knn is None:
             return
-        known = set(knn.llm_ids)
-        newcomers = [llm for llm in self.pool.llm_ids if llm not in known]
+        fitted = set(knn.llm_ids) - set(self.router.joined)
+        newcomers = [llm for llm in self.pool.llm_ids if llm not in fitted]
         if not newcomers:
             return
+        known = fitted
         guard = self.router.guard
         default = [guard.default] if guard is not None and guard.default in known else []
         data = workspace_table(
@@ -228,8 +232,10 @@ class WorkspaceRouter(Router):
                 continue  # an embedding without scores in the workspace: LOCUS alone
             column = table.scores[:, table.llm_index(llm)]
             rows = np.flatnonzero(~np.isnan(column) & outside_test)
-            if not len(rows):
-                continue
+            digest = hashlib.sha256(rows.tobytes() + column[rows].tobytes()).hexdigest()
+            if not len(rows) or self._joined_with.get(llm) == digest:
+                continue  # no scores, or joined already with these
+            self._joined_with[llm] = digest
             self.router.join(
                 llm,
                 data.vectors[rows],

@@ -123,6 +123,41 @@ class KNNRouter(BaselineRouter):
         )
         self.llm_ids.append(llm_id)
 
+    def replace_llm(
+        self,
+        llm_id: str,
+        vectors: NDArray[np.float32],
+        scores: Sequence[float],
+        tasks: Sequence[str | None] = (),
+    ) -> None:
+        """Re-read an LLM's evidence (its scores changed: more probes, production outcomes):
+        its scores so far are dropped, `scores` on queries of `vectors` join as rows of its
+        own (`add_llm`). Its old rows stay as rows no LLM is scored on (a search graph cannot
+        drop rows).
+
+        Raises:
+            LocusInputError: an LLM the router does not know, or no score.
+        """
+        self._check_fitted()
+        if llm_id not in self.llm_ids:
+            raise LocusInputError(f"LLM {llm_id!r} is not in the router; add it first")
+        values = np.asarray(scores, dtype=np.float32).reshape(-1, 1)
+        if len(values) == 0:
+            raise LocusInputError(f"LLM {llm_id!r}: its evidence needs at least one score")
+        new = Evidence(_check_vectors(vectors, self.vectors_.shape[1], "kNN"), values, (llm_id,))
+        column = self.llm_ids.index(llm_id)
+        if self.task_vote_ is not None:
+            self.task_vote_ = self.task_vote_.with_llm(
+                new.scores[:, 0], new.n_queries, tasks, column=column
+            )
+        rows = np.full((new.n_queries, len(self.llm_ids)), np.nan, dtype=np.float32)
+        rows[:, column] = new.scores[:, 0]
+        kept = self.scores_.copy()  # a new array: the cached groups are rebuilt
+        kept[:, column] = np.nan
+        self._graphs.add(unit_rows(new.vectors))
+        self.vectors_ = np.vstack([self.vectors_, unit_rows(new.vectors)])
+        self.scores_ = np.vstack([kept, rows])
+
     def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
         self._check_fitted()
         return self._neighbour_means(query_vectors, [self.k_])[0]
@@ -183,7 +218,8 @@ class KNNRouter(BaselineRouter):
                     candidates = np.broadcast_to(np.arange(n_train), similarity.shape)
                 candidate_similarity = np.take_along_axis(similarity, candidates, axis=1)
             if task_vote is not None:
-                voted[block] = task_vote.proba(voters(candidates, candidate_similarity))
+                voting = task_vote.voting(candidates, candidate_similarity)
+                voted[block] = task_vote.proba(voters(candidates, voting))
             searched: set[int] = set()
             if singles is not None:
                 short = singles.means(candidates, candidate_similarity, ordered, ks, outs, block)

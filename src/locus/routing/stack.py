@@ -93,9 +93,16 @@ def _logit(proba: NDArray[Any]) -> NDArray[np.float64]:
     return np.log(p) - np.log1p(-p)
 
 
-def _deviations(parts: Sequence[NDArray[np.float64]]) -> NDArray[np.float64]:
-    """(n_queries, n_llms, n_parts): each part's logits less their mean over the LLMs."""
-    return np.stack([part - part.mean(axis=1, keepdims=True) for part in parts], axis=-1)
+def _deviations(
+    parts: Sequence[NDArray[np.float64]], reference: NDArray[np.bool_] | None = None
+) -> NDArray[np.float64]:
+    """(n_queries, n_llms, n_parts): each part's logits less their mean over the LLMs (over
+    the `reference` columns only, where given)."""
+    if reference is None:
+        return np.stack([part - part.mean(axis=1, keepdims=True) for part in parts], axis=-1)
+    return np.stack(
+        [part - part[:, reference].mean(axis=1, keepdims=True) for part in parts], axis=-1
+    )
 
 
 @dataclass(frozen=True)
@@ -152,20 +159,24 @@ class Stack:
         locus_logits: NDArray[Any],
         votes: Mapping[int, NDArray[Any]],
         task_votes: NDArray[Any] | None = None,
+        reference: NDArray[np.bool_] | None = None,
     ) -> NDArray[np.float64]:
         """Combined logits (n_queries, n_llms) from LOCUS's calibrated logits, the kNN
         router's P(correct) at each k of `needed_ks` (`votes[k]`) and, for a stack with
-        `tasks`, its task votes, all over the same LLMs.
+        `tasks`, its task votes, all over the same LLMs. `reference` (n_llms,): the columns
+        the level and the deviations' means are taken over (default all): the LLMs of the fit,
+        so that an LLM joined since moves no other LLM's P(correct).
 
         Raises:
             LocusInputError: a stack with `tasks` given no task votes.
         """
         locus = np.asarray(locus_logits, np.float64)
-        mixture = mix(sigmoid(locus), votes[self.mix_k], self.mix_weight)
-        level = _logit(mixture).mean(axis=1, keepdims=True)
+        mixture = _logit(mix(sigmoid(locus), votes[self.mix_k], self.mix_weight))
+        columns = slice(None) if reference is None else reference
+        level = mixture[:, columns].mean(axis=1, keepdims=True)
         return (
             level
-            + _deviations(self._parts(locus, votes, task_votes))
+            + _deviations(self._parts(locus, votes, task_votes), reference)
             @ np.asarray(self.deviation_weights)
             + self.shift
         )
@@ -283,10 +294,7 @@ def fit_stack(
         gradient = x.T @ (p - target) / len(target) + 2 * penalty * (weights - prior)
         return float(value), gradient
 
-    # without LOCUS, the parts are all an LLM's own scores: none may count against it (the
-    # votes are near-collinear, and unbounded they offset each other into certainty)
-    bounds = None if use_locus else [(0.0, None)] * len(prior)
-    found = minimize(loss, prior, jac=True, method="L-BFGS-B", bounds=bounds).x
+    found = minimize(loss, prior, jac=True, method="L-BFGS-B").x
     if not use_locus:
         found = np.concatenate([[0.0], found])
     return replace(start, deviation_weights=tuple(float(w) for w in found))

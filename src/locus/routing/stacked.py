@@ -142,6 +142,7 @@ class StackedRouter(LogitRouter):
             k: part[:, theirs] for k, part in zip(needed, found[: len(needed)], strict=True)
         }
         task_votes: NDArray[Any] | None = found[-1][:, theirs] if self.stack.tasks else None
+        reference = None
         if self.joined:
             prior = sigmoid(np.asarray(locus_logits[:, mine], np.float64))
             counts = np.array([self.joined.get(self.locus.llm_ids[j], -1) for j in mine])
@@ -151,7 +152,8 @@ class StackedRouter(LogitRouter):
                 k: self._posterior(v, prior, np.where(counts >= 0, np.minimum(counts, k), -1))
                 for k, v in votes.items()
             }
-        return mine, self.stack.logits(locus_logits[:, mine], votes, task_votes)
+            reference = counts < 0  # the fitted LLMs: a joined one moves none of theirs
+        return mine, self.stack.logits(locus_logits[:, mine], votes, task_votes, reference)
 
     def _posterior(
         self, votes: NDArray[Any], prior: NDArray[np.float64], counts: NDArray[np.int64]
@@ -180,8 +182,10 @@ class StackedRouter(LogitRouter):
         kNN router and the task vote as any pool LLM's (`KNNRouter.add_llm`), weighed against
         LOCUS by their number (`prior_strength`). `default_scores`: the guard's default LLM's
         scores on the same queries (NaN: not scored); where the newcomer beats it on them
-        beyond noise, it becomes the default (`rechosen_default`). A router without a kNN
-        part, or an LLM it knows already, is left as it is.
+        beyond noise, it becomes the default (`rechosen_default`). Joined again (its scores
+        changed: more probes, production outcomes), its votes are read from the new scores
+        (`KNNRouter.replace_llm`). A router without a kNN part, or an LLM of the fit, is left
+        as it is.
 
         Raises:
             LocusInputError: an LLM not in LOCUS's pool, or no score.
@@ -192,14 +196,16 @@ class StackedRouter(LogitRouter):
         kept = ~np.isnan(values)
         if not kept.any():
             raise LocusInputError(f"{llm_id!r}: joining the votes needs at least one score")
-        if self.knn is None or llm_id in self._knn_column:
-            return
+        if self.knn is None or (llm_id in self._knn_column and llm_id not in self.joined):
+            return  # an LLM of the fit keeps the votes it was fitted with
         rows = [int(i) for i in np.flatnonzero(kept)]
         task_list = [tasks[i] for i in rows] if len(tasks) == len(values) else []
-        self.knn.add_llm(
-            llm_id, np.asarray(vectors, np.float32)[kept], values[kept].tolist(), task_list
-        )
-        self._knn_column[llm_id] = len(self.knn.llm_ids) - 1
+        evidence = (np.asarray(vectors, np.float32)[kept], values[kept].tolist(), task_list)
+        if llm_id in self.joined:  # its scores changed: read again
+            self.knn.replace_llm(llm_id, *evidence)
+        else:
+            self.knn.add_llm(llm_id, *evidence)
+            self._knn_column[llm_id] = len(self.knn.llm_ids) - 1
         self.joined[llm_id] = int(kept.sum())
         if self.guard is not None and default_scores is not None:
             self.guard = rechosen_default(self.guard, llm_id, values, default_scores)

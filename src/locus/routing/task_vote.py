@@ -41,11 +41,19 @@ class TaskVote:
         codes: (n_train,) each training query's task, len(names) where it has none.
         rates: (n_tasks + 1, n_llms) smoothed rates; the last row each LLM's overall mean, for
             queries whose neighbours have no task.
+        voting_rows: the training rows whose tasks vote (those of the fit; None: all). The
+            rows of an LLM onboarded since repeat known queries and never take a voter's
+            place, so joining an LLM moves no other LLM's task vote.
     """
+
+    def __post_init__(self) -> None:
+        if self.voting_rows is None:
+            object.__setattr__(self, "voting_rows", len(self.codes))
 
     names: tuple[str, ...]
     codes: NDArray[np.int32]
     rates: NDArray[np.float32]
+    voting_rows: int | None = None
 
     @classmethod
     def fit(cls, scores: NDArray[np.float32], tasks: Sequence[str | None]) -> TaskVote | None:
@@ -89,40 +97,57 @@ class TaskVote:
         scores: NDArray[np.float32],
         new_rows: int,
         tasks: Sequence[str | None] = (),
+        *,
+        column: int | None = None,
     ) -> TaskVote:
-        """The vote with one more LLM, onboarded from `scores` on `new_rows` training rows of
-        its own, whose tasks (one per score, or none) give its rates: per task smoothed
-        towards its mean as every LLM's are, its mean in a task it has no score in. The new
-        rows vote no task (they repeat queries the router already holds)."""
+        """The vote with one more LLM (or with the LLM of `column` re-read), onboarded from
+        `scores` on `new_rows` training rows of its own, whose tasks (one per score, or none)
+        give its rates: per task smoothed towards its mean as every LLM's are, its mean in a
+        task it has no score in. The new rows vote no task (they repeat queries the router
+        already holds)."""
         values = np.asarray(scores, dtype=np.float64).reshape(-1)
         observed = ~np.isnan(values)
         mean = float(values[observed].mean()) if observed.any() else 0.5
-        column = np.full(len(self.rates), mean)
+        rates = np.full(len(self.rates), mean)
         if len(tasks) == len(values):
             place = {name: i for i, name in enumerate(self.names)}
-            codes_of = np.array(
-                [place.get(t, len(self.names)) if t else len(self.names) for t in tasks]
-            )
+            none = len(self.names)
+            codes_of = np.array([place.get(t, none) if t else none for t in tasks])
             counts = np.bincount(codes_of[observed], minlength=len(self.rates)).astype(np.float64)
             totals = np.bincount(
                 codes_of[observed], weights=values[observed], minlength=len(self.rates)
             )
-            column = (totals + _PSEUDO * mean) / (counts + _PSEUDO)
-            column[-1] = mean
+            rates = (totals + _PSEUDO * mean) / (counts + _PSEUDO)
+            rates[-1] = mean
         codes = np.concatenate([self.codes, np.full(new_rows, len(self.names), np.int32)])
-        return TaskVote(
-            self.names, codes, np.hstack([self.rates, column[:, None].astype(np.float32)])
-        )
+        table = self.rates.copy()
+        if column is None:
+            table = np.hstack([table, rates[:, None].astype(np.float32)])
+        else:
+            table[:, column] = rates
+        return TaskVote(self.names, codes, table, self.voting_rows)
+
+    def voting(
+        self, candidates: NDArray[np.intp], similarity: NDArray[np.float32]
+    ) -> NDArray[np.float32]:
+        """`similarity` (b, T) of `candidates` (b, T) with the rows that do not vote (those
+        of LLMs onboarded since the fit) at -inf."""
+        if self.voting_rows is None or self.voting_rows >= len(self.codes):
+            return similarity
+        return np.where(candidates < self.voting_rows, similarity, -np.inf).astype(np.float32)
 
     def arrays(self) -> dict[str, NDArray[Any]]:
-        return {"task_codes": self.codes, "task_rates": self.rates}
+        voting = np.array([len(self.codes) if self.voting_rows is None else self.voting_rows])
+        return {"task_codes": self.codes, "task_rates": self.rates, "task_voting_rows": voting}
 
     @classmethod
     def from_arrays(cls, names: Sequence[str], arrays: dict[str, NDArray[Any]]) -> TaskVote:
+        voting = arrays.get("task_voting_rows")  # routers saved before it: every row votes
         return cls(
             tuple(names),
             np.asarray(arrays["task_codes"], np.int32),
             np.asarray(arrays["task_rates"], np.float32),
+            None if voting is None else int(np.asarray(voting).reshape(-1)[0]),
         )
 
 
