@@ -307,3 +307,22 @@ def test_cli_route_quality_and_budget(run_cli: Run, trained: Path, tmp_path: Pat
     assert text.exit_code == 0 and "expected $0.020000" in text.stdout
     both = run_cli("route", query, "-w", priced, "--quality", "0.9", "--budget", "0.01")
     assert both.exit_code == 2 and "choose one decision rule" in both.stderr
+
+
+def test_evaluation_names_the_simple_baseline_that_wins() -> None:
+    from locus.pipeline.evaluate import Baselines, CorrectnessMetrics, Evaluation, RoutingMetrics
+
+    def evaluation(hit: float) -> Evaluation:
+        return Evaluation(
+            artifact="default", split="test", queries=200, llms=4,
+            routing=RoutingMetrics(hit, hit, hit, hit, hit_at_1_se=0.03),
+            correctness=CorrectnessMetrics(0.7, 0.7, 0.2, 0.02, 800),
+            baselines=Baselines(0.60, "coder-llm", 0.85, 1.0, 0.5),
+        )  # fmt: skip
+
+    assert evaluation(0.55).winning_baseline == ("the best LLM per task", 0.85)
+    assert evaluation(0.55).as_dict()["winning_baseline"] == {
+        "name": "the best LLM per task", "hit@1": 0.85,
+    }  # fmt: skip
+    assert evaluation(0.86).winning_baseline is None
+    assert evaluation(0.86).as_dict()["winning_baseline"] is None

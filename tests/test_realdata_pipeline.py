@@ -105,9 +105,10 @@ def test_a_small_pool_of_real_questions_routes_by_its_per_task_scores(
         [landlord] = router.route_texts(["Can my landlord evict me without notice?"])
         assert landlord.llm_id == "law-llm"
         # every question of the pool routed, scored by the planted skills: near the per-task
-        # table's expected hit@1 (0.779 against 0.825 measured: the task is read from the
+        # table's expected hit@1 (0.775 against 0.825 measured: the task is read from the
         # text's neighbours, and maths and computer science questions share some), far above
-        # the best single LLM's; the previous version routed all to the coder (0.55)
+        # the best single LLM's (0.59); the previous version, fitted by `locus fit` on such
+        # files, sent every query to the best single LLM, the landlord's to the coder
         chosen = [d.llm_id for d in router.route_texts(list(picked["question"]), top=1)]
         tasks = list(picked["category"])
         routed = np.mean([_SKILL[llm][t] for llm, t in zip(chosen, tasks, strict=True)])

@@ -289,6 +289,14 @@ def _render_evaluation(result: Any) -> None:
                 f"the same queries: {verdict}"
             )
         console.print(line)
+    winner = result.winning_baseline
+    if winner is not None:
+        se = routing.hit_at_1_se or 0.0
+        noise = "within noise" if winner[1] - routing.hit_at_1 <= 2 * se else "beyond noise"
+        console.print(
+            f"{winner[0]} routes these queries better: {winner[1]:.4f} against "
+            f"{routing.hit_at_1:.4f} ({noise}, two standard errors)"
+        )
     console.print(
         f"hit@3 {routing.hit_at_3:.4f}  hit@5 {routing.hit_at_5:.4f}  |  correctness: accuracy "
         f"{correct.accuracy:.4f}  AUROC {correct.auroc:.4f}  Brier {correct.brier:.4f}  "

@@ -165,8 +165,22 @@ class Evaluation:
     per_task: dict[str, TaskEvaluation] = field(default_factory=dict)
     savings: CostSavings | None = None
 
+    @property
+    def winning_baseline(self) -> tuple[str, float] | None:
+        """(name, hit@1) of the simple baseline that routes these queries better than the
+        router (the best LLM per task, else the best single LLM), None where neither does."""
+        candidates = [
+            ("the best LLM per task", self.baselines.best_llm_per_task),
+            (f"the best single LLM ({self.baselines.best_single_llm_id})",
+             self.baselines.best_single_llm),
+        ]  # fmt: skip
+        best = max(candidates, key=lambda c: c[1])
+        return best if best[1] > self.routing.hit_at_1 else None
+
     def as_dict(self) -> dict[str, Any]:
+        winner = self.winning_baseline
         return {
+            "winning_baseline": None if winner is None else {"name": winner[0], "hit@1": winner[1]},
             "savings": None if self.savings is None else self.savings.as_dict(),
             "artifact": self.artifact,
             "split": self.split,
