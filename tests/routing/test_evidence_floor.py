@@ -220,4 +220,4 @@ def test_a_newcomer_joined_again_is_read_from_its_new_scores() -> None:
     assert router.predict_proba(maths)[:, -1].mean() < first - 0.2
     np.testing.assert_allclose(router.predict_proba(maths)[:, :-1], others, atol=1e-6)
     with pytest.raises(LocusInputError, match="not in the router"):
-        router.knn.replace_llm("nobody", probes, scores)
+        router.knn.add_llm("nobody", probes, scores, replace=True)

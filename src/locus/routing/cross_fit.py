@@ -35,14 +35,17 @@ from numpy.typing import NDArray
 
 from locus.calibration import sigmoid
 from locus.errors import LocusInputError
+from locus.metrics import routing_accuracy
 from locus.routing.evidence import Evidence
+from locus.routing.guard import Guard, fit_default_guard
 from locus.routing.neighbours import KNNRouter
-from locus.routing.stack import Stack, base_rate_shift, choose_weight, fit_stack
+from locus.routing.stack import STACK_KS, Stack, base_rate_shift, choose_weight, fit_stack
 
 __all__ = [
     "CROSS_FIT_CELLS",
     "FOLDS",
     "LOCUS_WEIGHTS",
+    "cross_fitted_parts",
     "fit_cross_fitted_stack",
     "fold_of",
     "out_of_fold_votes",
@@ -145,3 +148,36 @@ def _log_loss(logits: NDArray[np.float64], truth: NDArray[np.float64]) -> float:
     scored = ~np.isnan(truth)
     z, target = logits[scored], truth[scored]
     return float(np.mean(np.logaddexp(0.0, z) - target * z))
+
+
+def cross_fitted_parts(
+    locus_logits: NDArray[Any],
+    scored: Evidence,
+    truth: NDArray[np.float64],
+    trained_on: NDArray[np.float64],
+    llm_ids: Sequence[str],
+    *,
+    use_locus: bool,
+) -> tuple[KNNRouter, Stack, Guard | None]:
+    """(the kNN router, the stack, the guard) of a `StackedRouter` chosen on the out-of-fold
+    votes of every query of `scored` (training queries, then validation ones): the kNN k by
+    out-of-fold routing accuracy, the router fitted on all of them; the stack by
+    `fit_cross_fitted_stack` (LOCUS's share on the validation rows: those after the first
+    len(`trained_on`)); the guard on the stacked out-of-fold P(correct), its default the best
+    LLM on `trained_on`. `locus_logits` and `truth` (n_queries, n_llms) and the columns of
+    `trained_on` are in `llm_ids`' order."""
+    ids = list(llm_ids)
+    candidates = sorted(set(KNNRouter().k_candidates))
+    order = [list(scored.llm_ids).index(llm) for llm in ids]
+    found, found_tasks = out_of_fold_votes(scored, sorted({*STACK_KS, *candidates}))
+    votes = {k: vote[:, order] for k, vote in found.items()}
+    task_votes = None if found_tasks is None else found_tasks[:, order]
+    k = max(candidates, key=lambda k: (routing_accuracy(votes[k], truth), -k))
+    logits = np.asarray(locus_logits, np.float64)
+    held_out = np.arange(scored.n_queries) >= len(trained_on)  # the validation queries
+    stack = fit_cross_fitted_stack(
+        logits, votes, truth, held_out, mix_k=k, task_votes=task_votes, use_locus=use_locus
+    )
+    proba = sigmoid(stack.logits(logits, votes, task_votes))
+    guard = fit_default_guard(proba, trained_on, truth, ids)
+    return KNNRouter(k=k).fit(scored), stack, guard

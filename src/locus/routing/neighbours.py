@@ -105,58 +105,47 @@ class KNNRouter(BaselineRouter):
         vectors: NDArray[np.float32],
         scores: Sequence[float],
         tasks: Sequence[str | None] = (),
+        *,
+        replace: bool = False,
     ) -> None:
         """Onboard `llm_id` from its scores on queries of `vectors`; `tasks` (one per score,
-        or none): its per-task rates in the task vote."""
-        new = self._new_llm(llm_id, _check_vectors(vectors, self.vectors_.shape[1], "kNN"), scores)
-        # the new LLM's evidence joins as rows of its own: the other LLMs have no score there
-        padded = np.full((new.n_queries, len(self.llm_ids)), np.nan, dtype=np.float32)
-        if self.task_vote_ is not None:
-            self.task_vote_ = self.task_vote_.with_llm(new.scores[:, 0], new.n_queries, tasks)
-        self._graphs.add(unit_rows(new.vectors))
-        self.vectors_ = np.vstack([self.vectors_, unit_rows(new.vectors)])
-        self.scores_ = np.hstack(
-            [
-                np.vstack([self.scores_, padded]),
-                np.vstack([np.full((len(self.scores_), 1), np.nan, np.float32), new.scores]),
-            ]
-        )
-        self.llm_ids.append(llm_id)
-
-    def replace_llm(
-        self,
-        llm_id: str,
-        vectors: NDArray[np.float32],
-        scores: Sequence[float],
-        tasks: Sequence[str | None] = (),
-    ) -> None:
-        """Re-read an LLM's evidence (its scores changed: more probes, production outcomes):
-        its scores so far are dropped, `scores` on queries of `vectors` join as rows of its
-        own (`add_llm`). Its old rows stay as rows no LLM is scored on (a search graph cannot
+        or none): its per-task rates in the task vote. With `replace`, an LLM the router holds
+        is read again from these scores (its scores changed: more probes, production
+        outcomes): its earlier rows stay as rows no LLM is scored on (a search graph cannot
         drop rows).
 
         Raises:
-            LocusInputError: an LLM the router does not know, or no score.
+            LocusInputError: an LLM already held (without `replace`) or not held (with it), or
+                no score.
         """
-        self._check_fitted()
-        if llm_id not in self.llm_ids:
-            raise LocusInputError(f"LLM {llm_id!r} is not in the router; add it first")
-        values = np.asarray(scores, dtype=np.float32).reshape(-1, 1)
-        if len(values) == 0:
-            raise LocusInputError(f"LLM {llm_id!r}: its evidence needs at least one score")
-        new = Evidence(_check_vectors(vectors, self.vectors_.shape[1], "kNN"), values, (llm_id,))
-        column = self.llm_ids.index(llm_id)
+        checked = _check_vectors(vectors, self.vectors_.shape[1], "kNN")
+        if replace:
+            self._check_fitted()
+            if llm_id not in self.llm_ids:
+                raise LocusInputError(f"LLM {llm_id!r} is not in the router; add it first")
+            values = np.asarray(scores, dtype=np.float32).reshape(-1, 1)
+            if len(values) == 0:
+                raise LocusInputError(f"LLM {llm_id!r}: its evidence needs at least one score")
+            new = Evidence(checked, values, (llm_id,))
+            column: int | None = self.llm_ids.index(llm_id)
+            kept = self.scores_.copy()  # a new array: the cached groups are rebuilt
+            kept[:, self.llm_ids.index(llm_id)] = np.nan
+        else:
+            new = self._new_llm(llm_id, checked, scores)
+            column = None
+            kept = np.hstack([self.scores_, np.full((len(self.scores_), 1), np.nan, np.float32)])
         if self.task_vote_ is not None:
             self.task_vote_ = self.task_vote_.with_llm(
                 new.scores[:, 0], new.n_queries, tasks, column=column
             )
-        rows = np.full((new.n_queries, len(self.llm_ids)), np.nan, dtype=np.float32)
-        rows[:, column] = new.scores[:, 0]
-        kept = self.scores_.copy()  # a new array: the cached groups are rebuilt
-        kept[:, column] = np.nan
+        # the LLM's evidence joins as rows of its own: the other LLMs have no score there
+        rows = np.full((new.n_queries, kept.shape[1]), np.nan, dtype=np.float32)
+        rows[:, -1 if column is None else column] = new.scores[:, 0]
         self._graphs.add(unit_rows(new.vectors))
         self.vectors_ = np.vstack([self.vectors_, unit_rows(new.vectors)])
         self.scores_ = np.vstack([kept, rows])
+        if column is None:
+            self.llm_ids.append(llm_id)
 
     def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
         self._check_fitted()

@@ -28,8 +28,7 @@ from numpy.typing import NDArray
 
 from locus.calibration import sigmoid
 from locus.errors import LocusArtifactError, LocusInputError
-from locus.metrics import routing_accuracy
-from locus.routing.cross_fit import CROSS_FIT_CELLS, fit_cross_fitted_stack, out_of_fold_votes
+from locus.routing.cross_fit import CROSS_FIT_CELLS, cross_fitted_parts
 from locus.routing.evidence import Evidence
 from locus.routing.guard import Guard, fit_default_guard, rechosen_default
 from locus.routing.locus_router import LocusRouter, LogitRouter
@@ -184,8 +183,8 @@ class StackedRouter(LogitRouter):
         scores on the same queries (NaN: not scored); where the newcomer beats it on them
         beyond noise, it becomes the default (`rechosen_default`). Joined again (its scores
         changed: more probes, production outcomes), its votes are read from the new scores
-        (`KNNRouter.replace_llm`). A router without a kNN part, or an LLM of the fit, is left
-        as it is.
+        (`KNNRouter.add_llm(replace=True)`). A router without a kNN part, or an LLM of the
+        fit, is left as it is.
 
         Raises:
             LocusInputError: an LLM not in LOCUS's pool, or no score.
@@ -202,7 +201,7 @@ class StackedRouter(LogitRouter):
         task_list = [tasks[i] for i in rows] if len(tasks) == len(values) else []
         evidence = (np.asarray(vectors, np.float32)[kept], values[kept].tolist(), task_list)
         if llm_id in self.joined:  # its scores changed: read again
-            self.knn.replace_llm(llm_id, *evidence)
+            self.knn.add_llm(llm_id, *evidence, replace=True)
         else:
             self.knn.add_llm(llm_id, *evidence)
             self._knn_column[llm_id] = len(self.knn.llm_ids) - 1
@@ -294,7 +293,16 @@ class StackedRouter(LogitRouter):
         if not val_cells:
             return cls(locus)
         if stacked and (val_cells < cross_fit_below or not use_locus):
-            return cls._cross_fitted(locus, train.joined(val), trained_on, use_locus=use_locus)
+            scored = train.joined(val)
+            parts = cross_fitted_parts(
+                locus.predict_logits(scored.vectors),
+                scored,
+                _columns(scored, ids),
+                trained_on,
+                ids,
+                use_locus=use_locus,
+            )
+            return cls(locus, *parts)
         # every training query stays a neighbour; the votes are read on a bounded sample
         train, val = _bounded(train, len(ids), "train"), _bounded(val, len(ids), "val")
         truth = {split: _columns(e, ids) for split, e in (("train", train), ("val", val))}
@@ -320,37 +328,6 @@ class StackedRouter(LogitRouter):
         else:  # LOCUS alone: the training queries' logits are not needed
             knn, val_proba = None, sigmoid(val_logits)
         guard = fit_default_guard(val_proba, trained_on, truth["val"], ids)
-        return cls(locus, knn, stack, guard)
-
-    @classmethod
-    def _cross_fitted(
-        cls,
-        locus: LogitRouter,
-        scored: Evidence,
-        trained_on: NDArray[np.float64],
-        *,
-        use_locus: bool,
-    ) -> StackedRouter:
-        """The router whose kNN k, stack and guard are chosen on the out-of-fold votes of
-        every query of `scored` (training and validation together), its kNN router fitted on
-        all of them; the guard's default the best LLM on `trained_on`."""
-        ids = list(locus.llm_ids)
-        candidates = sorted(set(KNNRouter().k_candidates))
-        needed = sorted({*STACK_KS, *candidates})
-        order = [list(scored.llm_ids).index(llm) for llm in ids]
-        found, found_tasks = out_of_fold_votes(scored, needed)
-        votes = {k: vote[:, order] for k, vote in found.items()}
-        task_votes = None if found_tasks is None else found_tasks[:, order]
-        truth = _columns(scored, ids)
-        k = max(candidates, key=lambda k: (routing_accuracy(votes[k], truth), -k))
-        knn = KNNRouter(k=k).fit(scored)
-        logits = np.asarray(locus.predict_logits(scored.vectors), np.float64)
-        held_out = np.arange(scored.n_queries) >= len(trained_on)  # the validation queries
-        stack = fit_cross_fitted_stack(
-            logits, votes, truth, held_out, mix_k=k, task_votes=task_votes, use_locus=use_locus
-        )
-        proba = sigmoid(stack.logits(logits, votes, task_votes))
-        guard = fit_default_guard(proba, trained_on, truth, ids)
         return cls(locus, knn, stack, guard)
 
     # -- persistence -----------------------------------------------------------------------
