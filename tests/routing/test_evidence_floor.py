@@ -221,3 +221,28 @@ def test_a_newcomer_joined_again_is_read_from_its_new_scores() -> None:
     np.testing.assert_allclose(router.predict_proba(maths)[:, :-1], others, atol=1e-6)
     with pytest.raises(LocusInputError, match="not in the router"):
         router.knn.add_llm("nobody", probes, scores, replace=True)
+
+
+def test_every_prediction_carries_an_uncertainty_that_shrinks_with_evidence() -> None:
+    router, _ = _newcomer_pool()
+    rng = np.random.default_rng(13)
+    maths = _queries(40, rng)[0][::4]
+
+    def spread(llm: str) -> float:
+        [decision] = router.route(maths[:1], top=len(router.llm_ids), guarded=False)
+        [candidate] = [c for c in decision.ranked if c.llm_id == llm]
+        assert candidate.uncertainty is not None
+        p = candidate.p_correct
+        n = router.evidence_counts()[list(router.llm_ids).index(llm)]
+        assert candidate.uncertainty == pytest.approx(np.sqrt(p * (1 - p) / (n + 1)))
+        return candidate.uncertainty / np.sqrt(p * (1 - p))  # per unit of Bernoulli spread
+
+    alone = spread("math-llm")  # LOCUS's prediction alone: worth `prior_strength` scores
+    assert router.evidence_counts()[-1] == router.prior_strength
+    assert spread("law-llm") < alone  # an LLM of the fit: its votes read up to 500 scores
+    probes, probe_tasks = _queries(200, rng)
+    router.join("math-llm", probes, _scores(probe_tasks, ["math-llm"], rng)[:, 0], probe_tasks)
+    assert spread("math-llm") < alone / 2
+    [decision] = router.route(maths[:1])
+    assert decision.uncertainty == decision.ranked[0].uncertainty
+    assert decision.as_dict()["uncertainty"] == decision.uncertainty

@@ -81,7 +81,11 @@ def test_the_service_routes_and_answers_over_real_http(
                     assert priced.status_code == 200, (model, priced.text)
                     assert priced.headers["x-locus-llm"] in SERVED
                     assert 0 < float(priced.headers["x-locus-p-correct"]) <= 1
+                    assert 0 < float(priced.headers["x-locus-p-correct-sd"]) < 0.5
                     assert float(priced.headers["x-locus-expected-cost-usd"]) == 0.001
+                routed = client.post("/v1/route", json={"text": "cell enzyme", "top": 3}).json()
+                assert 0 < routed["uncertainty"] < 0.5
+                assert all(0 < c["uncertainty"] < 0.5 for c in routed["ranked"])
                 too_low = client.post("/v1/route", json={"text": "cell enzyme", "quality": 1.5})
                 assert too_low.status_code == 400 and "(0, 1]" in too_low.text
 

@@ -128,6 +128,7 @@ def route_and_render(
         others = ", ".join(f"{c.llm_id} {c.p_correct:.2f}" for c in decision.runners_up)
         console.print(
             f"[bold]{decision.llm_id}[/] P(correct) {decision.p_correct:.2f}"
+            + (f" ± {decision.uncertainty:.2f}" if decision.uncertainty is not None else "")
             + (f"  expected ${decision.cost_usd:.6f}" if decision.cost_usd is not None else "")
             + (f"  (then {others})" if others else "")
             + ("  [dim](held by the guard)[/]" if decision.held else "")

@@ -76,12 +76,15 @@ def _priced_llms(costs: Costs | None, llm_ids: Sequence[str]) -> set[str]:
 
 @dataclass(frozen=True)
 class RankedLLM:
-    """One candidate for a query: its P(correct), expected cost (None: unknown), utility."""
+    """One candidate for a query: its P(correct), expected cost (None: unknown), utility, and
+    the standard deviation of its P(correct) where the router gives one (None: not given):
+    it shrinks as the LLM's evidence grows."""
 
     llm_id: str
     p_correct: float
     cost_usd: float | None
     utility: float
+    uncertainty: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -107,6 +110,11 @@ class RouteDecision:
     held: bool = False
 
     @property
+    def uncertainty(self) -> float | None:
+        """The standard deviation of the chosen LLM's P(correct), where the router gives one."""
+        return next((c.uncertainty for c in self.ranked if c.llm_id == self.llm_id), None)
+
+    @property
     def runners_up(self) -> tuple[RankedLLM, ...]:
         """The candidates after the chosen one, best first."""
         return self.ranked[1:]
@@ -116,6 +124,7 @@ class RouteDecision:
             "llm_id": self.llm_id,
             "p_correct": self.p_correct,
             "cost_usd": self.cost_usd,
+            "uncertainty": self.uncertainty,
             "ranked": [candidate.as_dict() for candidate in self.ranked],
             "held": self.held,
         }

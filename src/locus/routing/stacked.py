@@ -18,7 +18,9 @@ a message to re-fit.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,7 +35,7 @@ from locus.routing.evidence import Evidence
 from locus.routing.guard import Guard, fit_default_guard, rechosen_default
 from locus.routing.locus_router import LocusRouter, LogitRouter
 from locus.routing.neighbours import KNNRouter
-from locus.routing.router import Costs, RouteDecision
+from locus.routing.router import Costs, RankedLLM, RouteDecision
 from locus.routing.stack import (
     STACK_KS,
     Stack,
@@ -239,8 +241,8 @@ class StackedRouter(LogitRouter):
         guarded: bool = True,
     ) -> list[RouteDecision]:
         """`Router.route` with this router's guard (which binds accuracy routing only) unless
-        `guarded` is False."""
-        return super().route(
+        `guarded` is False; every candidate with its `uncertainty` (`evidence_counts`)."""
+        decisions = super().route(
             query_vectors,
             top=top,
             costs=costs,
@@ -250,6 +252,33 @@ class StackedRouter(LogitRouter):
             unavailable=unavailable,
             guard=self.guard if guarded else None,
         )
+        counts = dict(zip(self.llm_ids, self.evidence_counts().tolist(), strict=True))
+
+        def sure(candidate: RankedLLM) -> RankedLLM:
+            p, n = candidate.p_correct, counts.get(candidate.llm_id, self.prior_strength)
+            sd = math.sqrt(p * (1 - p) / (n + 1)) if 0 <= p <= 1 else None
+            return dataclasses.replace(candidate, uncertainty=sd)
+
+        return [dataclasses.replace(d, ranked=tuple(sure(c) for c in d.ranked)) for d in decisions]
+
+    def evidence_counts(self) -> NDArray[np.float64]:
+        """(n_llms,) how many scores each LLM's P(correct) rests on, in `llm_ids`' order: an
+        LLM of the fit the scores its kNN votes read (at most the largest k of the stack), one
+        joined since its scores plus LOCUS's `prior_strength`, one with LOCUS alone
+        `prior_strength`. The `uncertainty` of a prediction p is sqrt(p (1 - p) / (n + 1)),
+        the standard deviation of a Beta posterior of n scores: it shrinks as evidence grows."""
+        out = np.full(len(self.llm_ids), self.prior_strength)
+        if self.knn is None or self.stack is None:
+            return out
+        scored = (~np.isnan(self.knn.scores_)).sum(axis=0)
+        largest = max(self.stack.needed_ks)
+        for j, llm in enumerate(self.llm_ids):
+            column = self._knn_column.get(llm)
+            if column is None:
+                continue
+            n = float(scored[column])
+            out[j] = n + self.prior_strength if llm in self.joined else min(n, largest)
+        return out
 
     # -- fitting ---------------------------------------------------------------------------
 

@@ -15,10 +15,13 @@ __all__ = ["answer_headers", "error_response", "predicted_headers", "text_of"]
 
 
 def predicted_headers(predicted: RankedLLM | None) -> dict[str, str]:
-    """x-locus-p-correct and x-locus-expected-cost-usd of the answering LLM, where known."""
+    """x-locus-p-correct (with x-locus-p-correct-sd, its uncertainty) and
+    x-locus-expected-cost-usd of the answering LLM, where known."""
     headers = {}
     if predicted is not None and predicted.p_correct == predicted.p_correct:  # not NaN
         headers["x-locus-p-correct"] = f"{predicted.p_correct:.4f}"
+        if predicted.uncertainty is not None:
+            headers["x-locus-p-correct-sd"] = f"{predicted.uncertainty:.4f}"
     if predicted is not None and predicted.cost_usd is not None:
         headers["x-locus-expected-cost-usd"] = f"{predicted.cost_usd:.8f}"
     return headers
