@@ -35,12 +35,13 @@ from _common import REPO_ROOT, write_results
 
 from locus.artifact import read_for_routing
 from locus.locus import Locus
-from locus.metrics import correctness_metrics
+from locus.metrics import correctness_metrics, routing_choices
 from locus.nn import TrainingConfig
 from locus.pipeline import fit_workspace, workspace_table
 from locus.pipeline.workspace_artifacts import artifact_path
 from locus.pool import artifact_pools
 from locus.routing import StackedRouter
+from locus.routing.guard import guarded_proba
 from locus.routing.locus_router import NumpyLocusRouter
 from locus.store import Store
 
@@ -60,10 +61,18 @@ def _router(folder: Path, prior_strength: float | None = None) -> StackedRouter:
 def _hit(
     router: StackedRouter, vectors: np.ndarray, truth: np.ndarray, ids: list[str]
 ) -> tuple[float, list[str]]:
-    chosen = [d.llm_id for d in router.route(vectors, top=1)]
-    column = {llm: i for i, llm in enumerate(ids)}
-    hits = [truth[i, column[llm]] for i, llm in enumerate(chosen)]
-    return float(np.mean(hits)), chosen
+    """hit@1 of the guarded routing as `locus evaluate` scores it: each query to the LLM of
+    highest (guarded) P(correct) among those scored on it (sparse pools: ZeroEval is 82%
+    observed)."""
+    columns = [list(router.llm_ids).index(llm) for llm in ids]
+    proba = np.asarray(router.predict_proba(vectors), np.float64)[:, columns]
+    guard = router.guard
+    if guard is not None and guard.default in ids:
+        proba = guarded_proba(proba, ids.index(guard.default), guard.margin)
+    choice = routing_choices(proba, truth)
+    kept = choice >= 0
+    hits = truth[np.flatnonzero(kept), choice[kept]]
+    return float(np.mean(hits)), [ids[c] if c >= 0 else "" for c in choice]
 
 
 def run(
@@ -83,11 +92,11 @@ def run(
     pool_ids = list(base.llm_ids)
     ids = [*pool_ids, newcomer]
     columns = [table.llm_index(llm) for llm in ids]
-    test = test[~np.isnan(table.scores[test][:, columns]).any(axis=1)]  # scored by every LLM
+    test = test[~np.isnan(table.scores[test, x])]  # the newcomer's own test queries
     truth = table.scores[test][:, columns]
-    without, _ = _hit(base, data.vectors[test], truth, ids)
+    without, _ = _hit(base, data.vectors[test], truth[:, :-1], pool_ids)
     alone = float(np.mean(truth[:, -1]))
-    best_pool = float(np.nanmean(truth[:, :-1], axis=0).max())
+    best_pool = float(np.nanmax(np.nanmean(truth[:, :-1], axis=0)))
     model = Locus.load(folder, workspace=None)
     train = data.rows("train")
     scored = train[~np.isnan(table.scores[train, x])]
