@@ -87,11 +87,13 @@ class StackedRouter(LogitRouter):
         stack: how LOCUS's logits and the kNN votes combine.
         guard: applied by `route` to accuracy routing unless `guarded` is False.
 
-    An LLM onboarded since the fit joins the votes from its own scores (`join`); its kNN
-    votes are then posteriors: the mean of the c scores a vote reads shrunk towards LOCUS's
-    P(correct) as if LOCUS's prediction were `prior_strength` more scores, so that 32 probes
-    move it half way and a few hundred most of it; its task vote is its own per-task rates.
-    LLMs of `locus` that have not joined get LOCUS's P(correct) alone.
+    An LLM onboarded since the fit joins the votes from its own scores (`join`): its task
+    vote is its own per-task rates; its kNN votes are posteriors, the mean of the scores a
+    vote reads shrunk towards LOCUS's P(correct) as if LOCUS's prediction were
+    `prior_strength` more scores, those scores counted by the share of the query's k nearest
+    training queries they hold (n probes among N training queries: k n / N): a vote of 50
+    neighbours read from 128 probes spread over the pool is not local, and LOCUS says more
+    about the query. LLMs of `locus` that have not joined get LOCUS's P(correct) alone.
 
     Raises:
         LocusInputError: a stack without a kNN router or the other way round.
@@ -116,6 +118,7 @@ class StackedRouter(LogitRouter):
             raise LocusInputError(f"prior_strength must be >= 0, found {self.prior_strength}")
         self._knn_column = {} if knn is None else {llm: i for i, llm in enumerate(knn.llm_ids)}
         self.joined: dict[str, int] = {}  # LLM -> its scores, for those joined since the fit
+        self._fit_rows = 0 if knn is None else len(knn.vectors_)  # before any LLM joins
 
     @property
     def llm_ids(self) -> Sequence[str]:  # type: ignore[override]
@@ -147,17 +150,22 @@ class StackedRouter(LogitRouter):
         if self.joined:
             prior = sigmoid(np.asarray(locus_logits[:, mine], np.float64))
             counts = np.array([self.joined.get(self.locus.llm_ids[j], -1) for j in mine])
-            # the vote at k reads min(k, n) of a joined LLM's n scores; its task vote is its
-            # own per-task rates, already smoothed towards its mean (`TaskVote.with_llm`)
+            # the vote at k stands for the query's k nearest training queries, of which a
+            # joined LLM's n scores hold k n / N in expectation (N the fit's training rows):
+            # the rest is LOCUS's; its task vote is its own per-task rates, smoothed towards
+            # its mean (`TaskVote.with_llm`)
+            share = counts / max(self._fit_rows, 1)
             votes = {
-                k: self._posterior(v, prior, np.where(counts >= 0, np.minimum(counts, k), -1))
+                k: self._posterior(
+                    v, prior, np.where(counts >= 0, np.minimum(counts, k * share), -1.0)
+                )
                 for k, v in votes.items()
             }
             reference = counts < 0  # the fitted LLMs: a joined one moves none of theirs
         return mine, self.stack.logits(locus_logits[:, mine], votes, task_votes, reference)
 
     def _posterior(
-        self, votes: NDArray[Any], prior: NDArray[np.float64], counts: NDArray[np.int64]
+        self, votes: NDArray[Any], prior: NDArray[np.float64], counts: NDArray[np.float64]
     ) -> NDArray[np.float64]:
         """Votes (n_queries, n_cols) with the columns of joined LLMs (counts >= 0) shrunk
         towards `prior` (LOCUS's P(correct)): (c v + m p) / (c + m), c the scores the vote
