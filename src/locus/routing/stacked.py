@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from locus.routing.evidence import Evidence
 from locus.routing.guard import Guard, fit_default_guard, rechosen_default
 from locus.routing.locus_router import LocusRouter, LogitRouter
 from locus.routing.neighbours import KNNRouter
+from locus.routing.posterior import posterior_votes, spread
 from locus.routing.router import Costs, RankedLLM, RouteDecision
 from locus.routing.stack import (
     STACK_KS,
@@ -157,26 +157,16 @@ class StackedRouter(LogitRouter):
             # its mean (`TaskVote.with_llm`)
             share = counts / max(self._fit_rows, 1)
             votes = {
-                k: self._posterior(
-                    v, prior, np.where(counts >= 0, np.minimum(counts, k * share), -1.0)
+                k: posterior_votes(
+                    v,
+                    prior,
+                    np.where(counts >= 0, np.minimum(counts, k * share), -1.0),
+                    self.prior_strength,
                 )
                 for k, v in votes.items()
             }
             reference = counts < 0  # the fitted LLMs: a joined one moves none of theirs
         return mine, self.stack.logits(locus_logits[:, mine], votes, task_votes, reference)
-
-    def _posterior(
-        self, votes: NDArray[Any], prior: NDArray[np.float64], counts: NDArray[np.float64]
-    ) -> NDArray[np.float64]:
-        """Votes (n_queries, n_cols) with the columns of joined LLMs (counts >= 0) shrunk
-        towards `prior` (LOCUS's P(correct)): (c v + m p) / (c + m), c the scores the vote
-        read and m `prior_strength`; the other columns as they are."""
-        out = np.array(votes, dtype=np.float64)
-        joined = counts >= 0
-        if joined.any() and self.prior_strength > 0:
-            n, m = counts[joined].astype(np.float64), self.prior_strength
-            out[:, joined] = (n * out[:, joined] + m * prior[:, joined]) / (n + m)
-        return out
 
     def join(
         self,
@@ -264,9 +254,8 @@ class StackedRouter(LogitRouter):
         counts = dict(zip(self.llm_ids, self.evidence_counts().tolist(), strict=True))
 
         def sure(candidate: RankedLLM) -> RankedLLM:
-            p, n = candidate.p_correct, counts.get(candidate.llm_id, self.prior_strength)
-            sd = math.sqrt(p * (1 - p) / (n + 1)) if 0 <= p <= 1 else None
-            return dataclasses.replace(candidate, uncertainty=sd)
+            n = counts.get(candidate.llm_id, self.prior_strength)
+            return dataclasses.replace(candidate, uncertainty=spread(candidate.p_correct, n))
 
         return [dataclasses.replace(d, ranked=tuple(sure(c) for c in d.ranked)) for d in decisions]
 
