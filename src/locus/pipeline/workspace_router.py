@@ -219,9 +219,8 @@ class WorkspaceRouter(Router):
         newcomers = [llm for llm in self.pool.llm_ids if llm not in fitted]
         if not newcomers:
             return
-        known = fitted
         guard = self.router.guard
-        default = [guard.default] if guard is not None and guard.default in known else []
+        default = [guard.default] if guard is not None and guard.default in fitted else []
         data = workspace_table(
             self.store, split_seed=self.manifest.split_seed, llm_ids=newcomers + default
         )

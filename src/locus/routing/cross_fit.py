@@ -92,16 +92,12 @@ def out_of_fold_votes(
             votes[k][held] = part
         if task_votes is not None:
             # a fold whose rest holds one task: the vote is each LLM's mean over its rest
-            task_votes[held] = found[-1] if with_tasks else _means(knn, len(held))
+            task_votes[held] = (
+                found[-1]
+                if with_tasks
+                else np.tile(rest.column_means().astype(np.float32), (len(held), 1))
+            )
     return votes, task_votes
-
-
-def _means(knn: KNNRouter, rows: int) -> NDArray[np.float32]:
-    """(rows, n_llms) each LLM's mean training score: the vote of a router without tasks."""
-    observed = ~np.isnan(knn.scores_)
-    totals = np.where(observed, knn.scores_, 0.0).sum(axis=0)
-    means = np.where(observed.any(axis=0), totals / np.maximum(observed.sum(axis=0), 1), 0.5)
-    return np.tile(means.astype(np.float32), (rows, 1))
 
 
 def fit_cross_fitted_stack(

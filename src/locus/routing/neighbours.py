@@ -129,7 +129,7 @@ class KNNRouter(BaselineRouter):
             new = Evidence(checked, values, (llm_id,))
             column: int | None = self.llm_ids.index(llm_id)
             kept = self.scores_.copy()  # a new array: the cached groups are rebuilt
-            kept[:, self.llm_ids.index(llm_id)] = np.nan
+            kept[:, column] = np.nan
         else:
             new = self._new_llm(llm_id, checked, scores)
             column = None

@@ -434,9 +434,7 @@ def _bounded(evidence: Evidence, n_llms: int, split: str) -> Evidence:
     if evidence.n_queries <= limit:
         return evidence
     rng = np.random.default_rng([0, len(split)])
-    rows = np.sort(rng.choice(evidence.n_queries, size=limit, replace=False))
-    tasks = tuple(evidence.tasks[i] for i in rows) if evidence.tasks else ()
-    return Evidence(evidence.vectors[rows], evidence.scores[rows], evidence.llm_ids, tasks)
+    return evidence.take(np.sort(rng.choice(evidence.n_queries, size=limit, replace=False)))
 
 
 def _columns(evidence: Evidence, llm_ids: Sequence[str]) -> NDArray[np.float64]:

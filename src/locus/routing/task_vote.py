@@ -137,7 +137,7 @@ class TaskVote:
         return np.where(candidates < self.voting_rows, similarity, -np.inf).astype(np.float32)
 
     def arrays(self) -> dict[str, NDArray[Any]]:
-        voting = np.array([len(self.codes) if self.voting_rows is None else self.voting_rows])
+        voting = np.array([self.voting_rows])  # set by __post_init__
         return {"task_codes": self.codes, "task_rates": self.rates, "task_voting_rows": voting}
 
     @classmethod
