@@ -246,3 +246,27 @@ def test_every_prediction_carries_an_uncertainty_that_shrinks_with_evidence() ->
     [decision] = router.route(maths[:1])
     assert decision.uncertainty == decision.ranked[0].uncertainty
     assert decision.as_dict()["uncertainty"] == decision.uncertainty
+
+
+def test_a_newcomer_joined_again_and_again_keeps_one_row_per_query() -> None:
+    """Outcomes re-read after every batch: the kNN router's rows grow with the newcomer's
+    distinct queries, not with the number of re-reads, and its P(correct) is the one a router
+    joined once with the same scores gives."""
+    router, _ = _newcomer_pool()
+    assert router.knn is not None
+    fitted_rows = len(router.knn.vectors_)
+    rng = np.random.default_rng(14)
+    queries, tasks = _queries(160, rng)
+    scores = _scores(tasks, ["math-llm"], rng)[:, 0]
+    for end in range(32, 161, 16):  # 32 probes, then 16 outcomes at a time, in shuffled order
+        order = rng.permutation(end)
+        router.join("math-llm", queries[order], scores[order], [tasks[i] for i in order])
+    assert len(router.knn.vectors_) == fitted_rows + 160
+    once, _ = _newcomer_pool()
+    once.join("math-llm", queries, scores, tasks)
+    probe = _queries(40, rng)[0]
+    np.testing.assert_allclose(router.predict_proba(probe), once.predict_proba(probe), atol=1e-6)
+    # a query it is no longer scored on becomes a row no LLM is scored on
+    router.join("math-llm", queries[:100], scores[:100], tasks[:100])
+    assert len(router.knn.vectors_) == fitted_rows + 160
+    assert int((~np.isnan(router.knn.scores_[:, -1])).sum()) == 100

@@ -526,3 +526,82 @@ def test_a_stream_dying_after_its_first_token_ends_with_an_error_event(
     error = items[-1]["error"]
     assert message in error["message"] and error["type"] == "upstream_stream_error"
     assert fake.requests.get("b", 0) == 0  # no fallback after the first token
+
+
+class UnsureRouter(RankedRouter):
+    """The ranking a, b, c with an uncertainty on each: a and b known well, c (a newcomer)
+    from few scores, close enough to a to be plausibly the best; d surely worse."""
+
+    spread: ClassVar[dict[str, float]] = {"a": 0.005, "b": 0.005, "c": 0.2, "d": 0.005}
+
+    def route_texts(self, texts: Sequence[str], **options: Any) -> list[RouteDecision]:
+        decisions = super().route_texts(texts, **options)
+        return [
+            dataclasses.replace(
+                d,
+                ranked=tuple(
+                    dataclasses.replace(c, uncertainty=self.spread[c.llm_id]) for c in d.ranked
+                ),
+            )
+            for d in decisions
+        ]
+
+
+def test_exploration_sends_a_bounded_share_to_the_uncertain_llm_when_asked() -> None:
+    """Off by default: every request to the best mean. With a request's `explore` share 1, a
+    Thompson draw sends some to c (flagged by x-locus-explored), never to d (surely worse);
+    a pinned LLM and a quality rule are never explored; a bad share is a 400."""
+    import numpy as np
+
+    scripts = {llm: ["ok"] for llm in "abcd"}
+    with fake_upstreams(scripts) as fake:
+        router = ServiceRouter(UnsureRouter())
+        gateway = Gateway(
+            router.rank, Upstreams(fake.endpoints()), prices=PRICES, settings=PATIENT,
+            rng=np.random.default_rng(0),
+        )  # fmt: skip
+        app = create_app(router, gateway, settings=PATIENT)
+        plain = [post(app, "/v1/chat/completions", CHAT) for _ in range(6)]
+        assert {r.headers["x-locus-llm"] for r in plain} == {"a"}
+        assert not any("x-locus-explored" in r.headers for r in plain)
+        # c (0.7 +- 0.2) beats a (0.9 +- 0.005) in 17% of draws; b in none; d is never drawn
+        explored = [post(app, "/v1/chat/completions", {**CHAT, "explore": 1.0}) for _ in range(60)]
+        chosen = [r.headers["x-locus-llm"] for r in explored]
+        assert 3 <= chosen.count("c") <= 25 and set(chosen) == {"a", "c"}, chosen
+        for response, llm in zip(explored, chosen, strict=True):
+            assert (response.headers.get("x-locus-explored") == "true") == (llm != "a")
+        assert gateway.metrics.value("locus_explored_total", llm_id="c") == chosen.count("c")
+        assert all("explore" not in body for bodies in fake.bodies.values() for body in bodies)
+        pinned = [
+            post(app, "/v1/chat/completions", {**CHAT, "model": "b", "explore": 1.0})
+            for _ in range(10)
+        ]
+        assert {r.headers["x-locus-llm"] for r in pinned} == {"b"}
+        quality = {**CHAT, "model": "locus:quality=0.9", "explore": 1.0}
+        by_quality = [post(app, "/v1/chat/completions", quality) for _ in range(5)]
+        assert {r.headers["x-locus-llm"] for r in by_quality} == {"d"}
+        for bad in (1.5, -0.1, True, "0.1"):
+            response = post(app, "/v1/chat/completions", {**CHAT, "explore": bad})
+            assert response.status_code == 400 and "explore" in response.json()["error"]["message"]
+
+
+def test_the_servers_explore_share_applies_to_every_routed_request() -> None:
+    import numpy as np
+
+    with fake_upstreams({llm: ["ok"] for llm in "abcd"}) as fake:
+        router = ServiceRouter(UnsureRouter())
+        settings = dataclasses.replace(PATIENT, explore=1.0)
+        gateway = Gateway(
+            router.rank, Upstreams(fake.endpoints()), settings=settings,
+            rng=np.random.default_rng(1),
+        )  # fmt: skip
+        app = create_app(router, gateway, settings=settings)
+        chosen = [post(app, "/v1/chat/completions", CHAT).headers["x-locus-llm"] for _ in range(30)]
+        assert "c" in chosen and "a" in chosen
+        off = [
+            post(app, "/v1/chat/completions", {**CHAT, "explore": 0}).headers["x-locus-llm"]
+            for _ in range(10)
+        ]
+        assert set(off) == {"a"}  # a request turns it off
+    with pytest.raises(Exception, match=r"explore: expected a share of requests in \[0, 1\]"):
+        ServerSettings(explore=2.0)

@@ -94,6 +94,17 @@ def serve_command(
         float | None,
         typer.Option("--total-timeout", min=0.1, help="Seconds for every attempt together [60]."),
     ] = None,
+    explore: Annotated[
+        float | None,
+        typer.Option(
+            "--explore",
+            min=0.0,
+            max=1.0,
+            help="Share of routed chat requests sent by a Thompson draw on the uncertainty, so "
+            "LLMs the router is unsure of get outcomes [0: off]; a request's `explore` field "
+            "overrides it.",
+        ),
+    ] = None,
     artifact: ArtifactOption = "default",
     workspace: WorkspaceOption = None,
 ) -> None:
@@ -114,7 +125,7 @@ def serve_command(
     settings = settings.with_(
         max_attempts=attempts, retries_per_llm=retries, first_token_timeout_s=first_token_timeout,
         stall_timeout_s=stall_timeout, attempt_timeout_s=attempt_timeout,
-        total_timeout_s=total_timeout,
+        total_timeout_s=total_timeout, explore=explore,
     )  # fmt: skip
     _check_port(host, port)
     with open_store(workspace, create=False) as store:

@@ -111,14 +111,18 @@ class KNNRouter(BaselineRouter):
         """Onboard `llm_id` from its scores on queries of `vectors`; `tasks` (one per score,
         or none): its per-task rates in the task vote. With `replace`, an LLM the router holds
         is read again from these scores (its scores changed: more probes, production
-        outcomes): its earlier rows stay as rows no LLM is scored on (a search graph cannot
-        drop rows).
+        outcomes): the rows it was added with are kept for the queries it is scored on again
+        (a search graph cannot drop rows), new queries join as new rows, and rows of queries it
+        is no longer scored on stay as rows no LLM is scored on. Re-read after every batch of
+        outcomes, its rows grow with its distinct queries, not with the number of re-reads.
 
         Raises:
             LocusInputError: an LLM already held (without `replace`) or not held (with it), or
                 no score.
         """
         checked = _check_vectors(vectors, self.vectors_.shape[1], "kNN")
+        # the rows of each LLM added since the fit (a loaded router has none: appended anew)
+        added: dict[str, NDArray[np.int64]] = getattr(self, "_added_rows", {})
         if replace:
             self._check_fitted()
             if llm_id not in self.llm_ids:
@@ -138,12 +142,31 @@ class KNNRouter(BaselineRouter):
             self.task_vote_ = self.task_vote_.with_llm(
                 new.scores[:, 0], new.n_queries, tasks, column=column
             )
-        # the LLM's evidence joins as rows of its own: the other LLMs have no score there
-        rows = np.full((new.n_queries, kept.shape[1]), np.nan, dtype=np.float32)
-        rows[:, -1 if column is None else column] = new.scores[:, 0]
-        self._graphs.add(unit_rows(new.vectors))
-        self.vectors_ = np.vstack([self.vectors_, unit_rows(new.vectors)])
+        units = unit_rows(new.vectors)
+        where = -1 if column is None else column
+        # the rows this LLM was added with, by their vector: reused where it is scored again
+        free: dict[bytes, list[int]] = {}
+        for row in added.get(llm_id, np.zeros(0, np.int64)).tolist():
+            free.setdefault(self.vectors_[row].tobytes(), []).append(row)
+        places = np.full(len(units), -1, dtype=np.int64)
+        for i, unit in enumerate(units):
+            spare = free.get(unit.tobytes())
+            if spare:
+                places[i] = spare.pop(0)
+        again, fresh = np.flatnonzero(places >= 0), np.flatnonzero(places < 0)
+        kept[places[again], where] = new.scores[again, 0]
+        # the LLM's other evidence joins as rows of its own: the other LLMs have no score there
+        rows = np.full((len(fresh), kept.shape[1]), np.nan, dtype=np.float32)
+        rows[:, where] = new.scores[fresh, 0]
+        start = len(self.vectors_)
+        if len(fresh):
+            self._graphs.add(units[fresh])
+            self.vectors_ = np.vstack([self.vectors_, units[fresh]])
         self.scores_ = np.vstack([kept, rows])
+        added[llm_id] = np.concatenate(
+            [places[again], np.arange(start, start + len(fresh), dtype=np.int64)]
+        )
+        self._added_rows = added
         if column is None:
             self.llm_ids.append(llm_id)
 

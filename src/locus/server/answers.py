@@ -36,6 +36,7 @@ class ChatAnswer:
     failed: list[dict[str, Any]] = field(default_factory=list)
     predicted: RankedLLM | None = None  # the router's P(correct) and expected cost for it
     upstream_model: str | None = None  # the model name the upstream answered with
+    explored: bool = False  # routed by an exploration draw, not to the best mean
 
     @property
     def fell_back(self) -> bool:
@@ -52,6 +53,7 @@ class StreamAnswer:
     failed: list[dict[str, Any]] = field(default_factory=list)
     predicted: RankedLLM | None = None
     upstream_model: str | None = None
+    explored: bool = False
 
 
 def sse(data: Any) -> bytes:

@@ -10,7 +10,7 @@
                                 (or a list under "outcomes"): the answering LLM's evidence
                                 (`locus.server.outcomes`); needs a key
     POST /v1/chat/completions   OpenAI-compatible, non-streaming and SSE streaming (locus's own
-                                fields: unavailable, max_latency_ms); model
+                                fields: unavailable, max_latency_ms, explore); model
                                 "locus", "locus:quality=S", "locus:budget=B",
                                 "locus:cost=W" or an llm_id; x-locus-* headers (the
                                 answering LLM, its predicted P(correct) and expected cost;
@@ -26,7 +26,9 @@
 Every error, 404 and 405 included, is one JSON shape: {"error": {"message", "type"}}; bad
 input is a 4xx naming the field that is wrong (an unknown field of /v1/route too), never a 5xx.
 A chat answer's `model` is what the upstream answered as; `x-locus-llm` names the pool's LLM,
-`x-locus-upstream-model` the upstream model, `x-locus-failed` the LLMs tried before it.
+`x-locus-upstream-model` the upstream model, `x-locus-failed` the LLMs tried before it,
+`x-locus-explored: true` an answer whose LLM was drawn by exploration (`explore`: a share of
+requests in [0, 1], the server's `ServerSettings.explore` by default, 0 off).
 """
 
 from __future__ import annotations
@@ -317,9 +319,19 @@ def create_app(
             raise BadRequest(
                 400, "max_latency_ms: expected a number of milliseconds > 0", "invalid_request"
             )
+        explore = data.pop("explore", None)  # locus's own field: this request's share
+        if explore is not None and (
+            isinstance(explore, bool)
+            or not isinstance(explore, int | float)
+            or not 0 <= explore <= 1
+        ):
+            raise BadRequest(
+                400, "explore: expected a share in [0, 1] (0: route to the best mean)",
+                "invalid_request",
+            )  # fmt: skip
         if data.get("stream"):
             streamed = await gateway.stream(
-                data, text, unavailable=unavailable, max_latency_ms=max_latency
+                data, text, unavailable=unavailable, max_latency_ms=max_latency, explore=explore
             )
             return StreamingResponse(
                 streamed.events,
@@ -328,18 +340,20 @@ def create_app(
                     "x-locus-request-id": outcome_log.record(streamed.llm_id, text),
                     "x-locus-llm": streamed.llm_id,
                     "x-locus-attempts": str(streamed.attempts),
-                    **answer_headers(streamed.upstream_model, streamed.failed),
+                    **answer_headers(streamed.upstream_model, streamed.failed, streamed.explored),
                     **predicted_headers(streamed.predicted),
                     "cache-control": "no-cache",
                 },
             )
-        answer = await gateway.chat(data, text, unavailable=unavailable, max_latency_ms=max_latency)
+        answer = await gateway.chat(
+            data, text, unavailable=unavailable, max_latency_ms=max_latency, explore=explore
+        )
         headers = {
             "x-locus-request-id": outcome_log.record(answer.llm_id, text),
             "x-locus-llm": answer.llm_id,
             "x-locus-attempts": str(answer.attempts),
             "x-locus-cost-usd": "" if answer.cost_usd is None else f"{answer.cost_usd:.8f}",
-            **answer_headers(answer.upstream_model, answer.failed),
+            **answer_headers(answer.upstream_model, answer.failed, answer.explored),
             **predicted_headers(answer.predicted),
         }
         return JSONResponse(answer.payload, headers=headers)

@@ -5,7 +5,10 @@ The model name selects routing: `locus` (P(correct) alone, guarded as `locus rou
 predictor's next best for the query). The fallback order is the routing ranking (issue 11
 measured the next best by the predictor to keep more of hit@1 than the nearest LLM by
 embedding), restricted to LLMs with an endpoint, skipping LLMs whose circuit is open; bounded
-by `max_attempts` and `total_timeout_s`. A transient failure (a 5xx, a reset connection, a 429
+by `max_attempts` and `total_timeout_s`. With exploration on (`ServerSettings.explore`, or a
+request's own `explore` share), a routed request may go first to an LLM drawn by its
+uncertainty (`locus.routing.explore`; not under a quality rule, never for a pinned LLM), the
+rest of the order behind it. A transient failure (a 5xx, a reset connection, a 429
 whose Retry-After is short) is retried on the same LLM first (`retries_per_llm`, after
 `retry_backoff_s` or the Retry-After); a 404 / 410 "model not found" marks the LLM retired for
 this process (the catalog names a model its provider no longer serves) and falls back. The
@@ -16,12 +19,15 @@ answer keeps the upstream's own `model` (what really answered); locus's llm_id t
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
+import numpy as np
 
+from locus.routing.explore import Exploration
 from locus.routing.router import RankedLLM
 from locus.routing.rules import DecisionRule
 from locus.server.answers import (
@@ -61,6 +67,7 @@ class Gateway:
             cost_per_query, for the cost of an answer.
         clock: monotonic seconds (tests).
         llm_ids: the pool's LLMs now (a cost rule leaves out those without an endpoint).
+        rng: the exploration's draws (tests pass a seeded one).
     """
 
     def __init__(
@@ -74,8 +81,12 @@ class Gateway:
         breaker: CircuitBreaker | None = None,
         clock: Callable[[], float] = time.monotonic,
         llm_ids: Callable[[], Sequence[str]] = tuple,
+        rng: np.random.Generator | None = None,
     ) -> None:
         self.settings = settings or ServerSettings()
+        self.exploration = Exploration(self.settings.explore)
+        self.rng = rng if rng is not None else np.random.default_rng()
+        self._rng_lock = threading.Lock()  # routing runs in worker threads
         self.route = route
         self.llm_ids = llm_ids
         self.upstreams = upstreams
@@ -95,10 +106,12 @@ class Gateway:
         rule: DecisionRule,
         unavailable: Sequence[str] = (),
         max_latency_ms: float | None = None,
-    ) -> list[RankedLLM]:
-        """The candidates to try for one text, first choice first: those with an endpoint;
-        with `max_latency_ms`, those whose recent median latency meets it first (in the
-        routing order), then the others."""
+        explore: float | None = None,
+    ) -> tuple[list[RankedLLM], bool]:
+        """The candidates to try for one text, first choice first, and whether the first was
+        drawn by exploration: those with an endpoint; on an explored request (`explore`, else
+        the server's share) the drawn LLM first; with `max_latency_ms`, those whose recent
+        median latency meets it first (in that order), then the others."""
         if rule.uses_cost:
             # a cost rule weighs only LLMs that can answer: one without an endpoint (and so
             # perhaps without a price) is no candidate
@@ -112,10 +125,15 @@ class Gateway:
                 ranked = [RankedLLM(fixed, float("nan"), None, float("nan")), *ranked]
         served = self.upstreams.endpoints
         ranked = [c for c in ranked if c.llm_id in served and c.llm_id not in self.retired]
+        explored = False
+        exploration = self.exploration.with_share(explore)
+        if not fixed and rule.quality is None and exploration.share > 0:
+            with self._rng_lock:
+                ranked, explored = exploration.reorder(ranked, self.rng)
         if max_latency_ms is not None:
             fast = [c for c in ranked if self.latency.meets(c.llm_id, max_latency_ms)]
             ranked = fast + [c for c in ranked if c not in fast]
-        return ranked
+        return ranked, explored
 
     async def chat(
         self,
@@ -124,6 +142,7 @@ class Gateway:
         *,
         unavailable: Sequence[str] = (),
         max_latency_ms: float | None = None,
+        explore: float | None = None,
     ) -> ChatAnswer:
         """Answer a non-streaming chat request.
 
@@ -135,13 +154,13 @@ class Gateway:
         async def call(llm: str, timeout: float) -> dict[str, Any]:
             return await self.upstreams.complete(llm, body, timeout=timeout)
 
-        llm, payload, attempts, failed, predicted = await self._first_success(
-            body, text, unavailable, call, max_latency_ms
+        llm, payload, attempts, failed, predicted, explored = await self._first_success(
+            body, text, unavailable, call, max_latency_ms, explore
         )
         model = str(payload.get("model") or self._endpoint_model(llm))
         payload = {**payload, "model": model}
         cost = self.cost(llm, payload)
-        return ChatAnswer(payload, llm, attempts, cost, failed, predicted, model)
+        return ChatAnswer(payload, llm, attempts, cost, failed, predicted, model, explored)
 
     async def stream(
         self,
@@ -150,6 +169,7 @@ class Gateway:
         *,
         unavailable: Sequence[str] = (),
         max_latency_ms: float | None = None,
+        explore: float | None = None,
     ) -> StreamAnswer:
         """Start a streaming chat request: every failure before the first token falls back;
         the answer's `events` are the SSE lines, each chunk's model the answering LLM's. A
@@ -166,8 +186,8 @@ class Gateway:
                 malformed_max=self.settings.malformed_chunks_max,
             )  # fmt: skip
 
-        llm, upstream, attempts, failed, predicted = await self._first_success(
-            body, text, unavailable, call, max_latency_ms
+        llm, upstream, attempts, failed, predicted, explored = await self._first_success(
+            body, text, unavailable, call, max_latency_ms, explore
         )
         if upstream.malformed:
             self.metrics.upstream_errors.labels(llm, "malformed_chunk").inc(upstream.malformed)
@@ -177,7 +197,7 @@ class Gateway:
                 model = str(chunk["model"])
                 break
         events = self._events(llm, model, upstream)
-        return StreamAnswer(llm, attempts, events, failed, predicted, model)
+        return StreamAnswer(llm, attempts, events, failed, predicted, model, explored)
 
     async def _events(self, llm: str, model: str, upstream: UpstreamStream) -> AsyncIterator[bytes]:
         finished = False  # a chunk with a finish_reason: the answer is whole
@@ -237,12 +257,14 @@ class Gateway:
         unavailable: Sequence[str],
         call: Callable[[str, float], Awaitable[Any]],
         max_latency_ms: float | None = None,
-    ) -> tuple[str, Any, int, list[dict[str, Any]], RankedLLM | None]:
-        """Walk the fallback order until `call(llm, timeout)` succeeds."""
+        explore: float | None = None,
+    ) -> tuple[str, Any, int, list[dict[str, Any]], RankedLLM | None, bool]:
+        """Walk the fallback order until `call(llm, timeout)` succeeds: the LLM, its result,
+        the attempts, the failures before it, its prediction, whether it was explored."""
         fixed, rule = parse_model(body.get("model"), self.upstreams.endpoints)
         # routing encodes new texts (milliseconds of CPU): off the event loop
-        ranked = await anyio.to_thread.run_sync(
-            lambda: self.fallback_order(text, fixed, rule, unavailable, max_latency_ms)
+        ranked, explored = await anyio.to_thread.run_sync(
+            lambda: self.fallback_order(text, fixed, rule, unavailable, max_latency_ms, explore)
         )
         candidate_of = {c.llm_id: c for c in ranked}
         order = list(candidate_of)
@@ -296,7 +318,10 @@ class Gateway:
                 self.metrics.choices.labels(llm).inc()
                 if position > 0:
                     self.metrics.fallbacks.inc()
-                return llm, result, attempts, failed, candidate_of[llm]
+                explored_here = explored and position == 0
+                if explored_here:
+                    self.metrics.explored.labels(llm).inc()
+                return llm, result, attempts, failed, candidate_of[llm], explored_here
         if refusal is not None and all(f["kind"] == "refused" for f in failed[-1:]):
             raise GatewayError(
                 refusal.status or 502, str(refusal), kind=refusal.kind, body=refusal.body

@@ -21,6 +21,10 @@ class Metrics:
         self.choices = Counter(
             "locus_choices", "Requests answered per LLM", ["llm_id"], registry=self.registry
         )
+        self.explored = Counter(
+            "locus_explored", "Requests answered by an LLM drawn by exploration", ["llm_id"],
+            registry=self.registry,
+        )  # fmt: skip
         self.fallbacks = Counter(
             "locus_fallbacks", "Requests answered by a fallback LLM", registry=self.registry
         )

@@ -27,10 +27,15 @@ def predicted_headers(predicted: RankedLLM | None) -> dict[str, str]:
     return headers
 
 
-def answer_headers(upstream_model: str | None, failed: Sequence[Any]) -> dict[str, str]:
-    """x-locus-upstream-model (what answered) and x-locus-failed (llm=kind of each LLM tried
-    before it), where there is something to say."""
+def answer_headers(
+    upstream_model: str | None, failed: Sequence[Any], explored: bool = False
+) -> dict[str, str]:
+    """x-locus-upstream-model (what answered), x-locus-failed (llm=kind of each LLM tried
+    before it) and x-locus-explored (the LLM was drawn by exploration, not the best mean),
+    where there is something to say."""
     headers = {}
+    if explored:
+        headers["x-locus-explored"] = "true"
     if upstream_model:
         headers["x-locus-upstream-model"] = upstream_model
     if failed:

@@ -51,6 +51,10 @@ class ServerSettings:
         pool_check_s: how often (at most) a request checks the store for LLM embeddings
             written by another process (a replica's onboarding): the pool is re-read when they
             changed.
+        explore: the share of routed chat requests (in [0, 1]) sent by a Thompson draw on the
+            candidates' uncertainty rather than to the best mean (`locus.routing.explore`), so
+            that an LLM the router is unsure of gets outcomes; 0 (the default) is off. A
+            request overrides it with its own `explore` field.
     """
 
     max_body_bytes: int = 1_000_000
@@ -69,6 +73,7 @@ class ServerSettings:
     outcome_refresh_s: float = 0.0
     top: int = 3
     pool_check_s: float = 1.0
+    explore: float = 0.0
 
     def __post_init__(self) -> None:
         for field in fields(self):
@@ -79,6 +84,11 @@ class ServerSettings:
                 )
         if self.max_attempts < 1 or self.top < 1:
             raise LocusInputError("server settings: max_attempts and top must be at least 1")
+        if self.explore > 1:
+            raise LocusInputError(
+                f"server setting explore: expected a share of requests in [0, 1], found "
+                f"{self.explore!r}"
+            )
 
     def with_(self, **changes: Any) -> ServerSettings:
         """A copy with `changes` (None values ignored: an option left unset)."""
