@@ -33,12 +33,17 @@ def test_counts_and_blank_scores_are_not_evaluated() -> None:
         ({"llm_id": ["a"], "score": [1]}, "missing column 'query_id'"),
         ({"llm_id": [], "query_id": [], "score": []}, "no rows"),
         (
-            {"llm_id": ["a", "a"], "query_id": ["1", "2"], "score": [1, "yes"]},
-            "row 2, column 'score': expected a number, found 'yes'",
+            {"llm_id": ["a", "a"], "query_id": ["1", "2"], "score": [1, "maybe"]},
+            "row 2, column 'score': expected a number in [0, 1], a percentage (87%), true/false "
+            "or yes/no (any case), found 'maybe'",
         ),
         (
             {"llm_id": ["a"], "query_id": ["1"], "score": [1.5]},
             "row 1, column 'score': expected a number in [0, 1], found 1.5",
+        ),
+        (
+            {"llm_id": ["a", "a"], "query_id": ["1", "2"], "score": ["0.5", "150%"]},
+            "row 2, column 'score': expected a percentage in [0%, 100%], found '150%'",
         ),
         ({"llm_id": ["a"], "query_id": ["1"], "score": [-1]}, "found -1"),
         (

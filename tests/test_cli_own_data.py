@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from locus.store import Store
@@ -81,6 +82,39 @@ def test_a_corrected_file_replaces_its_source_without_averaging(
     assert sorted(table.scores[:, 0].astype(int).tolist()) == sorted(expected)
 
 
+def test_a_bool_column_and_mixed_percentages_import_as_scores(run_cli: Run, tmp_path: Path) -> None:
+    # what pandas writes for a bool column: True / False
+    booleans = tmp_path / "booleans.csv"
+    pd.DataFrame(
+        {
+            "model": ["llm-a", "llm-a", "llm-b", "llm-b"],
+            "prompt": ["What is 1 + 1?", "What is 2 + 2?", "What is 1 + 1?", "What is 2 + 2?"],
+            "correct": [True, False, False, True],
+        }
+    ).to_csv(booleans, index=False)
+    mixed = tmp_path / "mixed.csv"
+    mixed.write_text("model,prompt,score\nllm-c,What is 1 + 1?,87%\nllm-c,What is 2 + 2?,0.5\n")
+    ws = tmp_path / "ws"
+    result = run_cli("import", "table", booleans, mixed, "-w", ws)
+    assert result.exit_code == 0, result.stderr
+    notes = " ".join(result.stderr.split())
+    assert "score: words read as numbers (True -> 1, False -> 0)" in notes
+    assert "score: percentages read as fractions (87% -> 0.87)" in notes
+    with Store.open(ws) as store:
+        table = store.score_table()
+    by_text = dict(zip(table.query_texts, range(len(table.query_texts)), strict=True))
+    got = {
+        (llm, text): round(float(table.scores[row, table.llm_ids.index(llm)]), 6)  # float32
+        for llm in ("llm-a", "llm-b", "llm-c")
+        for text, row in by_text.items()
+    }
+    assert got == {
+        ("llm-a", "What is 1 + 1?"): 1.0, ("llm-a", "What is 2 + 2?"): 0.0,
+        ("llm-b", "What is 1 + 1?"): 0.0, ("llm-b", "What is 2 + 2?"): 1.0,
+        ("llm-c", "What is 1 + 1?"): 0.87, ("llm-c", "What is 2 + 2?"): 0.5,
+    }  # fmt: skip
+
+
 def test_sources_list_and_remove(run_cli: Run, tmp_path: Path) -> None:
     paths = _per_llm_files(tmp_path / "files", llms=2)
     ws = tmp_path / "ws"
@@ -121,11 +155,15 @@ def test_table_usability_messages(run_cli: Run, tmp_path: Path) -> None:
     notes = " ".join(result.stderr.split())
     assert "read as semicolon-separated (from its header)" in notes
     assert "score: percentages read as fractions (100% -> 1)" in notes
-    mixed = tmp_path / "mixed.csv"
-    mixed.write_text("model,prompt,score\na,hi,87%\na,ho,0.5\n")
-    bad = run_cli("import", "table", mixed, "-w", tmp_path / "ws")
+    bad_cell = tmp_path / "bad.csv"
+    bad_cell.write_text("model,prompt,score\na,hi,87%\na,ho,maybe\n")
+    bad = run_cli("import", "table", bad_cell, "-w", tmp_path / "ws")
     assert bad.exit_code == 2
-    assert "expected a number, found '87%'; scores are fractions correct in [0, 1]" in bad.stderr
+    assert bad.stderr.strip() == (
+        f"error: {bad_cell}: line 3, column 'score': expected a number in [0, 1], a percentage "
+        "(87%), true/false or yes/no (any case), found 'maybe'; fix the value or leave it blank "
+        "for 'not evaluated'"
+    )
     ambiguous = tmp_path / "amb.csv"
     ambiguous.write_text("model,llm,prompt,score\nA,B,hi,1\n")
     result = run_cli("import", "table", ambiguous, "-w", tmp_path / "ws", "--json")

@@ -13,6 +13,7 @@ MODULES = [
     "locus.routing.guard",
     "locus.routing.stack",
     "locus.data.graders",
+    "locus.data.batch",
     "locus.artifact.manifest",
     "locus.routing.router",
     "locus.routing.evidence",

@@ -114,11 +114,41 @@ def test_missing_column(tmp_path: Path, write_text: WriteText) -> None:
 
 
 def test_non_numeric_score_names_the_line(tmp_path: Path, write_text: WriteText) -> None:
-    path = write_text(tmp_path / "s.csv", "llm_id,query_id,score\na,q1,1\na,q2,yes\n")
+    path = write_text(tmp_path / "s.csv", "llm_id,query_id,score\na,q1,1\na,q2,maybe\n")
     with pytest.raises(LocusInputError) as caught:
         import_table(path)
-    assert "line 3" in str(caught.value)
-    assert "'yes'" in str(caught.value)
+    assert str(caught.value) == (
+        f"{path}: line 3, column 'score': expected a number in [0, 1], a percentage (87%), "
+        "true/false or yes/no (any case), found 'maybe'; fix the value or leave it blank for "
+        "'not evaluated'"
+    )
+
+
+def test_each_score_cell_is_read_by_its_own_form(tmp_path: Path, write_text: WriteText) -> None:
+    path = write_text(
+        tmp_path / "s.csv",
+        "llm_id,query_id,score\na,q1,87%\na,q2,0.5\na,q3,TRUE\na,q4,no\na,q5,Yes\na,q6,\n"
+        "a,q7,false\na,q8,0 %\n",
+    )
+    batch = import_table(path)
+    scores = batch.scores.set_index("query_id")["score"].to_dict()
+    assert scores == {
+        "q1": 0.87, "q2": 0.5, "q3": 1.0, "q4": 0.0, "q5": 1.0, "q7": 0.0, "q8": 0.0,
+    }  # fmt: skip
+    assert batch.notes == (
+        "score: percentages read as fractions (87% -> 0.87)",
+        "score: words read as numbers (TRUE -> 1, Yes -> 1, false -> 0, no -> 0)",
+    )
+
+
+def test_a_percentage_above_100_names_the_line(tmp_path: Path, write_text: WriteText) -> None:
+    path = write_text(tmp_path / "s.csv", "llm_id,query_id,score\na,q1,0.5\na,q2,101%\n")
+    with pytest.raises(LocusInputError) as caught:
+        import_table(path)
+    assert str(caught.value) == (
+        f"{path}: line 3, column 'score': expected a percentage in [0%, 100%], found '101%'; "
+        "fix the value or leave it blank for 'not evaluated'"
+    )
 
 
 def test_score_outside_unit_interval_names_the_line(tmp_path: Path, write_text: WriteText) -> None:

@@ -192,9 +192,12 @@ STREAM_ROWS = 500_000  # rows of a table file read and written at a time
 def _noted(
     parts: Iterable[ImportBatch], path: Path, notes: list[str], quiet: bool
 ) -> Iterator[ImportBatch]:
-    """The batches, each one's notes printed (unless `quiet`) and kept in `notes`."""
+    """The batches, each one's notes printed (unless `quiet`) and kept in `notes`, each
+    distinct note once (the parts of one file may each say how its scores were read)."""
     for part in parts:
         for note in part.notes:
+            if note in notes:
+                continue
             notes.append(note)
             if not quiet:
                 stderr_console().print(f"note: {path.name}: {note}", markup=False)

@@ -8,7 +8,8 @@ Canonical long table columns: `llm_id, query_id, score` (required) and `query_te
 cost_usd, latency_ms, reference, grader` (optional; `reference` is the query's reference answer,
 `grader` how a model's answer is scored against it, `locus.data.graders`: guessed from the
 reference when blank). A missing (blank) score means "not evaluated": the row is dropped,
-never read as 0.
+never read as 0. A score cell is read by its own form (`parse_scores`): a number in [0, 1], a
+percentage (``87%`` -> 0.87), ``true``/``false`` or ``yes``/``no`` in any case (1 / 0).
 
 Query identity: a query with text is its normalised text, whatever source or file it came from;
 a query without text is its ``query_id`` within the batch's ``namespace`` (default: the source),
@@ -17,8 +18,10 @@ so per-LLM files of one benchmark without text join when they are imported with 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -30,9 +33,12 @@ from locus.errors import LocusInputError
 __all__ = [
     "OPTIONAL_COLUMNS",
     "REQUIRED_COLUMNS",
+    "SCORE_FORMS",
     "SPLIT_NAMES",
     "ImportBatch",
+    "ParsedScores",
     "parse_numbers",
+    "parse_scores",
 ]
 
 REQUIRED_COLUMNS = ("llm_id", "query_id", "score")
@@ -40,6 +46,11 @@ OPTIONAL_COLUMNS = (
     "query_text", "task", "split", "cost_usd", "latency_ms", "reference", "grader",
 )  # fmt: skip
 SPLIT_NAMES = ("train", "val", "test")
+SCORE_FORMS = "a number in [0, 1], a percentage (87%), true/false or yes/no (any case)"
+# a score cell written as a word, compared lowercased: what pandas writes for a bool column
+# (True/False) and what people type
+_SCORE_WORDS = {"true": 1.0, "false": 0.0, "yes": 1.0, "no": 0.0}
+_PERCENT = re.compile(r"^-?(?:\d+(?:\.\d*)?|\.\d+)\s*%$")
 
 RowDescriber = Callable[[int], str]
 
@@ -142,7 +153,7 @@ class ImportBatch:
         rows = rows.reset_index(drop=True)
         llm_ids = _id_column(rows, "llm_id", origin, describe_row)
         query_ids = _id_column(rows, "query_id", origin, describe_row)
-        scores = _numeric_column(rows, "score", origin, describe_row, low=0.0, high=1.0)
+        scores, read_as = _score_column(rows, origin, describe_row)
         cost = _optional_numeric(rows, "cost_usd", origin, describe_row)
         latency = _optional_numeric(rows, "latency_ms", origin, describe_row)
         texts = _optional_text(rows, "query_text")
@@ -189,7 +200,7 @@ class ImportBatch:
             scores=score_rows,
             llms=llms,
             namespace=source if namespace is None else namespace,
-            notes=tuple(notes),
+            notes=(*notes, *(note for note in read_as if note not in notes)),
         )
 
 
@@ -259,6 +270,85 @@ def parse_numbers(
     return parsed, bad, outside
 
 
+class ParsedScores(NamedTuple):
+    """A parsed score column (`parse_scores`), every array of shape (n_rows,)."""
+
+    values: np.ndarray  # float, NaN where blank or unusable
+    unparsable: np.ndarray  # bool: neither blank nor in one of `SCORE_FORMS`
+    outside: np.ndarray  # bool: parsed but outside [0, 1] (a percentage outside 0-100%)
+    percent: np.ndarray  # bool: written as a percentage
+    notes: tuple[str, ...]  # what was read as what, e.g. "score: percentages read as ..."
+
+
+def parse_scores(raw: pd.Series) -> ParsedScores:
+    """Parse a score column, each cell by its own form (`SCORE_FORMS`).
+
+    A number is itself, ``87%`` is 0.87, ``true``/``yes`` (any case) is 1 and ``false``/``no``
+    is 0; a column may mix the forms. Blank cells are NaN (not evaluated), never an error.
+
+    >>> parse_scores(pd.Series(["1", "87%", "False", "YES", ""])).values.tolist()
+    [1.0, 0.87, 0.0, 1.0, nan]
+    """
+    values, unparsable, outside = parse_numbers(raw, low=0.0, high=1.0)
+    percent = np.zeros(len(raw), dtype=bool)
+    if not unparsable.any():
+        return ParsedScores(values, unparsable, outside, percent, ())
+    values, unparsable, outside = values.copy(), unparsable.copy(), outside.copy()
+    where = np.flatnonzero(unparsable)
+    text = raw.iloc[where].astype(str).str.strip()
+    words = text.str.lower().map(_SCORE_WORDS).to_numpy(dtype=float)
+    is_word = ~np.isnan(words)
+    is_percent = text.str.match(_PERCENT).to_numpy(dtype=bool)
+    percents = pd.to_numeric(text.str[:-1].str.strip().where(is_percent), errors="coerce")
+    fractions = percents.to_numpy(dtype=float) / 100.0
+    values[where] = np.where(is_word, words, np.where(is_percent, fractions, np.nan))
+    unparsable[where] = ~(is_word | is_percent)
+    outside[where] = is_percent & ((fractions < 0.0) | (fractions > 1.0))
+    percent[where] = is_percent
+    notes = []
+    if is_percent.any():
+        example = text[is_percent].iloc[0]
+        notes.append(
+            f"score: percentages read as fractions ({example} -> {fractions[is_percent][0]:g})"
+        )
+    if is_word.any():
+        found = sorted(set(text[is_word]), key=lambda word: (-_SCORE_WORDS[word.lower()], word))
+        read = ", ".join(f"{word} -> {_SCORE_WORDS[word.lower()]:g}" for word in found)
+        notes.append(f"score: words read as numbers ({read})")
+    return ParsedScores(values, unparsable, outside, percent, tuple(notes))
+
+
+def _score_column(
+    rows: pd.DataFrame, origin: str, describe_row: RowDescriber
+) -> tuple[np.ndarray, tuple[str, ...]]:
+    """The score column parsed (`parse_scores`), its first unusable cell an error naming the
+    file, row and value; the notes say which forms were read."""
+    raw = rows["score"]
+    parsed = parse_scores(raw)
+    if parsed.unparsable.any():
+        position = int(np.flatnonzero(parsed.unparsable)[0])
+        raise LocusInputError(
+            f"{origin}: {describe_row(position)}, column 'score': expected {SCORE_FORMS}, found "
+            f"{_show(raw.iloc[position])}; fix the value or leave it blank for 'not evaluated'"
+        )
+    if parsed.outside.any():
+        position = int(np.flatnonzero(parsed.outside)[0])
+        if parsed.percent[position]:
+            expected = "a percentage in [0%, 100%]"
+            hint = "fix the value or leave it blank for 'not evaluated'"
+        else:
+            expected = "a number in [0, 1]"
+            hint = (
+                "scores are fractions correct: rescale percentages to [0, 1] (or write them "
+                "with a % sign), map failures to 0 or leave them blank"
+            )
+        raise LocusInputError(
+            f"{origin}: {describe_row(position)}, column 'score': expected {expected}, found "
+            f"{_show(raw.iloc[position])}; {hint}"
+        )
+    return parsed.values, parsed.notes
+
+
 def _numeric_column(
     rows: pd.DataFrame,
     column: str,
@@ -273,29 +363,16 @@ def _numeric_column(
     parsed, bad, outside = parse_numbers(raw, low=low, high=high)
     if bad.any():
         position = int(np.flatnonzero(bad)[0])
-        found = raw.iloc[position]
-        hint = "fix the value or leave it blank for 'not evaluated'"
-        if column == "score" and str(found).strip().endswith("%"):
-            hint = (
-                "scores are fractions correct in [0, 1]: write '87%' as 0.87 (the table "
-                "importer reads a column of percentages itself)"
-            )
         raise LocusInputError(
             f"{origin}: {describe_row(position)}, column {column!r}: expected a number, found "
-            f"{_show(found)}; {hint}"
+            f"{_show(raw.iloc[position])}; fix the value or leave it blank for 'not evaluated'"
         )
     if outside.any():
         position = int(np.flatnonzero(outside)[0])
         bounds = f"in [{low:g}, {high:g}]" if high is not None else f">= {low:g}"
-        hint = (
-            "scores are fractions correct: rescale percentages to [0, 1], map failures to 0 or "
-            "leave them blank"
-            if column == "score"
-            else "fix the value or leave it blank"
-        )
         raise LocusInputError(
             f"{origin}: {describe_row(position)}, column {column!r}: expected a number {bounds}, "
-            f"found {_show(raw.iloc[position])}; {hint}"
+            f"found {_show(raw.iloc[position])}; fix the value or leave it blank"
         )
     return parsed
 

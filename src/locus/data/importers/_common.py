@@ -10,7 +10,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from locus.data.batch import ImportBatch, parse_numbers
+from locus.data.batch import ImportBatch, parse_numbers, parse_scores
 from locus.data.query_identity import normalise_text
 from locus.data.readers import check_file, check_folder
 from locus.errors import LocusInputError
@@ -129,7 +129,7 @@ def merge_repeats(
         return work.drop(columns=["_position", "_text"]), describe_row
     numeric = [c for c in ("score", "cost_usd", "latency_ms") if c in work.columns]
     for column in numeric:
-        parsed = _clean_numbers(work[column], high=1.0 if column == "score" else None)
+        parsed = _clean_numbers(work[column], score=column == "score")
         if parsed is None:
             # leave bad values for validation to report, with their place in the file
             return rows, describe_row
@@ -161,9 +161,13 @@ def merge_repeats(
     return merged, describe
 
 
-def _clean_numbers(values: pd.Series, *, high: float | None) -> pd.Series | None:
-    """Parse to float (blank -> NaN); None if any value is unparsable, negative or above high."""
-    parsed, bad, outside = parse_numbers(values, low=0.0, high=high)
+def _clean_numbers(values: pd.Series, *, score: bool) -> pd.Series | None:
+    """Parse to float (blank -> NaN; a score by `parse_scores`); None if any value is
+    unparsable, negative or (a score) above 1."""
+    if score:
+        parsed, bad, outside, _, _ = parse_scores(values)
+    else:
+        parsed, bad, outside = parse_numbers(values, low=0.0, high=None)
     if bad.any() or outside.any():
         return None
     return pd.Series(parsed, index=values.index)

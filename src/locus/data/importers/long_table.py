@@ -17,8 +17,9 @@ Columns named differently in the file are mapped with ``columns={"score": "corre
 commonly use for it (`SYNONYMS`: ``model`` for ``llm_id``, ``prompt`` or ``question`` for
 ``query_text``, ``category`` for ``task``, ``correct`` or ``acc`` for ``score``, ...) where
 exactly one column of the file has such a name; ``query_id`` may be left out when the file has
-the query text (the text is the query's identity); a score column of percentages (``87%``) is
-read as fractions. Each such decision is a note on the batch (`ImportBatch.notes`), which
+the query text (the text is the query's identity); each score cell is read by its own form
+(a number, ``87%``, ``true``/``false``, ``yes``/``no``: `locus.data.batch.parse_scores`). Each
+such decision is a note on the batch (`ImportBatch.notes`), which
 `locus import` prints.
 
     batch = import_table(
@@ -65,7 +66,6 @@ SYNONYMS: Mapping[str, tuple[str, ...]] = {
     ),
     "grader": ("grader",),
 }  # fmt: skip
-_PERCENT = re.compile(r"^\s*-?\d+(?:\.\d+)?\s*%\s*$")
 
 
 def import_table(
@@ -136,8 +136,7 @@ def iter_import_table(
                 rows = _join_queries(rows, table, lookups, Path(queries))
             _check_required(rows, table, mapping)
             rows, more = _ids_from_text(rows, table)
-            rows, percent = _percentages(rows)
-            said = (*table.notes, *notes, *more, *percent) if number == 0 else ()
+            said = (*table.notes, *notes, *more) if number == 0 else ()
             advance(len(table.frame))
             yield ImportBatch.from_long(
                 rows,
@@ -233,23 +232,6 @@ def _ids_from_text(rows: pd.DataFrame, table: TableData) -> tuple[pd.DataFrame, 
     ids = np.asarray([text_hash(t)[:16] for t in uniques], dtype=object)
     out["query_id"] = ids[codes]
     return out, ["query_id: none in the file, each query is identified by its text"]
-
-
-def _percentages(rows: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """A score column whose every non-blank cell is a percentage ("87%") read as fractions."""
-    if "score" not in rows.columns or pd.api.types.is_numeric_dtype(rows["score"]):
-        return rows, []
-    values = rows["score"].astype(str).str.strip()
-    blank = rows["score"].isna() | (values == "")
-    percent = values.str.match(_PERCENT)
-    if not percent.any() or not (percent | blank).all():
-        return rows, []  # none, or mixed with plain numbers: from_long names the first bad cell
-    out = rows.copy()
-    out["score"] = pd.to_numeric(values.str.rstrip("%").where(~blank), errors="coerce") / 100.0
-    example = values[percent].iloc[0]
-    return out, [
-        f"score: percentages read as fractions ({example} -> {float(example.rstrip('%')) / 100:g})"
-    ]
 
 
 def _map_columns(table: TableData, mapping: Mapping[str, str]) -> pd.DataFrame:
