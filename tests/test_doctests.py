@@ -14,6 +14,7 @@ MODULES = [
     "locus.routing.stack",
     "locus.data.graders",
     "locus.data.batch",
+    "locus.pipeline.onboard",
     "locus.artifact.manifest",
     "locus.routing.router",
     "locus.routing.evidence",

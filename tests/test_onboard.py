@@ -104,9 +104,20 @@ def test_a_crash_halfway_loses_no_answer_and_a_rerun_asks_only_the_rest(ws: Path
     truth = _truth(ws)
     endpoint_of = lambda fake: Endpoint(fake.base_url, fake.model)  # noqa: E731
     with impersonating(truth, fail_after=10) as failing, Store.open(ws) as store:
-        report = onboard_llm(store, "clone", endpoint_of(failing), n=24, retries=1)
-        assert report.graded == 10 and len(report.failed) == 14
-        assert "HTTP 503" in next(iter(report.failed.values()))
+        before = store.counts()
+        # 10 answered of 24: below MIN_ANSWERED_PROBES, so nothing is placed
+        with pytest.raises(LocusInputError) as caught:
+            onboard_llm(store, "clone", endpoint_of(failing), n=24, retries=0)
+        assert str(caught.value) == (
+            "onboard clone: placed nothing: only 10 of 24 probes were answered (14 failed "
+            "after retries, e.g. HTTP 503: overloaded after 1 attempts); expected at least 16 "
+            "answered to place an LLM; the 10 answers received are kept: run the same command "
+            "again (same --n, --strategy and --seed) when the endpoint is healthy and it asks "
+            "only the 14 missing"
+        )
+        assert store.counts() == before  # no scores, no embedding
+        assert "clone" not in store.embeddings("default")[0]
+        assert len(store.probe_answers("clone")) == 10
     with impersonating(truth) as healthy, Store.open(ws) as store:
         again = onboard_llm(store, "clone", endpoint_of(healthy), n=24)
         assert healthy.requests == 14 and again.reused == 10 and again.asked == 14
@@ -144,6 +155,67 @@ def test_every_failure_is_one_clear_line_and_imports_nothing(ws: Path, tmp_path:
         fit_workspace(store, small_config(max_steps=50))
         with pytest.raises(LocusInputError, match=r"no reference answers.*locus import mmlu-pro"):
             onboard_llm(store, "x", Endpoint("http://127.0.0.1:9/v1", "m"))
+
+
+def test_a_partly_failing_endpoint_says_what_it_was_placed_from_and_exits_1(
+    ws: Path, run_cli: Callable[..., CliResult]
+) -> None:
+    truth = _truth(ws)
+    with impersonating(truth, fail_after=20, max_requests=100) as fake:
+        command = (
+            "onboard", "clone", "--endpoint", fake.base_url, "--model", fake.model,
+            "--n", "24", "--retries", "0", "-w", ws,
+        )  # fmt: skip
+        result = run_cli(*command, "--json")
+        assert result.exit_code == 1, result.stderr
+        report = result.json()
+        assert isinstance(report, dict)
+        assert report["summary"] == (
+            f"placed clone (clone-1 at {fake.base_url}) from 20 of 24 probes; 4 failed after "
+            "retries (run the same command again to ask them)"
+        )
+        assert (report["graded"], report["failed_probes"], report["complete"]) == (20, 4, False)
+        with Store.open(ws) as store:  # placed from the 20 answered
+            assert int(store.score_table(llm_ids=["clone"]).observed.sum()) == 20
+            assert "clone" in store.embeddings("default")[0]
+        again = run_cli(*command)  # the endpoint still fails: the 4 are asked and fail again
+        assert again.exit_code == 1
+        assert " ".join(again.stdout.split()).startswith(  # first, however the terminal wraps
+            f"placed clone (clone-1 at {fake.base_url}) from 20 of 24 probes; 4 failed after "
+            "retries (run the same command again to ask them)"
+        )
+        assert fake.requests == 28
+    with Store.open(ws) as store:
+        before = store.counts()
+    with impersonating(truth, fail_after=5, max_requests=100) as mostly_failing:
+        refused = run_cli(
+            "onboard", "weak", "--endpoint", mostly_failing.base_url, "--model", "clone-1",
+            "--n", "24", "--retries", "0", "-w", ws,
+        )  # fmt: skip
+        assert refused.exit_code == 2
+        assert refused.stderr.startswith(
+            "error: onboard weak: placed nothing: only 5 of 24 probes were answered (19 failed"
+        )
+        assert "at least 16 answered" in refused.stderr
+        assert "run the same command again" in refused.stderr and refused.stdout == ""
+    with Store.open(ws) as store:
+        assert store.counts() == before and "weak" not in store.embeddings("default")[0]
+    with impersonating(truth, max_requests=100) as healthy:
+        resumed = run_cli(
+            "onboard", "weak", "--endpoint", healthy.base_url, "--model", "clone-1",
+            "--n", "24", "--retries", "0", "-w", ws, "--json",
+        )  # fmt: skip
+        assert resumed.exit_code == 0, resumed.stderr
+        assert healthy.requests == 19  # only the missing ones
+        assert resumed.json()["summary"] == (  # type: ignore[index]
+            f"placed weak (clone-1 at {healthy.base_url}) from 24 of 24 probes"
+        )
+    from locus.cli.onboard_commands import PARTIAL_EXIT_CODE, onboard_command
+    from locus.pipeline.onboard import MIN_ANSWERED_PROBES
+
+    said = " ".join((onboard_command.__doc__ or "").split())  # --help states the exit codes
+    assert f"{PARTIAL_EXIT_CODE} placed, but some probes failed after their retries" in said
+    assert f"2 nothing placed, e.g. fewer than {MIN_ANSWERED_PROBES} probes answered" in said
 
 
 def test_the_onboard_command(ws: Path, run_cli: Callable[..., CliResult]) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -17,6 +17,11 @@ from locus.cli._app import (
 )
 from locus.cli._render import fmt, print_json, progress_bars, stdout_console
 from locus.errors import LocusInputError
+
+if TYPE_CHECKING:
+    from locus.pipeline.onboard import OnboardReport
+
+PARTIAL_EXIT_CODE = 1  # placed, but some probes failed after their retries (a re-run asks them)
 
 
 @app.command("onboard")
@@ -75,7 +80,12 @@ def onboard_command(
 ) -> None:
     """Onboard an endpoint: ask it the probe queries, grade the answers against the workspace's
     reference answers, import the scores, embed the LLM (no retraining), and show where it
-    landed. Every answer is kept as it arrives: an interrupted run resumes where it stopped."""
+    landed. Every answer is kept as it arrives: an interrupted run resumes where it stopped.
+
+    The first line says from how many of the probes the LLM was placed. Exit status: 0 every
+    probe answered; 1 placed, but some probes failed after their retries (run the same
+    command again to ask only those); 2 nothing placed, e.g. fewer than 16 probes answered
+    (or than --n, when smaller), with the error on one line."""
     from locus.data.llm_catalog import Endpoint
     from locus.pipeline.onboard import onboard_llm
 
@@ -96,15 +106,20 @@ def onboard_command(
         )  # fmt: skip
     if as_json:
         print_json(report.as_dict())
-        return
+    else:
+        _print_report(report, unreadable)
+    if not report.complete:
+        raise typer.Exit(PARTIAL_EXIT_CODE)
+
+
+def _print_report(report: OnboardReport, unreadable: str) -> None:
     out = stdout_console()
     say = lambda text: out.print(text, markup=False)  # noqa: E731
     cost = f", {report.cost_usd:.4g} USD" if report.cost_usd is not None else ""
     say(
-        f"onboarded {report.llm_id} ({report.model} at {report.endpoint}) from {report.graded} "
-        f"graded probes ({report.strategy}; {report.asked} asked now, {report.reused} reused) "
-        f"in {report.seconds:.1f} s: {fmt(report.accuracy_on_probes)} right on its probes; "
-        f"{report.prompt_tokens:,} + {report.completion_tokens:,} tokens{cost}"
+        f"{report.headline()} ({report.strategy}; {report.asked} asked now, {report.reused} "
+        f"reused) in {report.seconds:.1f} s: {fmt(report.accuracy_on_probes)} right on its "
+        f"probes; {report.prompt_tokens:,} + {report.completion_tokens:,} tokens{cost}"
     )
     if report.ungradable:
         say(
@@ -114,10 +129,7 @@ def onboard_command(
         )
     if report.failed:
         first = next(iter(report.failed.items()))
-        say(
-            f"{len(report.failed)} probes failed after retries (run again to ask them), e.g. "
-            f"{first[0]!r}: {first[1]}"
-        )
+        say(f"the first failed probe: {first[0]!r}: {first[1]}")
     say("nearest LLMs (embedding distance, each from its scores on the same probes; agreement):")
     for row in report.nearest:
         agreement = row["agreement_on_probes"]

@@ -8,6 +8,10 @@ import the scores, embed the LLM, and say where it landed. No retraining.
    answer is graded (`locus.data.graders`) and kept in the store the moment it arrives
    (`Store.put_probe_answer`), so a crash or Ctrl-C loses no paid answer and a re-run asks only
    what is missing. An answer no grader can read is counted and shown, never scored as wrong.
+   With fewer than `MIN_ANSWERED_PROBES` probes answered (or fewer than `n`, when `n` is
+   smaller) nothing is imported or placed: the error says how many failed and that running
+   the same call again asks only those. Above it, the LLM is placed from the probes answered,
+   and the report says from how many of how many (`OnboardReport.headline`, `complete`).
 3. The graded scores are imported as the LLM's own source `onboard:<llm_id>` (a re-run
    replaces it), the endpoint is recorded in the catalog (so `locus serve` can route to it),
    and the LLM is embedded by the fitted artifact (`embed_workspace_llms`).
@@ -44,7 +48,7 @@ from locus.pipeline.workspace_router import WorkspaceRouter
 from locus.store import Store
 from locus.store.references import ProbeAnswer
 
-__all__ = ["INSTRUCTIONS", "OnboardReport", "onboard_llm", "probe_messages"]
+__all__ = ["INSTRUCTIONS", "MIN_ANSWERED_PROBES", "OnboardReport", "onboard_llm", "probe_messages"]
 
 INSTRUCTIONS = {
     "choice": "Answer the multiple-choice question. Think step by step if you need to, then "
@@ -54,6 +58,9 @@ INSTRUCTIONS = {
     "exact": "Answer with the answer only: a word, a name, a number or a short phrase.",
 }
 MIN_GRADED = 4  # fewer graded probes than this place an LLM nowhere worth reporting
+# fewer answered probes than this (or than n, when n is smaller) place nothing: the endpoint
+# failed too often for its scores to stand for it; half the default n of 32
+MIN_ANSWERED_PROBES = 16
 
 
 def probe_messages(query_text: str, grader: str) -> list[dict[str, str]]:
@@ -75,7 +82,7 @@ class OnboardReport:
     probes: int
     asked: int  # this run
     reused: int  # answered by an earlier run
-    graded: int
+    graded: int  # the scores the LLM is placed from
     ungradable: int
     failed: dict[str, str]  # query text (first 80 characters) -> why, after retries
     accuracy_on_probes: float | None
@@ -90,8 +97,39 @@ class OnboardReport:
     routed_examples: list[str] = field(default_factory=list)
     ungradable_examples: list[str] = field(default_factory=list)
 
+    failed_probes: int = 0  # probes left without an answer after their retries
+
+    @property
+    def complete(self) -> bool:
+        """Every probe was answered: none failed after its retries."""
+        return self.failed_probes == 0
+
+    def headline(self) -> str:
+        """What the LLM was placed from, and what failed: the report's first line.
+
+        >>> report = OnboardReport(
+        ...     "x", "http://h/v1", "m", "random", probes=64, asked=64, reused=0, graded=12,
+        ...     ungradable=0, failed={"q": "HTTP 503"}, accuracy_on_probes=0.5,
+        ...     prompt_tokens=0, completion_tokens=0, cost_usd=None, seconds=1.0,
+        ...     failed_probes=52,
+        ... )
+        >>> print(report.headline())  # doctest: +NORMALIZE_WHITESPACE
+        placed x (m at http://h/v1) from 12 of 64 probes; 52 failed after retries (run the
+        same command again to ask them)
+        """
+        line = (
+            f"placed {self.llm_id} ({self.model} at {self.endpoint}) from {self.graded} of "
+            f"{self.probes} probes"
+        )
+        if self.failed_probes:
+            line += (
+                f"; {self.failed_probes} failed after retries (run the same command again to "
+                "ask them)"
+            )
+        return line
+
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"summary": self.headline(), **asdict(self), "complete": self.complete}
 
 
 def onboard_llm(
@@ -120,8 +158,10 @@ def onboard_llm(
     Raises:
         LocusInputError: n below 1, an unknown strategy or `unreadable`, a workspace without
             reference answers or without a fitted artifact, an endpoint that cannot answer
-            (unreachable, key refused, model not served), fewer than `MIN_GRADED` gradable
-            answers; the answers received until then are kept for a re-run.
+            (unreachable, key refused, model not served), fewer than `MIN_ANSWERED_PROBES`
+            probes answered (or than n, when smaller), fewer than `MIN_GRADED` gradable
+            answers; nothing is then imported or embedded, and the answers received until then
+            are kept for a re-run.
     """
     started = time.perf_counter()
     if n < 1:
@@ -190,6 +230,16 @@ def onboard_llm(
     else:
         ungradable = [a for _, a in got if a.score is None]
     graded = [(r, a) for r, a in got if a.score is not None]
+    unanswered = len(probes) - len(got)
+    if len(got) < min(MIN_ANSWERED_PROBES, n):
+        example = f", e.g. {next(iter(failed.values()))}" if failed else ""
+        raise LocusInputError(
+            f"onboard {llm_id}: placed nothing: only {len(got)} of {len(probes)} probes were "
+            f"answered ({unanswered} failed after retries{example}); expected at least "
+            f"{min(MIN_ANSWERED_PROBES, n)} answered to place an LLM; the {len(got)} answers "
+            "received are kept: run the same command again (same --n, --strategy and --seed) "
+            f"when the endpoint is healthy and it asks only the {unanswered} missing"
+        )
     if len(graded) < min(MIN_GRADED, n):
         reasons = [f"{len(ungradable)} answers no grader could read"] if ungradable else []
         if failed:
@@ -218,6 +268,7 @@ def onboard_llm(
         graded=len(graded),
         ungradable=len(ungradable),
         failed=failed,
+        failed_probes=unanswered,
         accuracy_on_probes=float(np.mean([a.score for _, a in graded])),
         prompt_tokens=tokens_in,
         completion_tokens=tokens_out,
