@@ -16,12 +16,20 @@ per newcomer, k and seed, on the test queries the newcomer was scored on:
 
     python benchmarks/bench_newcomer.py --dataset mmlu-pro --llm best --llm worst --k 32 128
 
+`--baselines` also onboards the newcomer into MF and IRT fitted on the same pool (its per-LLM
+vector fitted on the same k scores, everything else frozen: `add_llm`) and reports their
+AUROC and log-loss on the same test queries beside the router's P(correct) for it.
+
+`--probes S` chooses the k probes by `locus.pipeline.probes.probe_order` strategy S (from the
+pool's scores without the newcomer, as `locus onboard` would) instead of a uniform sample.
+
 The workspace is bench_accuracy.py's (`.bench/accuracy/<dataset>`, imported and encoded there).
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import statistics
 import sys
 from pathlib import Path
@@ -38,9 +46,10 @@ from locus.locus import Locus
 from locus.metrics import correctness_metrics, routing_choices
 from locus.nn import TrainingConfig
 from locus.pipeline import fit_workspace, workspace_table
+from locus.pipeline.probes import first_scored, probe_order
 from locus.pipeline.workspace_artifacts import artifact_path
 from locus.pool import artifact_pools
-from locus.routing import StackedRouter
+from locus.routing import Evidence, IRTRouter, MFRouter, StackedRouter
 from locus.routing.guard import guarded_proba
 from locus.routing.locus_router import NumpyLocusRouter
 from locus.store import Store
@@ -56,6 +65,25 @@ def _router(folder: Path, prior_strength: float | None = None) -> StackedRouter:
     if prior_strength is not None:
         router.prior_strength = prior_strength
     return router
+
+
+def _log_loss(proba: np.ndarray, truth: np.ndarray) -> float:
+    p = np.clip(np.asarray(proba, np.float64), 1e-6, 1 - 1e-6)
+    y = np.asarray(truth, np.float64)
+    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+
+
+def _learned_baselines(data: Any, pool_ids: list[str]) -> dict[str, Any]:
+    """MF and IRT fitted on the pool's training queries (validation for early stopping)."""
+    table = data.table
+    columns = [table.llm_index(llm) for llm in pool_ids]
+
+    def evidence(split: str) -> Evidence:
+        rows = data.rows(split)
+        return Evidence(data.vectors[rows], table.scores[rows][:, columns], tuple(pool_ids))
+
+    train, val = evidence("train"), evidence("val")
+    return {name: kind().fit(train, val) for name, kind in (("mf", MFRouter), ("irt", IRTRouter))}
 
 
 def _hit(
@@ -76,7 +104,13 @@ def _hit(
 
 
 def run(
-    store: Store, newcomer: str, ks: list[int], seeds: list[int], strengths: list[float]
+    store: Store,
+    newcomer: str,
+    ks: list[int],
+    seeds: list[int],
+    strengths: list[float],
+    probes_by: str | None = None,
+    baselines: bool = False,
 ) -> list[dict[str, Any]]:
     name = "loo-" + "".join(c if c.isalnum() else "-" for c in newcomer)
     folder = artifact_path(store, name)
@@ -101,10 +135,19 @@ def run(
     train = data.rows("train")
     scored = train[~np.isnan(table.scores[train, x])]
     default = base.guard.default if base.guard is not None else None
+    learned = _learned_baselines(data, pool_ids) if baselines else {}
     rows = []
     for k in ks:
         for seed in seeds:
-            probes = np.sort(np.random.default_rng([seed, k]).choice(scored, k, replace=False))
+            if probes_by is None:
+                probes = np.sort(np.random.default_rng([seed, k]).choice(scored, k, replace=False))
+            else:  # chosen from what the pool's scores say, as `locus onboard` would
+                pool_columns = [table.llm_index(llm) for llm in pool_ids]
+                order = probe_order(
+                    table.scores[:, pool_columns], data.vectors, train, probes_by,
+                    seed=seed, tasks=table.tasks,
+                )  # fmt: skip
+                probes = np.sort(first_scored(order, ~np.isnan(table.scores[:, x]), k))
             scores = table.scores[probes, x]
             vector = model.embed(data.vectors[probes], scores)
             tasks = [table.tasks[i] for i in probes]
@@ -129,17 +172,33 @@ def run(
                     "share": float(np.mean([c == newcomer for c in chosen])),
                     "predicted_accuracy": float(proba.mean()),
                     "auroc": metrics["auroc"],
+                    "log_loss": _log_loss(proba, truth[:, -1]),
                     "default": None if router.guard is None else router.guard.default,
                 }
+            onboarded = {}
+            for label, fitted in learned.items():  # the same k scores, the rest frozen
+                copied = copy.deepcopy(fitted)
+                copied.add_llm(newcomer, data.vectors[probes], scores)
+                proba = copied.predict_proba(data.vectors[test])[:, -1]
+                metrics = correctness_metrics(proba[:, None], truth[:, -1:])
+                onboarded[label] = {
+                    "auroc": metrics["auroc"], "log_loss": _log_loss(proba, truth[:, -1]),
+                    "predicted_accuracy": float(proba.mean()),
+                }  # fmt: skip
             rows.append({
                 "newcomer": newcomer, "k": k, "seed": seed, "without": without, "alone": alone,
                 "best_pool_llm": best_pool, "measured_accuracy": alone,
                 "probe_mean": float(np.mean(scores)), "routers": per_strength,
+                "baselines": onboarded,
             })  # fmt: skip
             line = ", ".join(
                 f"{key} {v['hit@1']:.4f} ({v['share']:.0%}, pred {v['predicted_accuracy']:.3f}, "
-                f"AUROC {v['auroc']:.3f})"
+                f"AUROC {v['auroc']:.3f}, log-loss {v['log_loss']:.3f})"
                 for key, v in per_strength.items()
+            ) + "".join(
+                f", {key} AUROC {v['auroc']:.3f} log-loss {v['log_loss']:.3f} pred "
+                f"{v['predicted_accuracy']:.3f}"
+                for key, v in onboarded.items()
             )
             print(
                 f"{newcomer} k={k} seed={seed}: without {without:.4f}, alone {alone:.4f}, probes "
@@ -158,6 +217,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--strength", type=float, action="append")
     parser.add_argument("--workspace", type=Path, default=REPO_ROOT / ".bench" / "accuracy")
+    parser.add_argument("--probes", default=None, help="a probe strategy; default: uniform")
+    parser.add_argument("--baselines", action="store_true", help="MF and IRT onboarded too")
     parser.add_argument("--tag", default="")
     args = parser.parse_args()
     store = Store.open(args.workspace / args.dataset)
@@ -171,7 +232,10 @@ def main() -> None:
     llms = [named.get(llm, llm) for llm in (args.llm or ["best"])]
     rows = []
     for llm in llms:
-        rows += run(store, llm, args.k or [32, 128], args.seeds, args.strength or [32.0])
+        rows += run(
+            store, llm, args.k or [32, 128], args.seeds, args.strength or [32.0], args.probes,
+            args.baselines,
+        )  # fmt: skip
     summary: dict[str, Any] = {}
     for llm in llms:
         for k in args.k or [32, 128]:
@@ -189,6 +253,16 @@ def main() -> None:
                     "share": statistics.fmean(r["routers"][key]["share"] for r in mine),
                     "accuracy_abs_error": statistics.fmean(errors),
                     "auroc": statistics.fmean(r["routers"][key]["auroc"] for r in mine),
+                    "log_loss": statistics.fmean(r["routers"][key]["log_loss"] for r in mine),
+                }
+            for key in mine[0]["baselines"]:
+                entry[key] = {
+                    "auroc": statistics.fmean(r["baselines"][key]["auroc"] for r in mine),
+                    "log_loss": statistics.fmean(r["baselines"][key]["log_loss"] for r in mine),
+                    "accuracy_abs_error": statistics.fmean(
+                        abs(r["baselines"][key]["predicted_accuracy"] - r["measured_accuracy"])
+                        for r in mine
+                    ),
                 }
             entry["probe_mean_abs_error"] = statistics.fmean(
                 abs(r["probe_mean"] - r["measured_accuracy"]) for r in mine

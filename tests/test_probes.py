@@ -50,6 +50,26 @@ def test_informative_probes_are_disputed_and_spread_over_the_clusters() -> None:
         probe_order(scores, vectors, rows[:0], "random")
 
 
+def test_stratified_probes_hold_every_task_in_proportion_at_every_prefix() -> None:
+    scores, vectors = _pool()
+    tasks = ["maths"] * 100 + ["law"] * 60 + ["code"] * 30 + ["history"] * 10
+    rows = np.arange(200)
+    order = probe_order(scores, vectors, rows, "stratified", seed=4, tasks=tasks)
+    assert sorted(order.tolist()) == rows.tolist()
+    for n in (10, 20, 33, 100):
+        counts = {t: sum(tasks[r] == t for r in order[:n]) for t in set(tasks)}
+        for task, size in (("maths", 100), ("law", 60), ("code", 30), ("history", 10)):
+            assert abs(counts[task] - n * size / 200) <= 1, (n, counts)
+    again = probe_order(scores, vectors, rows, "stratified", seed=4, tasks=tasks)
+    np.testing.assert_array_equal(order, again)  # seeded
+    other = probe_order(scores, vectors, rows, "stratified", seed=5, tasks=tasks)
+    assert not np.array_equal(order, other)
+    # a random order within each task: not the rows' own order
+    assert [r for r in order if tasks[r] == "maths"] != list(range(100))
+    untasked = probe_order(scores, vectors, rows, "stratified", seed=4)
+    assert sorted(untasked.tolist()) == rows.tolist()
+
+
 def test_the_probes_command(run_cli: Callable[..., CliResult], tmp_path: Path) -> None:
     from tests.planted_workspace import build_planted_workspace
 

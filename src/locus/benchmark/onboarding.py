@@ -85,7 +85,7 @@ def _probe_order(
     from locus.pipeline.probes import probe_order
 
     scores = pool.table.scores[:, known]
-    return probe_order(scores, pool.vectors, train, strategy, seed=seed)
+    return probe_order(scores, pool.vectors, train, strategy, seed=seed, tasks=pool.table.tasks)
 
 
 def _onboarded(

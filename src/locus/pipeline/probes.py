@@ -13,6 +13,10 @@ Strategies (`probe_order` gives an order: the first n are the n probes, for ever
 - `mixed`: `informative` and `random` in turn: half the probes chosen for what they tell
   apart, half a plain sample, so the new LLM's mean score on its probes stays an unbiased
   estimate of its level (disputed queries alone are harder than the average query).
+- `stratified`: a random sample stratified by task, in proportion to each task's share of the
+  candidates: every prefix of the order holds each task within one query of its share, so the
+  new LLM's per-task rates (its task vote) are read on every task, and its mean stays an
+  unbiased estimate of its level. Without tasks: `random`.
 
     >>> from locus.store import Store                                       # doctest: +SKIP
     >>> with Store.open(".locus") as store:
@@ -35,7 +39,7 @@ from locus.errors import LocusInputError
 
 __all__ = ["STRATEGIES", "choose_probes", "first_scored", "probe_order"]
 
-STRATEGIES = ("random", "anchors", "informative", "mixed")
+STRATEGIES = ("random", "anchors", "informative", "mixed", "stratified")
 
 
 def probe_order(
@@ -46,6 +50,7 @@ def probe_order(
     *,
     seed: int = 0,
     share: float = 0.25,
+    tasks: Sequence[str | None] = (),
 ) -> NDArray[np.int64]:
     """The candidate `rows` in probe order for `strategy` (see the module).
 
@@ -54,6 +59,7 @@ def probe_order(
         vectors: (n_queries, dq) query vectors.
         rows: the candidate queries (e.g. the training rows).
         share: `informative`: the share of candidates, by disagreement, it spreads over.
+        tasks: `stratified`: the task of every query (n_queries,), None where unknown.
 
     Raises:
         LocusInputError: an unknown strategy, or no candidate.
@@ -77,6 +83,8 @@ def probe_order(
         return interleaved[np.sort(first)]
     if strategy == "anchors":  # the order `choose_anchors` draws with the training seed
         return rows[np.random.default_rng(seed).permutation(len(rows))]
+    if strategy == "stratified":
+        return _stratified(rows, tasks, rng)
     pool = np.asarray(scores, dtype=np.float64)[rows]
     with np.errstate(invalid="ignore"):
         spread = np.nanvar(pool, axis=1)
@@ -98,6 +106,23 @@ def probe_order(
     return np.concatenate([ordered, rest[rng.permutation(len(rest))]])
 
 
+def _stratified(
+    rows: NDArray[np.int64], tasks: Sequence[str | None], rng: np.random.Generator
+) -> NDArray[np.int64]:
+    """`rows` in a proportional stratified order: within each task a random order; the i-th
+    of a task of n rows sits at (i + u) / n of the whole (u one random offset per task), so
+    any prefix holds each task in proportion to its size (within one row)."""
+    if len(tasks) == 0:
+        return rows[rng.permutation(len(rows))]
+    labels = np.array(["" if tasks[i] is None else str(tasks[i]) for i in rows])
+    keys = np.empty(len(rows), dtype=np.float64)
+    for label in np.unique(labels):
+        members = np.flatnonzero(labels == label)
+        place = rng.permutation(len(members))
+        keys[members] = (place + rng.random()) / len(members)
+    return rows[np.lexsort((rng.random(len(rows)), keys))]
+
+
 def choose_probes(
     store: Any,
     n: int,
@@ -117,8 +142,10 @@ def choose_probes(
     if n < 1:
         raise LocusInputError(f"probes: n must be at least 1, found {n}")
     data = workspace_table(store, split_seed=split_seed)
-    order = probe_order(data.table.scores, data.vectors, data.rows("train"), strategy, seed=seed)
     table = data.table
+    order = probe_order(
+        table.scores, data.vectors, data.rows("train"), strategy, seed=seed, tasks=table.tasks
+    )
     return [
         {"query_id": table.query_ids[i], "query_text": table.query_texts[i], "task": table.tasks[i]}
         for i in order[:n]

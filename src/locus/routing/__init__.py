@@ -14,6 +14,7 @@ stacked.py        StackedRouter: the router `locus fit` keeps (LOCUS + kNN stack
 stack.py          Stack: how LOCUS's logits and the kNN votes combine, fitted on validation
 cross_fit.py      out-of-fold votes: the stack and guard of a pool with a small validation
 posterior.py      an onboarded LLM's votes against LOCUS's prior; a prediction's uncertainty
+explore.py        Exploration: a share of queries routed by a Thompson draw on the uncertainty
 locus_router.py   LocusRouter (torch) and NumpyLocusRouter: LOCUS's predictor over a pool
 evidence.py       Evidence (what baselines are fitted on), the router folder format
 baselines.py      random, best single, per task, oracle (numpy)
