@@ -337,11 +337,58 @@ def test_cost_suite_on_a_planted_pool_with_prices(tmp_path: Path) -> None:
     for share in ("0.1", "0.25", "0.6"):
         check = result["per_seed"]["knn"][0]["budgets"][share]
         assert check["spent_over_budget"] <= 1.15, (share, check)
+    assert result["skipped"] == []  # every budget could be tuned for
     assert "| **knn** |" in cost_table(result)  # the first method is the default, in bold
     assert 0.5 < knn["auroc"]["mean"] <= 1 and knn["log_loss"]["mean"] > 0
     small = run_cost(data, seeds=[0, 1], folds=3, methods=["knn"], queries=300)
     assert small["subsample"] == 300 and small["queries"]["scored_and_priced_by_every_llm"] == 300
     assert plot_cost(result, tmp_path / "cost.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cost_suite_skips_budgets_below_the_cheapest_routing_and_writes_the_rest(
+    tmp_path: Path,
+) -> None:
+    from tests.planted_workspace import planted_rows
+
+    rows = planted_rows(llms_per_group=2, queries_per_task=60)
+    # math-0 is right nearly everywhere and the cheapest: every budget share of its cost is
+    # below what the cheapest routing costs
+    star = rows["llm_id"] == "math-0"
+    rng = np.random.default_rng(3)
+    rows.loc[star, "score"] = (rng.random(int(star.sum())) < 0.95).astype(float)
+    price = {"math": 1e-3, "law": 1e-3, "biology": 1e-2}
+    rows["cost_usd"] = [
+        1e-4 if llm == "math-0" else price[llm.split("-")[0]] for llm in rows["llm_id"]
+    ]
+    path = build_planted_workspace(tmp_path / "ws", rows)
+    args = ["benchmark", "cost", "-w", str(path), "--seed", "0", "--folds", "3",
+            "--method", "knn", "--method", "best-single", "--pool", "cheap-star",
+            "--out", str(tmp_path / "out")]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    written = json.loads((tmp_path / "out" / "cost-cheap-star.json").read_text())
+    assert written["best_single"]["llm_id"] == written["cheapest_single"]["llm_id"] == "math-0"
+    assert [(e["seed"], e["budget_share"], e["methods"]) for e in written["skipped"]] == [
+        (0, 0.1, ["knn", "best-single"]),
+        (0, 0.25, ["knn", "best-single"]),
+        (0, 0.6, ["knn", "best-single"]),
+    ]
+    first = written["skipped"][0]
+    assert first["budget_usd"] == pytest.approx(1e-5)
+    assert first["reason"].startswith(
+        "a budget of 1e-05 USD per query is below the cheapest routing's 0.0001"
+    )
+    # the figures that could be computed are there
+    knn = written["summary"]["knn"]
+    assert 0.5 < knn["aiq"]["mean"] <= 1 and np.isnan(knn["budget_0.25_accuracy"]["mean"])
+    assert written["per_seed"]["knn"][0]["budgets"] == {}
+    said = " ".join(result.output.split())
+    assert "skipped (below the cheapest routing)" in said
+    assert (
+        "skipped: the budget of 10% of the strong LLM's cost (1e-05 USD per query), seed 0, "
+        "every method: a budget of 1e-05 USD per query is below the cheapest routing's 0.0001"
+    ) in said
+    assert (tmp_path / "out" / "cost-cheap-star.png").exists()
 
 
 def test_held_out_families_stay_near_the_share_asked_for() -> None:

@@ -30,7 +30,10 @@ point between). Read off it, per seed:
 - `moved`: at the cost weight that sends about half the queries off the strong LLM, how often
   the cheaper pick was right, beside how often the strong LLM was, on those queries;
 - `budgets`: the cost weight tuned on each fold's validation queries to stay under a budget
-  (a share of the strong LLM's cost, RouteLLM's threshold calibration), re-checked on test.
+  (a share of the strong LLM's cost, RouteLLM's threshold calibration), re-checked on test. A
+  budget no routing can keep (below what the cheapest LLM on every validation query costs: the
+  strong LLM is itself among the cheapest) is skipped, and the result's `skipped` says which
+  and why; the rest of the suite's figures stand.
 """
 
 from __future__ import annotations
@@ -158,17 +161,23 @@ def _budget_check(
     real: np.ndarray,
     complete: np.ndarray,
     strong_cost: float,
-) -> dict[str, dict[str, float]]:
+) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
     """Per budget share: the test mean real cost / budget and test accuracy when each fold's
-    cost weight is tuned on its validation queries to stay under the budget."""
-    out = {}
+    cost weight is tuned on its validation queries to stay under the budget; and, per share
+    whose budget a fold cannot tune for (`tune_cost_weight`: below the cheapest routing), why
+    it was skipped."""
+    out, skipped = {}, {}
     for share in BUDGET_SHARES:
         budget = share * strong_cost
         chosen = np.full(len(truth), -1)
-        for fold in folds:
-            weight = tune_cost_weight(fold["val_proba"][method], fold["val_costs"], budget)
-            rows = fold["test"]
-            chosen[rows] = pick_cost_weight(proba[rows], predicted[rows], weight)
+        try:
+            for fold in folds:
+                weight = tune_cost_weight(fold["val_proba"][method], fold["val_costs"], budget)
+                rows = fold["test"]
+                chosen[rows] = pick_cost_weight(proba[rows], predicted[rows], weight)
+        except LocusInputError as error:
+            skipped[f"{share:g}"] = str(error)
+            continue
         rows = np.flatnonzero(complete)
         picks = chosen[rows]
         out[f"{share:g}"] = {
@@ -176,7 +185,24 @@ def _budget_check(
             "spent_over_budget": float(real[rows, picks].mean() / budget),
             "accuracy": float(truth[rows, picks].mean()),
         }
-    return out
+    return out, skipped
+
+
+def _skipped_budgets(
+    skipped: dict[tuple[int, str, str], list[str]], budgets: dict[tuple[int, str], float]
+) -> list[dict[str, Any]]:
+    """The budgets skipped, one entry per (seed, share, reason) with the methods it held for."""
+    return [
+        {
+            "what": "budget",
+            "seed": seed,
+            "budget_share": float(share),
+            "budget_usd": budgets[seed, share],
+            "methods": methods,
+            "reason": reason,
+        }
+        for (seed, share, reason), methods in skipped.items()
+    ]
 
 
 def _reference(
@@ -221,6 +247,9 @@ def run_cost(
     `workers` > 1 or `ray` (with a `cache_dir`): the slow fits of every seed and fold run
     first, side by side (`fit_in_parallel`), then the suite reads them from the cache.
 
+    A budget below the cheapest routing is skipped (its figures absent from `per_seed` and
+    NaN in `summary`) and listed in the result's `skipped`, with the reason.
+
     Raises:
         LocusInputError: the pool has no costs, an unknown method or cost model, fewer than 2
             folds, or no query every LLM was scored and priced on.
@@ -252,6 +281,8 @@ def run_cost(
         _fit_slow_first(pools, folds, methods, cache_dir, locus_settings, workers, ray, progress)
     per_seed: dict[str, list[dict[str, Any]]] = {m: [] for m in methods}
     cost_errors = []
+    skipped: dict[tuple[int, str, str], list[str]] = {}
+    budgets: dict[tuple[int, str], float] = {}
     with progress("cost suite", total=len(seeds) * folds * len(methods)) as step:
         for seed in seeds:
             pool, (complete, truth, real, singles) = pools[seed], references[seed]
@@ -271,6 +302,13 @@ def run_cost(
                 p = proba[method][complete]
                 sweeps = {rule: sweep(rule, p, expected, truth, real) for rule in RULES}
                 curve = hull(np.concatenate(list(sweeps.values())))
+                checked, unkept = _budget_check(
+                    fold_info, method, proba[method], predicted,
+                    pool.table.scores.astype(np.float64), pool_costs, complete, strong_point[0],
+                )  # fmt: skip
+                for share, reason in unkept.items():
+                    skipped.setdefault((seed, share, reason), []).append(method)
+                    budgets[seed, share] = float(share) * strong_point[0]
                 per_seed[method].append(
                     {
                         "seed": seed,
@@ -282,16 +320,7 @@ def run_cost(
                             for rule, points in sweeps.items()
                         },
                         "moved": _moved(p, expected, truth, strong),
-                        "budgets": _budget_check(
-                            fold_info,
-                            method,
-                            proba[method],
-                            predicted,
-                            pool.table.scores.astype(np.float64),
-                            pool_costs,
-                            complete,
-                            strong_point[0],
-                        ),
+                        "budgets": checked,
                         "hull": curve.tolist(),
                         "points": {rule: points.tolist() for rule, points in sweeps.items()},
                     }
@@ -353,7 +382,7 @@ def run_cost(
                 },
                 **{
                     f"budget_{share:g}_{metric}": mean_sd(
-                        [r["budgets"][f"{share:g}"][metric] for r in runs]
+                        [r["budgets"].get(f"{share:g}", {}).get(metric) for r in runs]
                     )
                     for share in BUDGET_SHARES
                     for metric in ("spent_over_budget", "accuracy")
@@ -361,5 +390,6 @@ def run_cost(
             }
             for method, runs in per_seed.items()
         },
+        "skipped": _skipped_budgets(skipped, budgets),
         "wall_seconds": time.perf_counter() - started,
     }

@@ -114,13 +114,16 @@ def cost_table(result: dict[str, Any]) -> str:
     for i, method in enumerate(result["methods"]):
         s = result["summary"][method]
         name = f"**{method}**" if i == 0 else method
+        budget = (
+            f"{cell(s['budget_0.25_spent_over_budget'], 2)}, {cell(s['budget_0.25_accuracy'])}"
+            if not math.isnan(s["budget_0.25_accuracy"]["mean"])
+            else "skipped (below the cheapest routing)"
+        )
         lines.append(
             f"| {name} | {cell(s['aiq'])} | {cell(s['cost_share_at_100'], percent=True)} | "
             f"{cell(s['cost_share_at_95'], percent=True)} | {cell(s['apgr'], 3)} | "
             f"{cell(s['cpt50'], percent=True)} | {cell(s['cpt80'], percent=True)} | "
-            f"{cell(s['accuracy_at_cheapest_cost'])} | "
-            f"{cell(s['budget_0.25_spent_over_budget'], 2)}, "
-            f"{cell(s['budget_0.25_accuracy'])} | {cell(s['auroc'], 3)} |"
+            f"{cell(s['accuracy_at_cheapest_cost'])} | {budget} | {cell(s['auroc'], 3)} |"
         )
     mix = result["static_mix"]
 

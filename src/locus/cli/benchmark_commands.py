@@ -301,6 +301,15 @@ def _cost(
         f"{result['wall_seconds']:.0f} s"
     )
     console.print(cost_table(result), markup=False)
+    for entry in result["skipped"]:
+        methods = entry["methods"]
+        which = "every method" if methods == result["methods"] else ", ".join(methods)
+        console.print(
+            f"skipped: the budget of {entry['budget_share']:.0%} of the strong LLM's cost "
+            f"({entry['budget_usd']:.3g} USD per query), seed {entry['seed']}, {which}: "
+            f"{entry['reason']}",
+            markup=False,
+        )
     _wrote(json_path, png_path)
 
 
