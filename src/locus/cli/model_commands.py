@@ -324,9 +324,10 @@ def probes_command(
         str,
         typer.Option(
             "--strategy",
-            help="random (the best measured for LOCUS: benchmarks/README), informative "
-            "(queries the pool disagrees on, spread over the query space), mixed (the two in "
-            "turn), or anchors (the fit's order).",
+            help="random (the best measured for LOCUS: benchmarks/README), stratified (random "
+            "within each task, every task in proportion), informative (queries the pool "
+            "disagrees on, spread over the query space), mixed (the two in turn), or anchors "
+            "(the fit's order).",
         ),
     ] = "random",
     out: Annotated[

@@ -185,7 +185,9 @@ def onboard_llm(
             "no training query of this workspace has a reference answer; import the answers "
             "of the queries the pool was fitted on"
         )
-    order = probe_order(table.scores, data.vectors, candidates, strategy, seed=seed)
+    order = probe_order(
+        table.scores, data.vectors, candidates, strategy, seed=seed, tasks=table.tasks
+    )
     kept = store.probe_answers(llm_id)
     hashes = np.asarray(table.text_hashes)
     answered = [int(r) for r in order if hashes[r] in kept][:n]
