@@ -276,6 +276,24 @@ def test_a_flapping_primary_opens_its_circuit_and_comes_back() -> None:
         assert gateway.breaker.state("a") == "closed"
 
 
+def test_a_failed_half_open_trial_is_one_upstream_call() -> None:
+    """A transient failure is retried on the same LLM, but not a half-open circuit's trial:
+    its failure opens the circuit again at once, and the request falls back."""
+    clock = Clock()
+    with fake_upstreams({"a": ["500", "500", "500", "ok"], "b": ["ok"]}) as fake:
+        app, gateway = build(fake, clock)
+        assert post(app, "/v1/chat/completions", CHAT).headers["x-locus-llm"] == "b"
+        assert gateway.breaker.state("a") == "open" and fake.requests["a"] == 2
+        clock.now += SETTINGS.breaker_cooldown_s + 1
+        trial = post(app, "/v1/chat/completions", CHAT)
+        assert trial.headers["x-locus-llm"] == "b"
+        assert trial.headers["x-locus-failed"] == "a=server_error"  # one call, not two
+        assert fake.requests["a"] == 3 and gateway.breaker.state("a") == "open"
+        clock.now += SETTINGS.breaker_cooldown_s + 1
+        assert post(app, "/v1/chat/completions", CHAT).headers["x-locus-llm"] == "a"
+        assert fake.requests["a"] == 4 and gateway.breaker.state("a") == "closed"
+
+
 def test_a_429_with_retry_after_holds_the_llm() -> None:
     clock = Clock()
     with fake_upstreams({"a": ["429-long", "ok"], "b": ["ok"]}) as fake:

@@ -1,5 +1,6 @@
 """A circuit breaker per LLM: after `failures` failures in a row the LLM is skipped for
-`cooldown_s`; then one trial request decides (success closes it, failure opens it again).
+`cooldown_s`; then one trial call decides (success closes it, failure opens it again): the
+gateway never retries a trial on the same LLM, so a failed trial costs one upstream call.
 
     >>> clock = [0.0]
     >>> breaker = CircuitBreaker(failures=2, cooldown_s=10, clock=lambda: clock[0])

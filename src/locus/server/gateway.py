@@ -10,7 +10,8 @@ request's own `explore` share), a routed request may go first to an LLM drawn by
 uncertainty (`locus.routing.explore`; not under a quality rule, never for a pinned LLM), the
 rest of the order behind it. A transient failure (a 5xx, a reset connection, a 429
 whose Retry-After is short) is retried on the same LLM first (`retries_per_llm`, after
-`retry_backoff_s` or the Retry-After); a 404 / 410 "model not found" marks the LLM retired for
+`retry_backoff_s` or the Retry-After), except a half-open circuit's trial, which is one call;
+a 404 / 410 "model not found" marks the LLM retired for
 this process (the catalog names a model its provider no longer serves) and falls back. The
 answer keeps the upstream's own `model` (what really answered); locus's llm_id travels in the
 `x-locus-llm` header.
@@ -280,6 +281,8 @@ class Gateway:
             if not self.breaker.allow(llm):
                 failed.append({"llm_id": llm, "kind": "circuit_open"})
                 continue
+            # a half-open circuit's trial is one call: its failure opens the circuit again
+            trial = self.breaker.state(llm) == "half-open"
             tried += 1
             tries = 0
             while True:
@@ -305,7 +308,7 @@ class Gateway:
                         break
                     if error.kind == "retired":
                         self._retire(llm, order[position + 1 :])
-                    wait = self._retry_wait(error, tries)
+                    wait = None if trial else self._retry_wait(error, tries)
                     if wait is None:
                         break  # the next LLM
                     self.metrics.upstream_errors.labels(llm, "retried").inc()
