@@ -294,6 +294,34 @@ def test_a_failed_half_open_trial_is_one_upstream_call() -> None:
         assert fake.requests["a"] == 4 and gateway.breaker.state("a") == "closed"
 
 
+def test_a_trial_ended_by_a_refusal_closes_the_circuit() -> None:
+    """A content filter refusing the trial request is an answer: the upstream is up, and the
+    circuit closes (it stayed half-open with its trial running, and the LLM was skipped for
+    good)."""
+    clock = Clock()
+    with fake_upstreams({"a": ["500", "500", "filter", "ok"], "b": ["ok"]}) as fake:
+        app, gateway = build(fake, clock)
+        assert post(app, "/v1/chat/completions", CHAT).headers["x-locus-llm"] == "b"
+        clock.now += SETTINGS.breaker_cooldown_s + 1
+        assert post(app, "/v1/chat/completions", CHAT).status_code == 400  # the trial, refused
+        assert gateway.breaker.state("a") == "closed"
+        assert post(app, "/v1/chat/completions", CHAT).headers["x-locus-llm"] == "a"
+
+
+def test_a_trial_that_never_reports_is_given_up_after_a_cooldown() -> None:
+    """A trial whose request was cancelled reports neither success nor failure: after another
+    cool-down the breaker lets a new trial through."""
+    clock = Clock()
+    breaker = CircuitBreaker(failures=1, cooldown_s=10.0, clock=clock)
+    breaker.failure("a")
+    clock.now += 11
+    assert breaker.allow("a") and not breaker.allow("a")  # one trial at a time
+    clock.now += 5
+    assert not breaker.allow("a") and breaker.state("a") == "half-open"
+    clock.now += 6
+    assert breaker.allow("a")  # the lost trial is given up
+
+
 def test_a_429_with_retry_after_holds_the_llm() -> None:
     clock = Clock()
     with fake_upstreams({"a": ["429-long", "ok"], "b": ["ok"]}) as fake:

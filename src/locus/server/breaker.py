@@ -1,6 +1,8 @@
 """A circuit breaker per LLM: after `failures` failures in a row the LLM is skipped for
 `cooldown_s`; then one trial call decides (success closes it, failure opens it again): the
-gateway never retries a trial on the same LLM, so a failed trial costs one upstream call.
+gateway never retries a trial on the same LLM, so a failed trial costs one upstream call. A
+trial that never reports (its request was cancelled) is given up after another `cooldown_s`,
+so a lost trial cannot shut an LLM out for good.
 
     >>> clock = [0.0]
     >>> breaker = CircuitBreaker(failures=2, cooldown_s=10, clock=lambda: clock[0])
@@ -27,6 +29,7 @@ class _Circuit:
     failures: int = 0
     opened_at: float | None = None
     trial: bool = False
+    trial_at: float = 0.0  # when the running trial began
 
 
 class CircuitBreaker:
@@ -63,10 +66,11 @@ class CircuitBreaker:
             circuit = self._get(llm_id)
             if circuit.opened_at is None:
                 return True
-            if circuit.trial:
+            now = self._clock()
+            if circuit.trial and now - circuit.trial_at < self.cooldown_s:
                 return False
-            if self._clock() - circuit.opened_at >= self.cooldown_s:
-                circuit.trial = True
+            if now - circuit.opened_at >= self.cooldown_s:
+                circuit.trial, circuit.trial_at = True, now
                 return True
             return False
 

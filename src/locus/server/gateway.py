@@ -392,6 +392,8 @@ class Gateway:
         self.metrics.upstream_errors.labels(llm, error.kind).inc()
         if error.counts_against_llm:
             self.breaker.failure(llm)
+        else:  # the upstream answered (a refusal, a context limit): it is up, a trial included
+            self.breaker.success(llm)
         if error.kind == "rate_limited" and error.retry_after:
             self.breaker.hold(llm, min(error.retry_after, self.settings.breaker_cooldown_s))
 
