@@ -129,6 +129,15 @@ def test_the_routed_llm_answers_and_the_answer_is_accounted() -> None:
     assert gateway.metrics.value("locus_choices_total", llm_id="a") == 1
 
 
+def test_an_answer_without_prices_has_no_cost_header() -> None:
+    """c has no price: its answer omits x-locus-cost-usd (it was sent empty); no header of
+    the answer is empty."""
+    response, _, _ = chat({"c": ["ok"]}, {**CHAT, "unavailable": ["a", "b"]})
+    assert response.status_code == 200 and response.headers["x-locus-llm"] == "c"
+    assert "x-locus-cost-usd" not in response.headers
+    assert all(value for name, value in response.headers.items() if name.startswith("x-locus"))
+
+
 @pytest.mark.parametrize(
     ("fault", "calls", "kind"),
     [

@@ -352,10 +352,11 @@ def create_app(
             "x-locus-request-id": outcome_log.record(answer.llm_id, text),
             "x-locus-llm": answer.llm_id,
             "x-locus-attempts": str(answer.attempts),
-            "x-locus-cost-usd": "" if answer.cost_usd is None else f"{answer.cost_usd:.8f}",
             **answer_headers(answer.upstream_model, answer.failed, answer.explored),
             **predicted_headers(answer.predicted),
         }
+        if answer.cost_usd is not None:  # no prices: no header, never an empty one
+            headers["x-locus-cost-usd"] = f"{answer.cost_usd:.8f}"
         return JSONResponse(answer.payload, headers=headers)
 
     @app.post("/v1/catalog/reload")
