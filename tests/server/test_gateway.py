@@ -200,6 +200,10 @@ def test_persistent_429_and_503_exhaust_the_attempts_with_a_json_error() -> None
     assert response.status_code == 503
     error = response.json()["error"]
     assert "after 4 attempts" in error["message"] and "a: rate_limited" in error["message"]
+    assert response.headers["x-locus-attempts"] == "4" and "x-locus-llm" not in response.headers
+    assert response.headers["x-locus-failed"] == (
+        "a=rate_limited,b=server_error,b=server_error,c=rate_limited"
+    )
     assert fake.requests.get("d", 0) == 0  # bounded: max_attempts = 3 LLMs (b twice)
 
 
@@ -225,6 +229,17 @@ def test_a_content_filter_refusal_is_returned_not_retried() -> None:
     assert fake.requests.get("b", 0) == 0
 
 
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_refusal_carries_the_llm_the_attempts_and_a_request_id(streamed: bool) -> None:
+    """The upstream's 400 comes back as it came, with the x-locus-* headers of any answer: the
+    LLM that refused, a request id, the attempts (they were missing)."""
+    response, _, _ = chat({"a": ["filter"], "b": ["ok"]}, {**CHAT, "stream": streamed})
+    assert response.status_code == 400 and response.json()["error"]["code"] == "content_filter"
+    assert response.headers["x-locus-llm"] == "a" and response.headers["x-locus-attempts"] == "1"
+    assert len(response.headers["x-locus-request-id"]) == 32
+    assert "x-locus-failed" not in response.headers  # nothing was tried before a
+
+
 def test_a_fallback_refusing_the_request_moves_on_to_the_next() -> None:
     """The primary is down; the fallback rejects what the primary took (a prefill, a
     parameter): that is the fallback's limit, so the next LLM gets the request."""
@@ -232,9 +247,11 @@ def test_a_fallback_refusing_the_request_moves_on_to_the_next() -> None:
     assert response.status_code == 200 and response.headers["x-locus-llm"] == "c"
     assert fake.requests == {"a": 2, "b": 1, "c": 1}
     assert response.headers["x-locus-failed"] == "a=server_error,a=server_error,b=refused"
-    # every fallback refusing: the client gets the refusal as it came
+    # every fallback refusing: the client gets the first refusal as it came, named
     refused, _, _ = chat({"a": ["503"], "b": ["filter"], "c": ["filter"]})
     assert refused.status_code == 400 and refused.json()["error"]["code"] == "content_filter"
+    assert refused.headers["x-locus-llm"] == "b" and refused.headers["x-locus-attempts"] == "4"
+    assert refused.headers["x-locus-failed"] == "a=server_error,a=server_error,c=refused"
 
 
 def test_a_latency_bound_prefers_the_llms_that_meet_it() -> None:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,11 +18,22 @@ ROUTING_MODEL = "locus"
 
 
 class GatewayError(Exception):
-    """No LLM answered (`status` 502/503/504), or an upstream refused the request (its 4xx)."""
+    """No LLM answered (`status` 502/503/504), or an upstream refused the request (its 4xx).
 
-    def __init__(self, status: int, message: str, *, kind: str, body: Any = None) -> None:
+    Attributes:
+        llm_id: the LLM whose upstream gave this answer (a refusal), None when none did.
+        attempts: upstream calls made for the request (0: none).
+        failed: the LLMs tried before `llm_id` (all of them when it is None), with why.
+    """
+
+    def __init__(
+        self, status: int, message: str, *, kind: str, body: Any = None,
+        llm_id: str | None = None, attempts: int = 0,
+        failed: Sequence[Mapping[str, Any]] = (),
+    ) -> None:  # fmt: skip
         super().__init__(message)
         self.status, self.kind, self.body = status, kind, body
+        self.llm_id, self.attempts, self.failed = llm_id, attempts, list(failed)
 
 
 @dataclass(frozen=True)

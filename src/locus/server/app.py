@@ -25,10 +25,13 @@
 
 Every error, 404 and 405 included, is one JSON shape: {"error": {"message", "type"}}; bad
 input is a 4xx naming the field that is wrong (an unknown field of /v1/route too), never a 5xx.
-A chat answer's `model` is what the upstream answered as; `x-locus-llm` names the pool's LLM,
-`x-locus-upstream-model` the upstream model, `x-locus-failed` the LLMs tried before it,
-`x-locus-explored: true` an answer whose LLM was drawn by exploration (`explore`: a share of
-requests in [0, 1], the server's `ServerSettings.explore` by default, 0 off).
+An upstream's refusal (its 4xx, e.g. a content filter) is passed on as it came, with
+`x-locus-llm`, `x-locus-request-id` and `x-locus-attempts`; a chat no LLM answered says its
+attempts and `x-locus-failed`. A chat answer's `model` is what the upstream answered as;
+`x-locus-llm` names the pool's LLM, `x-locus-upstream-model` the upstream model,
+`x-locus-failed` the LLMs tried before it, `x-locus-explored: true` an answer whose LLM was
+drawn by exploration (`explore`: a share of requests in [0, 1], the server's
+`ServerSettings.explore` by default, 0 off).
 """
 
 from __future__ import annotations
@@ -167,11 +170,26 @@ def create_app(
             error.status_code, message, kinds.get(error.status_code, "http_error")
         )
 
+    def gateway_error(error: GatewayError, text: str | None = None) -> Response:
+        """The answer to a chat no LLM answered, with what is known of how it came about: an
+        upstream's refusal as it came, naming its LLM (and, for the routed `text`, a request
+        id), and the attempts and failures of any request that called upstreams."""
+        if error.kind == "refused" and isinstance(error.body, dict):
+            response: Response = JSONResponse(error.body, status_code=error.status)
+        else:
+            response = error_response(error.status, str(error), error.kind)
+        if error.llm_id is not None:
+            if text is not None:
+                response.headers["x-locus-request-id"] = outcome_log.record(error.llm_id, text)
+            response.headers["x-locus-llm"] = error.llm_id
+        if error.attempts:
+            response.headers["x-locus-attempts"] = str(error.attempts)
+        response.headers.update(answer_headers(None, error.failed))
+        return response
+
     @app.exception_handler(GatewayError)
     async def gatewayerror_response(request: Request, error: GatewayError) -> Response:
-        if error.kind == "refused" and isinstance(error.body, dict):
-            return JSONResponse(error.body, status_code=error.status)
-        return error_response(error.status, str(error), error.kind)
+        return gateway_error(error)
 
     @app.get("/health")
     async def health() -> dict[str, str]:
@@ -329,6 +347,15 @@ def create_app(
                 400, "explore: expected a share in [0, 1] (0: route to the best mean)",
                 "invalid_request",
             )  # fmt: skip
+        try:
+            return await answer_chat(data, text, unavailable, max_latency, explore)
+        except GatewayError as error:
+            return gateway_error(error, text)
+
+    async def answer_chat(
+        data: dict[str, Any], text: str, unavailable: list[str], max_latency: float | None,
+        explore: float | None,
+    ) -> Response:  # fmt: skip
         if data.get("stream"):
             streamed = await gateway.stream(
                 data, text, unavailable=unavailable, max_latency_ms=max_latency, explore=explore

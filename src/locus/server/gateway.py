@@ -275,6 +275,7 @@ class Gateway:
         failed: list[dict[str, Any]] = []
         attempts = tried = 0
         refusal: UpstreamError | None = None  # a fallback's 4xx: that LLM's, not the request's
+        refused: dict[str, Any] = {}  # its entry in `failed`
         for position, llm in enumerate(order):
             if tried >= self.settings.max_attempts:
                 break
@@ -300,11 +301,14 @@ class Gateway:
                     if not error.retryable:
                         if tried == 1:  # the first choice refused the request: the client's
                             raise GatewayError(
-                                error.status or 502, str(error), kind=error.kind, body=error.body
-                            ) from None
+                                error.status or 502, str(error), kind=error.kind,
+                                body=error.body, llm_id=llm, attempts=attempts,
+                                failed=failed[:-1],
+                            ) from None  # fmt: skip
                         # a fallback refusing (a prefill or a parameter it does not take) is
                         # that LLM's limit: the next one may take the request
-                        refusal = refusal or error
+                        if refusal is None:
+                            refusal, refused = error, failed[-1]
                         break
                     if error.kind == "retired":
                         self._retire(llm, order[position + 1 :])
@@ -327,15 +331,17 @@ class Gateway:
                 return llm, result, attempts, failed, candidate_of[llm], explored_here
         if refusal is not None and all(f["kind"] == "refused" for f in failed[-1:]):
             raise GatewayError(
-                refusal.status or 502, str(refusal), kind=refusal.kind, body=refusal.body
-            )
+                refusal.status or 502, str(refusal), kind=refusal.kind, body=refusal.body,
+                llm_id=refusal.llm_id, attempts=attempts,
+                failed=[f for f in failed if f is not refused],
+            )  # fmt: skip
         summary = "; ".join(f"{f['llm_id']}: {f['kind']}" for f in failed) or "no attempt"
         timed_out = any(f["kind"] == "timeout" for f in failed)
         raise GatewayError(
             504 if timed_out and len(failed) == attempts else 503,
             f"no LLM answered after {attempts} attempts ({summary})",
-            kind="all_failed",
-        )
+            kind="all_failed", attempts=attempts, failed=failed,
+        )  # fmt: skip
 
     def _endpoint_model(self, llm: str) -> str:
         """The catalog's model name for `llm` (its llm_id where a catalog reload removed it
