@@ -58,7 +58,7 @@ class RankedRouter:
         if quality is not None or budget is not None or cost_weight:
             ranked = ranked[::-1]  # any cost rule: the cheapest first
         candidates = tuple(
-            RankedLLM(llm, 0.9 - 0.1 * i, self.costs[llm], 0.9 - 0.1 * i)
+            RankedLLM(llm, 0.9 - 0.1 * i, self.costs.get(llm), 0.9 - 0.1 * i)
             for i, llm in enumerate(ranked)
         )
         return [RouteDecision(ranked[0], 0.9, None, candidates[:top]) for _ in texts]
@@ -467,9 +467,12 @@ def test_route_models_health_ready_and_metrics() -> None:
         assert free["llm_id"] == "b"  # the option reaches the router
         batch = post(app, "/v1/route", {"texts": ["x", "y"], "top": 2}).json()["decisions"]
         assert [len(d["ranked"]) for d in batch] == [2, 2]
-        names = [m["id"] for m in post(app, "/v1/models").json()["data"]]
-        assert names[:3] == ["locus", "locus:quality=0.95", "locus:cost=10"]
-        assert set(names[3:]) == {"a", "b", "c", "d"}
+        models = post(app, "/v1/models").json()
+        # what a chat may name: the LLMs with an endpoint (a, b; not c, d), the cost rules
+        # (a and b are priced: 0.004 and 0.003 a query), a budget of their mean
+        assert models["mode"] == "gateway" and [m["id"] for m in models["data"]] == [
+            "locus", "locus:quality=0.95", "locus:budget=0.0035", "locus:cost=10", "a", "b"
+        ]  # fmt: skip
         assert post(app, "/health").json() == {"status": "ok"}
         assert fake.requests == {}  # none of these called an upstream
         ready = post(app, "/ready")
@@ -509,6 +512,26 @@ def test_a_routing_only_server_is_ready() -> None:
     assert ready.status_code == 200
     assert ready.json()["mode"] == "routing" and ready.json()["status"] == "ready"
     assert post(app, "/v1/route", {"text": "q"}).json()["llm_id"] == "a"
+    # it answers no chat: it lists the LLMs /v1/route routes among, and no routing name
+    models = post(app, "/v1/models").json()
+    assert models["mode"] == "routing" and [m["id"] for m in models["data"]] == list("abcd")
+
+
+class HalfPricedRouter(RankedRouter):
+    costs: ClassVar[dict[str, float]] = {"a": 0.004}
+
+
+def test_the_model_list_names_only_what_the_gateway_serves() -> None:
+    """A retired LLM leaves the list; an unpriced LLM with an endpoint takes the cost rules
+    out of it (the workspace router refuses a cost rule with an unpriced candidate)."""
+    with fake_upstreams({"a": ["404"], "b": ["ok"]}) as fake:
+        router = ServiceRouter(HalfPricedRouter())
+        gateway = Gateway(router.rank, Upstreams(fake.endpoints()), settings=SETTINGS)
+        app = create_app(router, gateway, settings=SETTINGS)
+        names = [m["id"] for m in post(app, "/v1/models").json()["data"]]
+        assert names == ["locus", "a", "b"]  # b has no price: no cost rule
+        assert post(app, "/v1/chat/completions", CHAT).headers["x-locus-llm"] == "b"
+        assert [m["id"] for m in post(app, "/v1/models").json()["data"]] == ["locus", "b"]
 
 
 def stream(

@@ -15,7 +15,12 @@
                                 "locus:cost=W" or an llm_id; x-locus-* headers (the
                                 answering LLM, its predicted P(correct) and expected cost;
                                 a stream's cost is in its usage chunk, not a header)
-    GET  /v1/models             the pool and the routing names
+    GET  /v1/models             what a chat may name: `locus`, the cost rules where every
+                                served LLM is priced (`locus:quality=0.95`, a
+                                `locus:budget=` of their mean cost, `locus:cost=10`), the
+                                LLMs with an endpoint (not retired); a routing-only server
+                                (no endpoints, "mode": "routing") lists the pool's LLMs,
+                                which /v1/route routes among, and no routing name
     GET  /v1/upstreams          each endpoint's recent latency, error rate, circuit state
     POST /v1/catalog/reload     re-read the LLM catalog (endpoints, prices); needs a key
     GET  /health                liveness (no upstream calls)
@@ -36,6 +41,7 @@ drawn by exploration (`explore`: a share of requests in [0, 1], the server's
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -68,6 +74,18 @@ ROUTE_FIELDS = (
     "unavailable",
     "guarded",
 )
+
+
+def _round_up(usd: float) -> str:
+    """`usd` rounded up to two significant digits, as text.
+
+    >>> _round_up(0.0035), _round_up(0.00123), _round_up(0.001), _round_up(123.0)
+    ('0.0035', '0.0013', '0.001', '130')
+    """
+    decimals = 1 - math.floor(math.log10(usd))
+    rounded = math.ceil(usd * 10**decimals - 1e-9) / 10**decimals
+    text = f"{rounded:.{max(decimals, 0)}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def create_app(
@@ -140,10 +158,23 @@ def create_app(
         metrics.request_seconds.labels(label).observe(time.perf_counter() - started)
         return response
 
-    def priced_rules() -> list[str]:
-        """The decision rules /v1/models lists: the cost rules only where every LLM with an
-        endpoint (what a cost rule weighs in the gateway) is priced."""
-        return ["quality=0.95", "cost=10"] if router.priced(gateway.upstreams.endpoints) else []
+    def served_llms() -> list[str]:
+        """What a chat may name: the LLMs with an endpoint, not retired (the pool's order)."""
+        served = gateway.upstreams.endpoints
+        pool = [llm for llm in router.llm_ids if llm in served]
+        pool += sorted(set(served) - set(pool))  # an endpoint outside the pool is served too
+        return [llm for llm in pool if llm not in gateway.retired]
+
+    def priced_rules(llm_ids: list[str]) -> list[str]:
+        """The decision rules /v1/models lists: the cost rules only where every LLM of
+        `llm_ids` (those a cost rule weighs in the gateway) is priced; a budget of their mean
+        cost per query (rounded up: at least the cheapest routing's), where it is not 0."""
+        costs = router.costs_of(llm_ids)
+        if costs is None:
+            return []
+        mean = sum(costs.values()) / len(costs)
+        budget = [f"budget={_round_up(mean)}"] if mean > 0 else []
+        return ["quality=0.95", *budget, "cost=10"]
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, error: Exception) -> Response:
@@ -243,10 +274,16 @@ def create_app(
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
         now = int(time.time())
-        names = [ROUTING_MODEL, *(f"{ROUTING_MODEL}:{rule}" for rule in priced_rules()),
-                 *router.llm_ids]  # fmt: skip
+        if gateway.upstreams.endpoints:
+            llms = served_llms()
+            rules = priced_rules(llms)
+            names = [ROUTING_MODEL, *(f"{ROUTING_MODEL}:{rule}" for rule in rules), *llms]
+            mode = "gateway"
+        else:  # no chat is served: the LLMs /v1/route routes among
+            names, mode = list(router.llm_ids), "routing"
         return {
             "object": "list",
+            "mode": mode,
             "data": [
                 {"id": n, "object": "model", "created": now, "owned_by": "locus"} for n in names
             ],

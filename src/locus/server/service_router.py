@@ -50,12 +50,18 @@ class ServiceRouter:
     def llm_ids(self) -> list[str]:
         return list(self.router.llm_ids)
 
-    def priced(self, llm_ids: Collection[str]) -> bool:
-        """True when every LLM of `llm_ids` (of the pool) has a cost, so a cost rule can weigh
-        them; False for none."""
+    def costs_of(self, llm_ids: Collection[str]) -> dict[str, float] | None:
+        """USD per query of each LLM of `llm_ids` (of the pool) when every one has a cost, so
+        a cost rule can weigh them; None when one has none, or for none."""
         costs = getattr(self.router, "costs", None) or {}
         chosen = [llm for llm in self.llm_ids if llm in llm_ids]
-        return bool(chosen) and all(llm in costs for llm in chosen)
+        if not chosen or not all(llm in costs for llm in chosen):
+            return None
+        return {llm: float(costs[llm]) for llm in chosen}
+
+    def priced(self, llm_ids: Collection[str]) -> bool:
+        """True when every LLM of `llm_ids` (of the pool) has a cost; False for none."""
+        return self.costs_of(llm_ids) is not None
 
     def decide(
         self,
