@@ -39,12 +39,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import REPO_ROOT, write_results
-from bench_newcomer import _router
+from bench_newcomer import _router, loo_artifact
 
 from locus.locus import Locus
-from locus.nn import TrainingConfig
-from locus.pipeline import fit_workspace, workspace_table
-from locus.pipeline.workspace_artifacts import artifact_path
+from locus.pipeline import workspace_table
 from locus.routing import StackedRouter
 from locus.routing.explore import Exploration
 from locus.store import Store
@@ -162,12 +160,7 @@ def run(
     requests: int,
     batch: int,
 ) -> list[dict[str, Any]]:
-    name = "loo-" + "".join(c if c.isalnum() else "-" for c in newcomer)
-    folder = artifact_path(store, name)
-    if not (folder / "stacked.json").exists():
-        fit_workspace(
-            store, TrainingConfig(anchors=1024, seed=0), name=name, exclude_llms=[newcomer]
-        )
+    folder = loo_artifact(store, newcomer)
     data = workspace_table(store, split_seed=0)
     table = data.table
     base = _router(folder)

@@ -67,6 +67,17 @@ def _router(folder: Path, prior_strength: float | None = None) -> StackedRouter:
     return router
 
 
+def loo_artifact(store: Store, newcomer: str) -> Path:
+    """The folder of the router fitted without `newcomer` (fitted now when missing)."""
+    name = "loo-" + "".join(c if c.isalnum() else "-" for c in newcomer)
+    folder = artifact_path(store, name)
+    if not (folder / "stacked.json").exists():
+        fit_workspace(
+            store, TrainingConfig(anchors=1024, seed=0), name=name, exclude_llms=[newcomer]
+        )
+    return folder
+
+
 def _log_loss(proba: np.ndarray, truth: np.ndarray) -> float:
     p = np.clip(np.asarray(proba, np.float64), 1e-6, 1 - 1e-6)
     y = np.asarray(truth, np.float64)
@@ -112,12 +123,7 @@ def run(
     probes_by: str | None = None,
     baselines: bool = False,
 ) -> list[dict[str, Any]]:
-    name = "loo-" + "".join(c if c.isalnum() else "-" for c in newcomer)
-    folder = artifact_path(store, name)
-    if not (folder / "stacked.json").exists():
-        fit_workspace(
-            store, TrainingConfig(anchors=1024, seed=0), name=name, exclude_llms=[newcomer]
-        )
+    folder = loo_artifact(store, newcomer)
     data = workspace_table(store, split_seed=0)
     table = data.table
     x = table.llm_index(newcomer)
