@@ -504,6 +504,37 @@ def test_404_and_405_answer_the_documented_error_shape() -> None:
         }
 
 
+def test_ready_counts_the_upstreams_reachable_now_and_names_the_others() -> None:
+    """Two of four upstreams down: after a request found them so (each call and its retry
+    failed, their circuits not yet open at 3 failures), /ready counts 2 reachable (it said 4)
+    and says which are not and why; a cool-down later they count again, their trial due."""
+    clock = Clock()
+    settings = dataclasses.replace(SETTINGS, breaker_failures=3)
+    scripts = {"a": ["reset"], "b": ["reset"], "c": ["ok"], "d": ["ok"]}
+    with fake_upstreams(scripts) as fake:
+        app, gateway = build(fake, clock, settings=settings)
+        assert post(app, "/ready").json()["reachable"] == 4  # nothing known yet
+        assert post(app, "/v1/chat/completions", CHAT).headers["x-locus-llm"] == "c"
+        assert gateway.breaker.state("a") == gateway.breaker.state("b") == "closed"
+        ready = post(app, "/ready")
+        assert ready.status_code == 200 and ready.json()["reachable"] == 2
+        assert ready.json()["unreachable"] == {
+            "a": "its last call failed (connect)", "b": "its last call failed (connect)"
+        }  # fmt: skip
+        clock.now += settings.breaker_cooldown_s + 1
+        assert post(app, "/ready").json()["reachable"] == 4
+
+
+def test_ready_is_degraded_when_no_upstream_is_reachable() -> None:
+    clock = Clock()
+    with fake_upstreams({"a": ["500"], "b": ["404"]}) as fake:
+        app, _ = build(fake, clock)
+        assert post(app, "/v1/chat/completions", CHAT).status_code == 503
+        ready = post(app, "/ready")
+        assert ready.status_code == 503 and ready.json()["status"] == "degraded"
+        assert ready.json()["unreachable"] == {"a": "circuit open", "b": "retired"}
+
+
 def test_a_routing_only_server_is_ready() -> None:
     router = ServiceRouter(RankedRouter())
     gateway = Gateway(router.rank, Upstreams({}), settings=SETTINGS)

@@ -25,7 +25,11 @@
     POST /v1/catalog/reload     re-read the LLM catalog (endpoints, prices); needs a key
     GET  /health                liveness (no upstream calls)
     GET  /ready                 the router is loaded and (a gateway) at least one LLM can be
-                                reached; a routing-only server (no endpoints) is ready at once
+                                reached now (not retired, its circuit not open, its latest
+                                call not a failure of the last cool-down: no probes are sent,
+                                calls are the evidence), with the others and why
+                                ("unreachable"); a routing-only server (no endpoints) is ready
+                                at once
     GET  /metrics               Prometheus (paths labelled by route, not by raw URL)
 
 Every error, 404 and 405 included, is one JSON shape: {"error": {"message", "type"}}; bad
@@ -226,22 +230,34 @@ def create_app(
     async def health() -> dict[str, str]:
         return {"status": "ok"}
 
+    def unreachable(llm: str) -> str | None:
+        """Why `llm`'s upstream cannot be reached now, or None. The server sends no probes:
+        its calls are the evidence. A circuit whose cool-down has passed counts as
+        reachable, its trial due: a server whose every upstream failed once would otherwise
+        stay unready, and never be sent the request that shows they are back."""
+        if llm in gateway.retired:
+            return "retired"
+        state = gateway.breaker.state(llm)
+        if state == "open":
+            return "circuit open"
+        failure = gateway.breaker.last_failure(llm)
+        if state == "closed" and failure is not None:
+            return f"its last call failed ({failure})"
+        return None
+
     @app.get("/ready")
     async def ready() -> Response:
         served = gateway.upstreams.endpoints
-        reachable = [
-            llm
-            for llm in served
-            if gateway.breaker.state(llm) != "open" and llm not in gateway.retired
-        ]
+        down = {llm: why for llm in sorted(served) if (why := unreachable(llm)) is not None}
         mode = "gateway" if served else "routing"  # no endpoint: /v1/route only, ready at once
-        up = bool(reachable) or not served
+        up = len(down) < len(served) or not served
         body = {
             "status": "ready" if up else "degraded",
             "mode": mode,
             "llms": len(router.llm_ids),
             "with_endpoint": len(served),
-            "reachable": len(reachable),
+            "reachable": len(served) - len(down),
+            "unreachable": down,
             "retired": sorted(gateway.retired),
         }
         return JSONResponse(body, status_code=200 if up else 503)

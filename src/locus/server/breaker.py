@@ -30,6 +30,8 @@ class _Circuit:
     opened_at: float | None = None
     trial: bool = False
     trial_at: float = 0.0  # when the running trial began
+    failed_at: float | None = None  # the latest call's failure (None: it succeeded)
+    why: str = ""  # what that failure was
 
 
 class CircuitBreaker:
@@ -78,13 +80,25 @@ class CircuitBreaker:
         with self._lock:
             self._circuits[llm_id] = _Circuit()
 
-    def failure(self, llm_id: str) -> None:
+    def failure(self, llm_id: str, why: str = "failed") -> None:
+        """One failed call of `llm_id`; `why` says what failed (`last_failure`)."""
         with self._lock:
             circuit = self._get(llm_id)
             circuit.failures += 1
+            circuit.failed_at, circuit.why = self._clock(), why
             if circuit.trial or circuit.failures >= self.failures:
                 circuit.opened_at = self._clock()
                 circuit.trial = False
+
+    def last_failure(self, llm_id: str) -> str | None:
+        """What the latest call of `llm_id` failed with, when it failed less than `cooldown_s`
+        ago (an older failure no longer says the LLM is down, as an open circuit half-opens);
+        None when it succeeded, or was never made."""
+        with self._lock:
+            circuit = self._circuits.get(llm_id)
+            if circuit is None or circuit.failed_at is None:
+                return None
+            return circuit.why if self._clock() - circuit.failed_at < self.cooldown_s else None
 
     def hold(self, llm_id: str, seconds: float) -> None:
         """Skip this LLM for `seconds` (a 429's Retry-After), whatever its failure count."""

@@ -397,7 +397,7 @@ class Gateway:
         failed.append({"llm_id": llm, "kind": error.kind, "status": error.status})
         self.metrics.upstream_errors.labels(llm, error.kind).inc()
         if error.counts_against_llm:
-            self.breaker.failure(llm)
+            self.breaker.failure(llm, error.kind)
         else:  # the upstream answered (a refusal, a context limit): it is up, a trial included
             self.breaker.success(llm)
         if error.kind == "rate_limited" and error.retry_after:
