@@ -79,6 +79,22 @@ def planted_long_table(
     return pd.DataFrame(rows)
 
 
+def locus_command(*args: object) -> list[str]:
+    """`locus ARGS...` as a process of its own, run by this Python: its stdout and stderr are
+    whatever the test makes them (pipes: not a terminal)."""
+    return [sys.executable, "-c", "from locus.cli import main; main()", *map(str, args)]
+
+
+def locus_env(**extra: str) -> dict[str, str]:
+    """The environment for `locus_command`: this checkout's sources first, progress shown, one
+    torch thread (two contend with the other work of a 2-core machine), and `extra`."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "LOCUS_NO_PROGRESS"}
+    env.update(PYTHONPATH=str(REPO_ROOT / "src"), OMP_NUM_THREADS="1", **extra)
+    return env
+
+
 @dataclass
 class CliResult:
     exit_code: int

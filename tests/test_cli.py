@@ -167,14 +167,111 @@ def test_progress_in_a_log_file_is_plain_lines(
     monkeypatch.delenv("LOCUS_NO_PROGRESS", raising=False)
     clock = iter(float(t) for t in range(0, 10_000, 20))  # 20 s between readings
     monkeypatch.setattr("time.monotonic", lambda: next(clock))
-    with render.progress_bars()("fitting", total=20) as advance:
+    with render.progress_bars(interval=15)("fitting", total=20) as advance:
         for _ in range(20):
             advance(1)
     lines = capsys.readouterr().err.splitlines()
-    # stderr is not a terminal here: lines at every tenth (the clock allows each), then the end
-    assert lines[0].startswith("fitting: 2/20 in ") and "left" in lines[0]
-    assert lines[-1].startswith("fitting: 20/20 in ") and "left" not in lines[-1]
-    assert len(lines) == 11 and "\x1b" not in "".join(lines)
+    # stderr is not a terminal here: a line at the start, then at every step (20 s each, more
+    # than the 15 s interval), the last step in the final line only
+    assert lines[0] == "fitting ..."
+    assert lines[1] == "fitting: 1/20 (5%) in 20 s, about 6 min 20 s left"
+    assert lines[-1] == "fitting: 20/20 in 7 min 00 s"  # the end: one more reading
+    assert len(lines) == 21 and "\x1b" not in "".join(lines)
+
+
+def test_plain_progress_every_tenth_or_interval_whichever_first() -> None:
+    import io
+
+    from locus.cli._render import _PlainLines
+
+    stream, now = io.StringIO(), [0.0]
+    lines = _PlainLines(stream, "fitting", 100, interval=30, clock=lambda: now[0])
+    lines.start()
+    for step in range(1, 101):
+        now[0] += 10 if step <= 3 else 1  # three slow steps, then 1 s a step
+        lines.update(step)
+    lines.finish()
+    shown = stream.getvalue().splitlines()
+    assert shown[:3] == [
+        "fitting ...",
+        "fitting: 3/100 (3%) in 30 s, about 16 min 10 s left",  # the interval: 30 s
+        "fitting: 10/100 (10%) in 37 s, about 5 min 33 s left",  # a tenth: 7 s later
+    ]
+    assert shown[3].startswith("fitting: 20/100 (20%) in 47 s")
+    assert shown[-1] == "fitting: 100/100 in 2 min 07 s" and len(shown) == 12
+
+
+def test_plain_progress_keeps_coming_while_a_stage_counts_nothing() -> None:
+    import io
+    import time
+
+    from locus.cli._render import _PlainLines
+
+    stream = io.StringIO()
+    lines = _PlainLines(stream, "stacking", None, interval=0.05, clock=time.monotonic)
+    lines.start()
+    deadline = time.monotonic() + 30
+    while "running for" not in stream.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    lines.finish()
+    shown = stream.getvalue().splitlines()
+    assert shown[0] == "stacking ..." and shown[1] == "stacking: running for 0 s"
+    assert shown[-1] == "stacking: done in 0 s"
+
+
+def test_progress_interval_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from locus.cli._render import progress_seconds
+    from locus.errors import LocusInputError
+
+    monkeypatch.delenv("LOCUS_PROGRESS_SECONDS", raising=False)
+    assert progress_seconds() == 30 and progress_seconds(2.5) == 2.5
+    monkeypatch.setenv("LOCUS_PROGRESS_SECONDS", "0.5")
+    assert progress_seconds() == 0.5
+    monkeypatch.setenv("LOCUS_PROGRESS_SECONDS", "soon")
+    with pytest.raises(LocusInputError, match="LOCUS_PROGRESS_SECONDS='soon': expected a pos"):
+        progress_seconds()
+
+
+def test_fit_without_a_terminal_reports_progress_in_whole_plain_lines(tmp_path: Path) -> None:
+    """stdout and stderr are pipes (CI, nohup, `| tee`): training says where it is in plain
+    lines as it goes, and the summary lines are whole (no cut to 80 columns)."""
+    import re
+    import subprocess
+
+    from tests.conftest import locus_command, locus_env
+    from tests.planted_workspace import build_planted_workspace, planted_rows
+
+    ws = build_planted_workspace(
+        tmp_path / "ws", planted_rows(llms_per_group=2, queries_per_task=30)
+    )
+    small = ["dim=32", "inducing_points=8", "heads=2", "feed_forward=64", "predictor_hidden=32"]
+    done = subprocess.run(
+        locus_command(
+            "fit", "-w", ws, "--max-steps", 10, "--eval-every", 5, "--anchors", 64,
+            "--min-evidence", 8, *[part for s in small for part in ("--set", s)],
+        ),
+        capture_output=True, text=True, timeout=600, env=locus_env(LOCUS_PROGRESS_SECONDS="60"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[:2] == ["reading the workspace ...", lines[1]]
+    assert re.fullmatch(r"reading the workspace: done in \d+ s", lines[1])
+    step = r"training: step (\d+)/10 \(\d+%\) in \d+ s, about \d+ s left at most; loss \d\.\d{4}.*"
+    steps = [int(m[1]) for m in map(lambda line: re.fullmatch(step, line), lines) if m]
+    assert steps == list(range(1, 10))  # every tenth of 10 steps; the 10th in the last line
+    assert any(
+        re.fullmatch(r"training: step 10/10 in \d+ s; loss \d\.\d{4}, val .*", x) for x in lines
+    )
+    assert "fitting the router (kNN stack and guard) ..." in lines
+    assert any(re.fullmatch(r"saving the artifact: done in \d+ s", line) for line in lines)
+    summary = re.compile(
+        r"^trained artifact default on 6 LLMs, 77 training queries in \d+ s; best validation "
+        r"hit@1 \d\.\d{4} at step \d+$",
+        re.MULTILINE,
+    )
+    assert summary.search(done.stdout), done.stdout
+    assert re.search(r"^routing guard: .* alone \d\.\d{4}\)$", done.stdout, re.MULTILINE)
+    assert "\x1b" not in done.stdout + done.stderr and "\u2026" not in done.stdout + done.stderr
 
 
 def test_encode_tells_a_workspace_on_the_old_cut_how_to_switch(run_cli: Run, filled: Path) -> None:

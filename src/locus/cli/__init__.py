@@ -15,6 +15,12 @@
     keys_commands.py    keys create | list | revoke
     demo.py             demo: the main job end to end
 
+Progress goes to stderr: live bars in a terminal; elsewhere (a pipe, a log file, CI) plain
+lines, flushed, when a stage starts, every tenth of its steps or every `$LOCUS_PROGRESS_SECONDS`
+(default 30) seconds, whichever comes first, with the time elapsed and an estimate of the time
+left, and when it ends. `-q` or `$LOCUS_NO_PROGRESS` silences them. Without a terminal, output
+lines are never wrapped or cut to a console width.
+
 Errors from the library arrive as `LocusError`; they are printed on one line to stderr and the
 process exits with the error's exit code (2 for bad input), the store unchanged. Under
 `--json` every error, a usage error included, is instead one JSON object on stdout,

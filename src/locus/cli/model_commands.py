@@ -75,6 +75,7 @@ def fit_command(
     quiet: QuietOption = False,
 ) -> None:
     """Train the LOCUS networks on the workspace's training queries; write an artifact."""
+    from locus._progress import no_progress
     from locus.nn.config import TrainingConfig
     from locus.pipeline import fit_workspace, steps_for_epochs
 
@@ -98,6 +99,7 @@ def fit_command(
                 exclude_llms=exclude or (),
                 progress=progress,
                 ensemble=ensemble,
+                stages=no_progress if progress is None else progress.stage,
             )
     if as_json:
         print_json(report.as_dict())

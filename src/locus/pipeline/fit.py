@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from locus._progress import ProgressFactory, no_progress
 from locus.calibration import Calibration
 from locus.data.table import ScoreTable
 from locus.errors import LocusInputError, LocusNotFoundError
@@ -89,6 +90,7 @@ def fit_workspace(
     progress: ProgressCallback | None = None,
     device: str = "cpu",
     ensemble: bool = True,
+    stages: ProgressFactory = no_progress,
 ) -> FitReport:
     """Train on the workspace's training queries, save the artifact, store every embedding.
 
@@ -98,10 +100,14 @@ def fit_workspace(
     fitted router (`locus.routing.stacked.StackedRouter`): with `ensemble` (the default), LOCUS
     stacked with a kNN router over the training scores, and the routing guard either way; and
     the per-query cost model with the validation queries a budget is tuned on.
+
+    `progress` hears every training step; `stages` opens one task for each other stage
+    (reading the workspace, fitting the router, saving the artifact).
     """
     started = time.perf_counter()
     path = artifact_path(store, name)
-    data = workspace_table(store, split_seed=split_seed)
+    with stages("reading the workspace"):
+        data = workspace_table(store, split_seed=split_seed)
     table = data.table
     if exclude_llms:
         unknown = sorted(set(exclude_llms) - set(table.llm_ids))
@@ -128,13 +134,14 @@ def fit_workspace(
         text_encoder_name=data.encoder,
         progress=progress,
     )
-    router = StackedRouter.fit(
-        LocusRouter(model),
-        Evidence.from_table(table, data.vectors, train_rows),
-        Evidence.from_table(table, data.vectors, val_rows),
-        stacked=ensemble,
-    )
-    cost_model = _fit_cost_model(table, data.vectors, train_rows)
+    with stages("fitting the router (kNN stack and guard)" if ensemble else "fitting the guard"):
+        router = StackedRouter.fit(
+            LocusRouter(model),
+            Evidence.from_table(table, data.vectors, train_rows),
+            Evidence.from_table(table, data.vectors, val_rows),
+            stacked=ensemble,
+        )
+        cost_model = _fit_cost_model(table, data.vectors, train_rows)
 
     def also(folder: Path) -> None:
         router.save_parts(folder)
@@ -144,9 +151,10 @@ def fit_workspace(
             (folder / COST_FOLDER).mkdir(exist_ok=True)
             CostModel.save_validation(folder / COST_FOLDER, data.vectors[val_rows])
 
-    model.save(path, also=also)
-    publish_artifact(store, name)
-    model.pool_.bind(store, name, fit_id=model.manifest.fit_id)
+    with stages("saving the artifact"):
+        model.save(path, also=also)
+        publish_artifact(store, name)
+        model.pool_.bind(store, name, fit_id=model.manifest.fit_id)
     best = max((h.get("val_routing_accuracy", math.nan) for h in model.history_), default=0.0)
     return FitReport(
         artifact=path,
