@@ -377,6 +377,13 @@ def test_a_429_with_retry_after_holds_the_llm() -> None:
         ("/v1/chat/completions", {**CHAT, "model": "locus:quality=0"}, 400, "(0, 1]"),
         ("/v1/chat/completions", {**CHAT, "model": "locus:budget=-1"}, 400, "budget must"),
         ("/v1/chat/completions", {**CHAT, "model": "locus:speed=1"}, 400, "quality=S"),
+        (
+            "/v1/chat/completions",
+            {**CHAT, "temperatur": 0.2},
+            400,
+            "unknown parameter 'temperatur' (did you mean 'temperature'?); expected an OpenAI",
+        ),
+        ("/v1/chat/completions", {**CHAT, "queries": 1}, 400, "unknown parameter 'queries';"),
         ("/v1/route", {"text": "q", "quality": 1.5}, 400, "quality must lie in (0, 1]"),
         ("/v1/route", {"text": "q", "quality": 0.9, "budget": 0.1}, 400, "choose one"),
         ("/v1/route", {"text": "q", "budget": 0}, 400, "budget must be a number > 0"),
@@ -420,6 +427,18 @@ def test_bad_input_is_a_4xx_with_a_one_line_json_error(
     assert response.status_code == status, response.text
     error = response.json()["error"]
     assert message in error["message"] and "\n" not in error["message"]
+
+
+def test_openai_parameters_reach_the_upstream_and_locus_fields_never_do() -> None:
+    body = {
+        **CHAT, "temperature": 0.2, "max_tokens": 16, "top_k": 5, "stop": ["\n"],
+        "unavailable": ["b"], "max_latency_ms": 10_000, "explore": 0,
+    }  # fmt: skip
+    response, fake, _ = chat({"a": ["ok"]}, body)
+    assert response.status_code == 200, response.text
+    [sent] = fake.bodies["a"]
+    assert (sent["temperature"], sent["max_tokens"], sent["top_k"]) == (0.2, 16, 5)
+    assert not {"unavailable", "max_latency_ms", "explore"} & set(sent)
 
 
 @pytest.mark.parametrize("model", ["locus:quality=0.95", "locus:budget=0.002", "locus:cost=10"])

@@ -10,7 +10,10 @@
                                 (or a list under "outcomes"): the answering LLM's evidence
                                 (`locus.server.outcomes`); needs a key
     POST /v1/chat/completions   OpenAI-compatible, non-streaming and SSE streaming (locus's own
-                                fields: unavailable, max_latency_ms, explore); model
+                                fields: unavailable, max_latency_ms, explore, never sent
+                                upstream; a field that is neither OpenAI's nor locus's is a
+                                400 naming it, as the OpenAI API answers, so a misspelt
+                                "temperatur" is not dropped unseen: `CHAT_FIELDS`); model
                                 "locus", "locus:quality=S", "locus:budget=B",
                                 "locus:cost=W" or an llm_id; x-locus-* headers (the
                                 answering LLM, its predicted P(correct) and expected cost;
@@ -59,7 +62,13 @@ from locus.errors import LocusError
 from locus.routing.rules import DecisionRule
 from locus.server.gateway import ROUTING_MODEL, Gateway, GatewayError
 from locus.server.onboard_jobs import add_onboard_routes
-from locus.server.requests import BadRequest, non_negative, read_json_body, unavailable_llms
+from locus.server.requests import (
+    BadRequest,
+    check_chat_fields,
+    non_negative,
+    read_json_body,
+    unavailable_llms,
+)
 from locus.server.responses import answer_headers, error_response, predicted_headers, text_of
 from locus.server.service_router import ServiceRouter
 from locus.server.settings import ServerSettings
@@ -377,6 +386,7 @@ def create_app(
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> Response:
         data = await read_json_body(request, settings.max_body_bytes)
+        check_chat_fields(data)
         if "messages" not in data:
             raise BadRequest(400, "messages: required", "invalid_request")
         text = text_of(data["messages"])
