@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -286,3 +287,62 @@ def test_encode_tells_a_workspace_on_the_old_cut_how_to_switch(run_cli: Run, fil
     switched = run_cli("encode", "--encoder", "minilm-onnx-int8", "--workspace", filled)
     assert "switching the workspace's text encoder" in " ".join(switched.stderr.split())
     assert "cuts texts" not in run_cli("encode", "--workspace", filled).stderr
+
+
+_SMALL_NETWORK = (
+    "dim=32",
+    "inducing_points=8",
+    "heads=2",
+    "feed_forward=64",
+    "predictor_hidden=32",
+)
+
+
+def _tiny_pool(workspace: Path) -> Path:
+    """4 LLMs, 24 queries: 19 for training, 4 for validation, 1 for the test, on which every
+    LLM is right (its cells have one class)."""
+    rows = planted_long_table(n_llms=4, n_queries=24, missing=0.0)
+    number = rows["query_id"].str[1:].astype(int)
+    rows["split"] = np.where(number < 19, "train", np.where(number < 23, "val", "test"))
+    rows.loc[rows["split"] == "test", "score"] = 1.0
+    with Store.open(workspace) as store:
+        store.write_batch(ImportBatch.from_long(rows, source="tiny", origin="t.csv"), kind="table")
+    return workspace
+
+
+def test_a_tiny_pool_says_it_cannot_calibrate_and_evaluates_only_what_means_something(
+    run_cli: Run, workspace: Path
+) -> None:
+    import json
+
+    ws = _tiny_pool(workspace)
+    assert run_cli("encode", "--encoder", "hashing-16", "-w", ws).exit_code == 0
+    settings = [part for s in _SMALL_NETWORK for part in ("--set", s)]
+    fitted = run_cli("fit", "-w", ws, "--max-steps", 10, "--eval-every", 5, "--anchors", 16,
+                     "--min-evidence", 8, *settings)  # fmt: skip
+    assert fitted.exit_code == 0, fitted.stderr
+    notes = fitted.stderr.splitlines()
+    assert len(notes) == 2, notes  # one line each, whole
+    assert notes[0].startswith("note: llm-0 has 19 scored training queries (and 4 validation ")
+    assert "fewer than 50: too few to learn from or to calibrate P(correct) on" in notes[0]
+    assert notes[1] == (
+        "note: a tiny pool: 1 test query, fewer than 30: locus evaluate's figures will be noise "
+        "(one standard error of hit@1 up to 0.50); import more queries to measure routing"
+    )
+    shown = run_cli("evaluate", "-w", ws)
+    assert shown.exit_code == 0, shown.stderr
+    assert "test split: 1 query, 4 LLMs" in shown.stdout
+    assert "hit@1 on 1 query: no standard error can be estimated" in shown.stdout
+    assert "hit@3 1.0000  |  correctness" in shown.stdout and "hit@5" not in shown.stdout
+    assert "AUROC n/a (one class)" in shown.stdout and "nan" not in shown.stdout
+    payload = json.loads(
+        run_cli("evaluate", "-w", ws, "--json").stdout,
+        parse_constant=lambda name: pytest.fail(f"--json wrote {name}: not JSON"),
+    )
+    assert payload["queries"] == 1 and payload["few_queries"] is True
+    assert payload["routing"]["hit@3"] == 1.0 and payload["routing"]["hit@5"] is None
+    assert payload["routing"]["hit@1_se"] is None and payload["correctness"]["auroc"] is None
+    val = run_cli("evaluate", "-w", ws, "--split", "val")
+    assert "val split: 4 queries, 4 LLMs" in val.stdout
+    assert re.search(r"^hit@1 \d\.\d{4} ± 0\.\d{4} \(one standard error: large, on only 4 "
+                     r"queries\)", val.stdout, re.MULTILINE), val.stdout  # fmt: skip

@@ -256,9 +256,9 @@ def _render_evaluation(result: Any) -> None:
 
     console = stdout_console()
     routing, correct, base = result.routing, result.correctness, result.baselines
+    queries = f"{result.queries:,} {'query' if result.queries == 1 else 'queries'}"
     console.print(
-        f"{result.split} split: {result.queries:,} queries, {result.llms} LLMs "
-        f"(artifact {result.artifact})"
+        f"{result.split} split: {queries}, {result.llms} LLMs (artifact {result.artifact})"
     )
     summary = Table(show_header=True)
     summary.add_column("router")
@@ -274,8 +274,16 @@ def _render_evaluation(result: Any) -> None:
     summary.add_row("random LLM", f"{base.random:.4f}")
     summary.add_row("oracle", f"{base.oracle:.4f}")
     console.print(summary)
-    if routing.hit_at_1_se is not None:
-        line = f"hit@1 {routing.hit_at_1:.4f} ± {routing.hit_at_1_se:.4f} (one standard error)"
+    if routing.hit_at_1_se is None:
+        console.print(
+            f"hit@1 on {queries}: no standard error can be estimated on so few; it says next "
+            "to nothing about routing"
+        )
+    else:
+        large = f": large, on only {queries}" if result.few_queries else ""
+        line = (
+            f"hit@1 {routing.hit_at_1:.4f} ± {routing.hit_at_1_se:.4f} (one standard error{large})"
+        )
         if routing.gain is not None and routing.gain_se is not None:
             verdict = (
                 "the same answers on every query"
@@ -293,16 +301,28 @@ def _render_evaluation(result: Any) -> None:
         console.print(line)
     winner = result.winning_baseline
     if winner is not None:
-        se = routing.hit_at_1_se or 0.0
-        noise = "within noise" if winner[1] - routing.hit_at_1 <= 2 * se else "beyond noise"
+        se = routing.hit_at_1_se
+        noise = (
+            "no standard error to tell noise by"
+            if se is None
+            else "within noise, two standard errors"
+            if winner[1] - routing.hit_at_1 <= 2 * se
+            else "beyond noise, two standard errors"
+        )
         console.print(
             f"{winner[0]} routes these queries better: {winner[1]:.4f} against "
-            f"{routing.hit_at_1:.4f} ({noise}, two standard errors)"
+            f"{routing.hit_at_1:.4f} ({noise})"
         )
+    # hit@k with k >= the LLMs is the oracle's; AUROC needs right and wrong cells both
+    ranks = [
+        f"hit@{k} {v:.4f}"
+        for k, v in ((3, routing.hit_at_3), (5, routing.hit_at_5))
+        if v is not None
+    ]
+    auroc = "n/a (one class)" if correct.auroc is None else f"{correct.auroc:.4f}"
     console.print(
-        f"hit@3 {routing.hit_at_3:.4f}  hit@5 {routing.hit_at_5:.4f}  |  correctness: accuracy "
-        f"{correct.accuracy:.4f}  AUROC {correct.auroc:.4f}  Brier {correct.brier:.4f}  "
-        f"ECE {correct.ece:.4f}"
+        "  ".join(ranks) + ("  |  " if ranks else "") + f"correctness: accuracy "
+        f"{correct.accuracy:.4f}  AUROC {auroc}  Brier {correct.brier:.4f}  ECE {correct.ece:.4f}"
     )
     if result.per_task:
         tasks = Table(title="per task")

@@ -37,6 +37,8 @@ __all__ = [
 class RoutingMetrics:
     """hit@k: mean true score of the best of the k highest-ranked LLMs, over the queries.
 
+    `hit_at_3` and `hit_at_5` are None (JSON null) where the pool has no more than k LLMs:
+    there the k highest-ranked are every LLM, and hit@k is the oracle's, whatever the router.
     `hit_at_1` is what `locus route` does: with the artifact's guard when it has one
     (`unguarded_hit_at_1` without it); `moved`: the share of queries the guarded router sends
     to another LLM than the guard's default (None without a guard). `hit_at_1_se`: one
@@ -46,8 +48,8 @@ class RoutingMetrics:
     """
 
     hit_at_1: float
-    hit_at_3: float
-    hit_at_5: float
+    hit_at_3: float | None
+    hit_at_5: float | None
     unguarded_hit_at_1: float
     moved: float | None = None
     guard: dict[str, Any] | None = None
@@ -79,15 +81,16 @@ class RoutingMetrics:
 
 @dataclass(frozen=True)
 class CorrectnessMetrics:
-    """P(correct) as a classifier over every evaluated (query, LLM) cell."""
+    """P(correct) as a classifier over every evaluated (query, LLM) cell; `auroc` is None
+    (JSON null) where it is undefined: every cell right, or every cell wrong."""
 
     accuracy: float
-    auroc: float
+    auroc: float | None
     brier: float
     ece: float
     cells: int
 
-    def as_dict(self) -> dict[str, float]:
+    def as_dict(self) -> dict[str, float | None]:
         return dict(self.__dict__)
 
 
@@ -153,7 +156,10 @@ class CostSavings:
 
 @dataclass(frozen=True)
 class Evaluation:
-    """`evaluate_workspace`'s result; `as_dict()` is the `--json` form."""
+    """`evaluate_workspace`'s result; `as_dict()` is the `--json` form, where a figure that
+    means nothing on these queries is null (see `RoutingMetrics`, `CorrectnessMetrics`).
+    `few_queries`: fewer than `locus.metrics.FEW_QUERIES` queries, so every figure is mostly
+    noise."""
 
     artifact: str
     split: str
@@ -164,6 +170,10 @@ class Evaluation:
     baselines: Baselines
     per_task: dict[str, TaskEvaluation] = field(default_factory=dict)
     savings: CostSavings | None = None
+
+    @property
+    def few_queries(self) -> bool:
+        return self.queries < metrics.FEW_QUERIES
 
     @property
     def winning_baseline(self) -> tuple[str, float] | None:
@@ -185,6 +195,7 @@ class Evaluation:
             "artifact": self.artifact,
             "split": self.split,
             "queries": self.queries,
+            "few_queries": self.few_queries,
             "llms": self.llms,
             "routing": self.routing.as_dict(),
             "correctness": self.correctness.as_dict(),
@@ -244,8 +255,8 @@ def evaluate_workspace(
         llms=len(llm_ids),
         routing=RoutingMetrics(
             hit_at_1=metrics.routing_accuracy(routed, truth),
-            hit_at_3=metrics.top_k_hit(routed, truth, 3),
-            hit_at_5=metrics.top_k_hit(routed, truth, 5),
+            hit_at_3=metrics.top_k_hit(routed, truth, 3) if len(llm_ids) > 3 else None,
+            hit_at_5=metrics.top_k_hit(routed, truth, 5) if len(llm_ids) > 5 else None,
             unguarded_hit_at_1=unguarded,
             moved=moved,
             guard=None if guard is None else guard.as_dict(),
@@ -255,7 +266,7 @@ def evaluate_workspace(
         ),
         correctness=CorrectnessMetrics(
             accuracy=correctness["accuracy"],
-            auroc=correctness["auroc"],
+            auroc=None if np.isnan(correctness["auroc"]) else correctness["auroc"],
             brier=correctness["brier"],
             ece=correctness["ece"],
             cells=int(correctness["cells"]),

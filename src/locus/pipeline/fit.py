@@ -20,6 +20,7 @@ from locus.calibration import Calibration
 from locus.data.table import ScoreTable
 from locus.errors import LocusInputError, LocusNotFoundError
 from locus.locus import Locus
+from locus.metrics import FEW_QUERIES
 from locus.nn.config import TrainingConfig
 from locus.nn.training import ProgressCallback
 from locus.pipeline.data import workspace_table
@@ -37,6 +38,7 @@ from locus.routing.stacked import LEARN_MIN_PER_LLM, StackedRouter
 from locus.store import Store
 
 __all__ = [
+    "CALIBRATION_MIN_PER_LLM",
     "MIN_LLMS",
     "MIN_TRAIN_QUERIES",
     "FitReport",
@@ -47,6 +49,9 @@ __all__ = [
 
 MIN_LLMS = 2  # routing chooses among LLMs
 MIN_TRAIN_QUERIES = 8  # what training needs to run at all (evidence, targets, a validation)
+# an LLM with fewer scored training queries than this leaves its validation split a handful of
+# scores: too few to calibrate its P(correct) on, or to learn from (the stack's own floor)
+CALIBRATION_MIN_PER_LLM = LEARN_MIN_PER_LLM
 
 
 @dataclass(frozen=True)
@@ -196,21 +201,37 @@ def _check_size(
         )
     notes = []
     per_llm = (~np.isnan(table.scores[train_rows])).sum(axis=0)
-    if ensemble and per_llm.min() < LEARN_MIN_PER_LLM:
-        fewest = table.llm_ids[int(per_llm.argmin())]
-        floor = "each LLM's per-task rates" if _has_tasks(table, train_rows) else "the best LLM"
+    if per_llm.min() < CALIBRATION_MIN_PER_LLM:
+        fewest = int(per_llm.argmin())
+        checked = int((~np.isnan(table.scores[val_rows, fewest])).sum())
+        routed = "LOCUS alone"
+        if ensemble:
+            floor = "each LLM's per-task rates" if _has_tasks(table, train_rows) else "the best LLM"
+            routed = f"{floor} and the nearest scored queries, not LOCUS"
         notes.append(
-            f"{fewest} has {int(per_llm.min())} scored training queries, fewer than "
-            f"{LEARN_MIN_PER_LLM}: too few to learn from; routing by {floor} and the nearest "
-            "scored queries, not by LOCUS"
+            f"{table.llm_ids[fewest]} has {int(per_llm.min())} scored training queries (and "
+            f"{checked} validation {_plural(checked, 'score')}), fewer than "
+            f"{CALIBRATION_MIN_PER_LLM}: too few to learn from or to calibrate P(correct) on, "
+            f"so read a P(correct) near 0 or 1 as a guess, not a certainty; routing by {routed}"
         )
-    if tests < 200:
+    if tests < FEW_QUERIES:
         error = 0.5 / np.sqrt(max(tests, 1))
+        notes.append(
+            f"a tiny pool: {tests} test {_plural(tests, 'query', 'queries')}, fewer than "
+            f"{FEW_QUERIES}: locus evaluate's figures will be noise (one standard error of "
+            f"hit@1 up to {error:.2f}); import more queries to measure routing"
+        )
+    elif tests < 200:
+        error = 0.5 / np.sqrt(tests)
         notes.append(
             f"a small pool: {tests} test queries, so one standard error of hit@1 is up to "
             f"{error:.2f}; differences smaller than that are noise"
         )
     return tuple(notes)
+
+
+def _plural(n: int, word: str, words: str | None = None) -> str:
+    return word if n == 1 else (words or word + "s")
 
 
 def _has_tasks(table: ScoreTable, rows: np.ndarray) -> bool:
