@@ -230,6 +230,13 @@ def lm_eval_folder(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def lm_eval_chat_folder(tmp_path: Path) -> Path:
+    """lm-evaluation-harness 0.4.13 --log_samples output of 3 chat-completions runs of tiny_gen
+    (local-chat-completions --apply_chat_template against build_chat.sh's scripted endpoint)."""
+    return _copy("lm_eval", tmp_path) / "chat_output"
+
+
+@pytest.fixture
 def inspect_folder(tmp_path: Path) -> Path:
     """inspect-ai 0.3.285 logs: 3 models, .eval (zstd) and .json, an epochs run."""
     return _copy("inspect_ai", tmp_path) / "logs"

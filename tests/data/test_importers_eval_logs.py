@@ -1,9 +1,10 @@
 """lm-evaluation-harness, inspect-ai and HELM output, as the real tools wrote it.
 
 The fixtures under tests/fixtures/eval_logs/ were produced by lm_eval 0.4.13 (its `dummy`
-model), inspect_ai 0.3.285 (a registered model provider) and crfm-helm 0.5.16 (its `simple`
-model and a registered client), offline; each folder's build script re-creates them. The
-importers need none of those packages.
+model, and its `local-chat-completions` against a scripted endpoint on 127.0.0.1), inspect_ai
+0.3.285 (a registered model provider) and crfm-helm 0.5.16 (its `simple` model and a registered
+client), offline; each folder's build script re-creates them. The importers need none of those
+packages.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import pytest
 
 from locus.data.importers import detect_format, import_helm, import_inspect, import_lm_eval
 from locus.errors import LocusInputError
+from locus.store import Store
+from locus.store.ingest import import_path
 
 
 def _by_model(batch) -> dict[str, dict[str, float]]:  # type: ignore[no-untyped-def]
@@ -80,6 +83,95 @@ def test_lm_eval_truncated_samples_name_the_line(lm_eval_folder: Path) -> None:
     with pytest.raises(LocusInputError) as caught:
         import_lm_eval(lm_eval_folder)
     assert f"{samples}: line 4: not JSON" in str(caught.value)
+
+
+# the endpoint build_chat.sh runs (chat_server.py) answers these tiny_gen documents right
+CHAT_RIGHT = {"tiny_gen/0", "tiny_gen/1", "tiny_gen/2", "tiny_gen/5", "tiny_gen/6"}
+
+
+def test_lm_eval_chat_completions_runs_import_like_locus_import_auto(
+    lm_eval_chat_folder: Path, tmp_path: Path
+) -> None:
+    """`lm_eval --model local-chat-completions --apply_chat_template` logs the chat messages as
+    JSON in arguments.gen_args_0.arg_0: the query is the last user message."""
+    format_name = detect_format(lm_eval_chat_folder)[0]
+    assert format_name == "lm-eval"
+    with Store.open(tmp_path / "ws") as store:
+        report = import_path(store, format_name, lm_eval_chat_folder)
+        table = store.score_table()
+    assert (report.llms_in_file, report.queries_in_file, report.scores_in_file) == (3, 12, 36)
+    # the model= of each run's --model_args, lm-eval's model_name
+    assert table.llm_ids == ("chat-delta", "chat-epsilon", "chat-zeta")
+    assert table.observed.all()
+    texts = dict(zip(table.query_ids, table.query_texts, strict=True))
+    assert texts["tiny_gen/0"] == "Q: What is 9 plus 6?\nA:"
+    assert all(text.startswith("Q: ") and "role" not in text for text in texts.values())
+    # zero-shot, few-shot as earlier turns (with a system message) and few-shot inside the one
+    # user message: the same 12 queries, the few-shot examples cut off
+    assert texts["tiny_gen/1"] == (
+        "Q: What is the boiling point of water at sea level in degrees Celsius?\nA:"
+    )
+    for llm_id in table.llm_ids:
+        samples = next((lm_eval_chat_folder / llm_id).glob("samples_tiny_gen_*.jsonl"))
+        written = {
+            f"tiny_gen/{r['doc_id']}": r["exact_match"]
+            for r in map(json.loads, samples.read_text().splitlines())
+        }
+        column = table.scores[:, table.llm_index(llm_id)]
+        found = dict(zip(table.query_ids, column.tolist(), strict=True))
+        assert found == written
+        assert {query for query, score in found.items() if score == 1.0} == CHAT_RIGHT
+
+
+def test_lm_eval_chat_and_completion_runs_share_their_queries(
+    lm_eval_chat_folder: Path, tmp_path: Path
+) -> None:
+    """A tiny_gen document asked through the chat endpoint and as a completion prompt (lm-eval's
+    dummy model, output/) is one query: the user message is the completion prompt's text."""
+    completions = lm_eval_chat_folder.parent / "output"
+    with Store.open(tmp_path / "ws") as store:
+        import_path(store, "lm-eval", completions)
+        # another source: the chat queries can only join the stored ones through their text
+        chat = import_path(store, "lm-eval", lm_eval_chat_folder, source="endpoint")
+        table = store.score_table()
+        counts = store.counts()
+    assert (chat.new_queries, chat.new_aliases, chat.new_scores) == (0, 12, 36)
+    assert counts["queries"] == 24 and counts["scores"] == 72 + 36
+    row = table.query_texts.index("Q: What is 9 plus 6?\nA:")
+    assert table.observed[row].all(), "the chat LLMs and the completion LLMs score one query"
+    assert table.scores[row, table.llm_index("chat-delta")] == 1.0
+    assert table.scores[row, table.llm_index("tiny-alpha")] == 0.0  # the dummy said "lol"
+
+
+@pytest.mark.parametrize(
+    ("arg_0", "found"),
+    [
+        (['[{"role": "user", "content": "Q: What is 9 pl'], "not JSON (Unterminated string"),
+        ('[{"role": "user", "content": "Q: What is 9 plus 6?"', "not JSON (Expecting"),
+        (
+            ['{"role": "user", "content": "Q: What is 9 plus 6?"}'],
+            "found a JSON dict, not a list of messages",
+        ),
+        ([{"content": "Q: What is 9 plus 6?"}], "an element that is not a message"),
+        (['[{"role": "system", "content": "Be brief."}]'], "(roles system) without a user"),
+    ],
+)
+def test_lm_eval_malformed_chat_messages_name_the_file_and_line(
+    lm_eval_chat_folder: Path, arg_0: object, found: str
+) -> None:
+    samples = next((lm_eval_chat_folder / "chat-zeta").glob("samples_tiny_gen_*.jsonl"))
+    lines = samples.read_text().splitlines()
+    record = json.loads(lines[2])
+    record["arguments"]["gen_args_0"]["arg_0"] = arg_0
+    lines[2] = json.dumps(record)
+    samples.write_text("\n".join(lines) + "\n")
+    with pytest.raises(LocusInputError) as caught:
+        import_lm_eval(lm_eval_chat_folder)
+    message = str(caught.value)
+    assert message.startswith(f"{samples}: line 3: arguments.gen_args_0.arg_0: ")
+    assert found in message
+    assert "expected the chat messages lm-eval logs for a chat-completions LLM" in message
+    assert "\n" not in message
 
 
 # --- inspect-ai -----------------------------------------------------------------------------

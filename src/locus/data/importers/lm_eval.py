@@ -15,7 +15,10 @@ Mapping to the long table, one row per (model, task, document):
 - ``query_text`` = the prompt the model was given, ``arguments.gen_args_0.arg_0``, with the
   few-shot examples cut off (the part after the last ``n-shot`` fewshot delimiters), so
   zero- and few-shot runs of one task share their queries; the same text in two tasks or two
-  models' runs is one query;
+  models' runs is one query. An LLM behind a chat API (``--model local-chat-completions
+  --apply_chat_template``) logs its chat messages there, as JSON: the query is the last user
+  message, whose few-shot examples are cut off the same way unless they came as earlier turns
+  (``fewshot_as_multiturn``), so a chat run and a completion run of a task share queries;
 - ``query_id`` = ``<task>/<doc_id>``; ``task`` = the task name;
 - ``reference`` = the answer a model should give (kept for `locus onboard`): a generation
   task's ``target``, a multiple-choice task's right continuation text;
@@ -289,22 +292,82 @@ def _row(
 
 def _prompt(record: Mapping[str, Any], shots: int, delimiter: str, path: Path) -> str:
     """The prompt without its few-shot examples: ``arguments.gen_args_0.arg_0`` (or the first
-    argument of older layouts), after the ``shots``-th fewshot delimiter."""
+    argument of older layouts), after the ``shots``-th fewshot delimiter; of chat messages, the
+    last user message, less the few-shot examples not given as turns of their own."""
     arguments = record.get("arguments")
     prompt: Any = None
+    where = "arguments"
     if isinstance(arguments, dict) and arguments:
-        first = arguments.get("gen_args_0") or next(iter(arguments.values()))
+        key = "gen_args_0" if "gen_args_0" in arguments else next(iter(arguments))
+        first = arguments[key]
         prompt = first.get("arg_0") if isinstance(first, dict) else None
+        where = f"arguments.{key}.arg_0"
     elif isinstance(arguments, list) and arguments:  # 0.4.0-0.4.2: [[prompt, ...], ...]
         first = arguments[0]
         prompt = first[0] if isinstance(first, list | tuple) and first else first
+        where = "arguments[0][0]"
+    place = f"{path}: line {record.get('_line')}: {where}"
+    users = 0
+    if isinstance(prompt, list) or (isinstance(prompt, str) and _CHAT_JSON.match(prompt)):
+        prompt, users = _last_user_message(prompt, place)
     if not isinstance(prompt, str) or not prompt.strip():
         raise LocusInputError(
             f"{path}: line {record.get('_line')}: no prompt text in 'arguments'; expected an "
             "lm-eval sample with the model's input"
         )
-    if shots > 0 and delimiter:
+    # chat runs with fewshot_as_multiturn give each example a user turn of its own
+    inline_shots = shots - max(users - 1, 0)
+    if inline_shots > 0 and delimiter:
         parts = prompt.split(delimiter)
-        if len(parts) > shots:
-            prompt = delimiter.join(parts[shots:])
+        if len(parts) > inline_shots:
+            prompt = delimiter.join(parts[inline_shots:])
     return prompt
+
+
+# lm-eval's json.dumps of the chat messages, as an API chat LLM's prompt is logged
+_CHAT_JSON = re.compile(r'^\s*\[\s*\{\s*"role"\s*:')
+_CHAT_EXPECTED = (
+    "expected the chat messages lm-eval logs for a chat-completions LLM (--apply_chat_template): "
+    'a JSON list of {"role": ..., "content": ...} objects with a user message, as a string or '
+    "a list holding that string; the file is damaged or was edited: re-run lm_eval with "
+    "--log_samples"
+)
+
+
+def _last_user_message(prompt: str | list[Any], place: str) -> tuple[str, int]:
+    """(the last user message's text, how many user messages) of a chat prompt: the JSON of the
+    messages, a list holding that JSON (lm-eval's ``JsonChatStr``), or the messages."""
+    messages: Any = prompt
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+        messages = prompt[0]
+    if isinstance(messages, str):
+        try:
+            messages = json.loads(messages)
+        except json.JSONDecodeError as error:
+            raise LocusInputError(f"{place}: not JSON ({error}); {_CHAT_EXPECTED}") from None
+    if not isinstance(messages, list) or not all(
+        isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages
+    ):
+        found = (
+            "a list with an element that is not a message with a 'role'"
+            if isinstance(messages, list)
+            else f"a JSON {type(messages).__name__}, not a list of messages"
+        )
+        raise LocusInputError(f"{place}: found {found}; {_CHAT_EXPECTED}")
+    users = [_message_text(m) for m in messages if m["role"] == "user"]
+    if not users or not users[-1].strip():
+        raise LocusInputError(
+            f"{place}: found {len(messages)} chat messages (roles "
+            f"{', '.join(str(m['role']) for m in messages) or 'none'}) without a user message "
+            f"with text; {_CHAT_EXPECTED}"
+        )
+    return users[-1], len(users)
+
+
+def _message_text(message: Mapping[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):  # [{"type": "text", "text": ...}, {"type": "image_url"}, ...]
+        content = " ".join(
+            str(part["text"]) for part in content if isinstance(part, dict) and "text" in part
+        )
+    return content if isinstance(content, str) else ""
