@@ -78,6 +78,17 @@ def loo_artifact(store: Store, newcomer: str) -> Path:
     return folder
 
 
+def _per_task_error(predicted: np.ndarray, truth: np.ndarray, tasks: list[str | None]) -> float:
+    """Mean over the test queries' tasks of |mean predicted - measured accuracy| per task."""
+    labels = np.array(["" if t is None else t for t in tasks])
+    return float(
+        np.mean([
+            abs(predicted[labels == t].mean() - truth[labels == t].mean())
+            for t in np.unique(labels)
+        ])
+    )  # fmt: skip
+
+
 def _log_loss(proba: np.ndarray, truth: np.ndarray) -> float:
     p = np.clip(np.asarray(proba, np.float64), 1e-6, 1 - 1e-6)
     y = np.asarray(truth, np.float64)
@@ -160,6 +171,14 @@ def run(
             default_scores = (
                 None if default is None else table.scores[probes, table.llm_index(default)]
             )
+            # the probes' own per-task means (their overall mean for a task without a probe),
+            # the baseline a predicted per-task accuracy must beat
+            probe_tasks = np.array(["" if t is None else t for t in tasks])
+            by_task = {t: float(scores[probe_tasks == t].mean()) for t in set(probe_tasks)}
+            test_tasks = [table.tasks[i] for i in test]
+            probe_guess = np.array(
+                [by_task.get("" if t is None else t, float(scores.mean())) for t in test_tasks]
+            )
             per_strength = {}
             for strength in [None, *strengths]:  # None: LOCUS alone for the newcomer
                 router = _router(folder, strength)
@@ -179,6 +198,7 @@ def run(
                     "predicted_accuracy": float(proba.mean()),
                     "auroc": metrics["auroc"],
                     "log_loss": _log_loss(proba, truth[:, -1]),
+                    "per_task_abs_error": _per_task_error(proba, truth[:, -1], test_tasks),
                     "default": None if router.guard is None else router.guard.default,
                 }
             onboarded = {}
@@ -190,11 +210,13 @@ def run(
                 onboarded[label] = {
                     "auroc": metrics["auroc"], "log_loss": _log_loss(proba, truth[:, -1]),
                     "predicted_accuracy": float(proba.mean()),
+                    "per_task_abs_error": _per_task_error(proba, truth[:, -1], test_tasks),
                 }  # fmt: skip
             rows.append({
                 "newcomer": newcomer, "k": k, "seed": seed, "without": without, "alone": alone,
                 "best_pool_llm": best_pool, "measured_accuracy": alone,
                 "probe_mean": float(np.mean(scores)), "routers": per_strength,
+                "probe_per_task_abs_error": _per_task_error(probe_guess, truth[:, -1], test_tasks),
                 "baselines": onboarded,
             })  # fmt: skip
             line = ", ".join(
@@ -260,6 +282,9 @@ def main() -> None:
                     "accuracy_abs_error": statistics.fmean(errors),
                     "auroc": statistics.fmean(r["routers"][key]["auroc"] for r in mine),
                     "log_loss": statistics.fmean(r["routers"][key]["log_loss"] for r in mine),
+                    "per_task_abs_error": statistics.fmean(
+                        r["routers"][key]["per_task_abs_error"] for r in mine
+                    ),
                 }
             for key in mine[0]["baselines"]:
                 entry[key] = {
@@ -269,7 +294,13 @@ def main() -> None:
                         abs(r["baselines"][key]["predicted_accuracy"] - r["measured_accuracy"])
                         for r in mine
                     ),
+                    "per_task_abs_error": statistics.fmean(
+                        r["baselines"][key]["per_task_abs_error"] for r in mine
+                    ),
                 }
+            entry["probe_per_task_abs_error"] = statistics.fmean(
+                r["probe_per_task_abs_error"] for r in mine
+            )
             entry["probe_mean_abs_error"] = statistics.fmean(
                 abs(r["probe_mean"] - r["measured_accuracy"]) for r in mine
             )
