@@ -4,6 +4,7 @@ texts, live pool, costs, artifacts of earlier versions."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ from locus.routing import StackedRouter
 from locus.routing.costs import COST_FOLDER
 from locus.store import Store
 from locus.text import HashingEncoder
+from tests.conftest import CliResult
 from tests.nn.conftest import small_config
 from tests.planted_workspace import ENCODER_DIM, build_planted_workspace, planted_rows
 
@@ -353,3 +355,83 @@ def test_a_fit_past_the_graph_threshold_routes_through_its_saved_graph(
         on_graph = router.predict_proba(phi)
         knn.search = "exact"
         np.testing.assert_allclose(router.predict_proba(phi), on_graph, atol=0.02)
+
+
+def _token_catalog(path: Path) -> Path:
+    """The README's llms.csv shape with per-token prices only: math-1 is the cheap maths LLM
+    (1 / 2 USD per million tokens in / out) beside dear ones (10 / 30); the law and biology
+    LLMs are the cheapest (0.1 / 0.2) and only 0.2 likely right on maths."""
+    rows = ["llm_id,base_url,upstream_model,api_key_env,price_in_per_mtok,price_out_per_mtok"]
+    for group in ("math", "law", "biology"):
+        for i in range(4):
+            price = (1, 2) if (group, i) == ("math", 1) else (10, 30) if group == "math" else (
+                0.1, 0.2
+            )  # fmt: skip
+            rows.append(f"{group}-{i},,,,{price[0]},{price[1]}")
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def test_per_token_prices_give_per_query_costs(
+    tmp_path: Path, run_cli: Callable[..., CliResult]
+) -> None:
+    """`locus route --quality 0.95` after `locus import llms` of per-token prices (it failed:
+    only cost_per_query counted): each LLM's cost on a query is its prompt, ~4 characters a
+    token, and 256 completion tokens (its recorded answers' mean where there are some), and
+    the cheaper LLM takes the query where its P(correct) is within the share of the best."""
+    from locus.pipeline.workspace_router import DEFAULT_COMPLETION_TOKENS, DEFAULT_PROMPT_TOKENS
+    from locus.store.references import ProbeAnswer
+
+    path = build_planted_workspace(tmp_path / "ws")  # no costs
+    with Store.open(path) as store:
+        fit_workspace(store, small_config(max_steps=60))
+    text = "integral derivative matrix limit polynomial"  # 43 characters: 11 tokens
+    with Store.open(path) as store:
+        router = WorkspaceRouter(store, text_encoder=HashingEncoder(ENCODER_DIM))
+        with pytest.raises(LocusInputError, match="`locus import llms`"):
+            router.route_texts([text], quality=0.95)
+    unpriced = run_cli("route", text, "-w", path, "--quality", "0.95")
+    assert unpriced.exit_code == 2 and "`locus import llms`" in unpriced.stderr
+    imported = run_cli("import", "llms", _token_catalog(tmp_path / "llms.csv"), "-w", path)
+    assert imported.exit_code == 0, imported.stderr
+    with Store.open(path) as store:
+        router = WorkspaceRouter(store, text_encoder=HashingEncoder(ENCODER_DIM))
+        assert router.costs["math-0"] == pytest.approx(
+            (DEFAULT_PROMPT_TOKENS * 10 + DEFAULT_COMPLETION_TOKENS * 30) / 1e6
+        )
+        every = router.route_texts([text], top=12, quality=0.95)[0]
+        cost = {c.llm_id: c.cost_usd for c in every.ranked}
+        assert cost["math-1"] == pytest.approx((11 * 1 + 256 * 2) / 1e6)
+        assert cost["math-0"] == pytest.approx((11 * 10 + 256 * 30) / 1e6)
+        assert cost["law-0"] == pytest.approx((11 * 0.1 + 256 * 0.2) / 1e6)
+        p_correct = {c.llm_id: c.p_correct for c in every.ranked}
+        best = max(p_correct, key=p_correct.__getitem__)
+        # the planted answer: every maths LLM is 0.9 right on maths, the others 0.2, so the
+        # cheap maths LLM is within 95% of the best, and taken although it is not the best
+        assert best.startswith("math-") and best != "math-1"
+        assert p_correct["math-1"] >= 0.95 * p_correct[best]
+        assert every.llm_id == "math-1"
+        assert router.route_texts([text], guarded=False)[0].llm_id == best  # accuracy alone
+        loose = router.route_texts([text], quality=0.1)[0]  # the cheapest of all
+        assert loose.llm_id.split("-")[0] in ("law", "biology")
+        # a budget is tuned on the fit's validation queries (36), priced at the typical
+        # prompt: accuracy routing spends 0.0024 a query there, 0.0002 keeps maths off the
+        # dear maths LLMs (math-1 costs 0.00077 at 256 tokens; a third of them are maths)
+        tight = router.route_texts([text], budget=0.0002)[0]
+        assert tight.cost_usd is not None and tight.cost_usd < cost[best] / 10
+        # recorded answers (locus onboard's probes) give the completion tokens
+        for i, tokens in enumerate((80, 120)):
+            store.put_probe_answer(
+                ProbeAnswer("math-0", f"probe-{i}", "42", 1.0, completion_tokens=tokens)
+            )
+        router.refresh()
+        assert router.token_prices["math-0"].completion_tokens == 100
+        again = router.route_texts([text], top=12, quality=0.95)[0]
+        assert {c.llm_id: c.cost_usd for c in again.ranked}["math-0"] == pytest.approx(
+            (11 * 10 + 100 * 30) / 1e6
+        )
+    chosen = run_cli("route", text, "-w", path, "--quality", "0.95", "--json")
+    assert chosen.exit_code == 0, chosen.stderr
+    [decision] = chosen.json()  # type: ignore[misc]
+    assert decision["llm_id"] == "math-1"
+    assert decision["cost_usd"] == pytest.approx((11 * 1 + 256 * 2) / 1e6)

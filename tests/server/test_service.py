@@ -94,6 +94,50 @@ def test_the_service_routes_and_answers_over_real_http(
                 assert too_low.status_code == 400 and "(0, 1]" in too_low.text
 
 
+def test_the_gateways_cost_rules_price_llms_by_their_tokens(
+    tmp_path: Path, run_cli: Run, uvicorn_server: Callable[[object], str]
+) -> None:
+    """A catalog with per-token prices only (the README's llms.csv): the gateway lists and
+    takes its cost rules, each LLM costing its prompt (~4 characters a token) and 256
+    completion tokens; the cheap maths LLM answers a maths query under quality=0.95."""
+    from locus.pipeline import fit_workspace
+    from tests.nn.conftest import small_config
+    from tests.planted_workspace import build_planted_workspace
+
+    path = build_planted_workspace(tmp_path / "ws")
+    with Store.open(path) as store:
+        fit_workspace(store, small_config(max_steps=60))
+    served = {"math-0": (10, 30), "math-1": (1, 2), "law-0": (0.1, 0.2)}
+    with fake_upstreams({llm: ["ok"] for llm in served}) as fake:
+        rows = ["llm_id,base_url,upstream_model,api_key_env,price_in_per_mtok,price_out_per_mtok"]
+        rows += [
+            f"{llm},http://127.0.0.1:{fake.port}/{llm}/v1,model-{llm},,{price_in},{price_out}"
+            for llm, (price_in, price_out) in served.items()
+        ]
+        catalog = tmp_path / "llms.csv"
+        catalog.write_text("\n".join(rows) + "\n", encoding="utf-8")
+        assert run_cli("import", "llms", catalog, "-w", path).exit_code == 0
+        with Store.open(path, create=False) as store:
+            base = uvicorn_server(build_app(store, auth=False))
+            with httpx.Client(base_url=base, timeout=20) as client:
+                models = [m["id"] for m in client.get("/v1/models").json()["data"]]
+                assert models[1] == "locus:quality=0.95" and models[2].startswith("locus:budget=")
+                text = "integral derivative matrix limit polynomial"  # 11 tokens
+                answer = client.post(
+                    "/v1/chat/completions",
+                    json={
+                        "model": "locus:quality=0.95",
+                        "messages": [{"role": "user", "content": text}],
+                    },
+                )
+                assert answer.status_code == 200, answer.text
+                assert answer.headers["x-locus-llm"] == "math-1"
+                expected = float(answer.headers["x-locus-expected-cost-usd"])
+                assert expected == pytest.approx((11 * 1 + 256 * 2) / 1e6)
+                # the answer's own cost: the fake upstream's usage, 1000 in and 500 out
+                assert float(answer.headers["x-locus-cost-usd"]) == pytest.approx(0.002)
+
+
 def test_serve_refuses_no_auth_off_loopback(trained: Path, run_cli: Run) -> None:
     exposed = run_cli("serve", "--no-auth", "--host", "0.0.0.0", "-w", trained)
     assert exposed.exit_code == 2 and "loopback" in exposed.stderr

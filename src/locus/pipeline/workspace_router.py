@@ -5,8 +5,10 @@ costs, each loaded once.
 - the router: the artifact's `StackedRouter` (`locus.routing.stacked`) over LOCUS in numpy
   (`NumpyLocusRouter`: routing never imports torch) and the workspace's live pool;
 - costs: each LLM's expected USD on each query, from the artifact's per-query cost model
-  (`locus.routing.costs`), else its mean observed cost, else the catalog's cost_per_query;
-  a budget is tuned on the fit's validation queries.
+  (`locus.routing.costs`), else its mean observed cost, else the catalog's cost_per_query,
+  else the catalog's per-token prices (price_in_per_mtok, price_out_per_mtok, `locus import
+  llms`) on the query's estimated tokens (`TokenPrices`); a budget is tuned on the fit's
+  validation queries.
 
 `locus route`, `locus evaluate`, the atlas and the HTTP service all route through it.
 
@@ -19,7 +21,8 @@ costs, each loaded once.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -58,7 +61,10 @@ class WorkspaceRouter(Router):
         vectors: the query vector service (`encoded`, `cache_hits`).
         manifest: what the fit recorded (`locus.artifact.Manifest`).
         costs: USD per query of each LLM with a known cost: its mean observed cost, else the
-            catalog's cost_per_query (may be empty).
+            catalog's cost_per_query, else its per-token prices on a query of
+            `DEFAULT_PROMPT_TOKENS` (may be empty).
+        token_prices: the LLMs of `costs` priced by their tokens (`TokenPrices`): a routed
+            text is charged its own estimated prompt tokens.
         cost_model: the artifact's per-query cost model, None for a workspace without
             per-query costs or an artifact fitted before it.
         loads: how many times the artifact was loaded (1 for the router's lifetime).
@@ -93,7 +99,8 @@ class WorkspaceRouter(Router):
         )
         self.store = store
         self.artifact = artifact
-        self.costs = _known_costs(store)
+        self.token_prices = _token_prices(store)
+        self.costs = _known_costs(store, self.token_prices)
         self.cost_model: CostModel | None = None
         self._validation_vectors: NDArray[np.float32] | None = None
         if (folder / COST_FOLDER / ROUTER_FILE).exists():
@@ -119,14 +126,22 @@ class WorkspaceRouter(Router):
         """Query vectors (n, dq) of texts (`QueryVectors`)."""
         return self.vectors(texts)
 
-    def expected_costs(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float64]:
+    def expected_costs(
+        self, query_vectors: NDArray[np.float32], texts: Sequence[str] | None = None
+    ) -> NDArray[np.float64]:
         """(n_queries, n_llms) USD each LLM of the pool is expected to cost on each query: the
-        artifact's cost model where it prices the LLM, else the LLM's entry in `costs`, NaN
+        artifact's cost model where it prices the LLM, else the LLM's entry in `costs` (an LLM
+        priced by its tokens on each of `texts`' own estimated prompt tokens, when given), NaN
         where neither knows."""
         vectors = np.atleast_2d(np.asarray(query_vectors, dtype=np.float32))
         ids = list(self.pool.llm_ids)
         known = np.array([self.costs.get(llm, np.nan) for llm in ids], dtype=np.float64)
         out = np.tile(known, (len(vectors), 1))
+        if texts is not None and self.token_prices:
+            tokens = prompt_tokens(texts)  # (n_queries,)
+            for j, llm in enumerate(ids):
+                if llm in self.token_prices:
+                    out[:, j] = self.token_prices[llm].usd(tokens)
         if self.cost_model is not None:
             predicted = self.cost_model.predict(vectors)
             for j, llm in enumerate(ids):
@@ -192,7 +207,7 @@ class WorkspaceRouter(Router):
         return self.router.route(
             vectors,
             top=top,
-            costs=self.expected_costs(vectors) if known else None,
+            costs=self.expected_costs(vectors, texts) if known else None,
             cost_weight=cost_weight,
             max_cost=max_cost,
             quality=quality,
@@ -203,7 +218,8 @@ class WorkspaceRouter(Router):
     def refresh(self) -> None:
         """Re-read the pool and costs from the workspace (LLMs onboarded since loading)."""
         self.pool.refresh(self._snapshot)
-        self.costs = _known_costs(self.store)
+        self.token_prices = _token_prices(self.store)
+        self.costs = _known_costs(self.store, self.token_prices)
         self._tuned.clear()
         self._join_newcomers()
 
@@ -244,10 +260,73 @@ class WorkspaceRouter(Router):
             )
 
 
-def _known_costs(store: Store) -> dict[str, float]:
-    """USD per query of each LLM: its mean observed cost, else its catalog cost_per_query."""
+CHARS_PER_TOKEN = 4.0  # the usual rule of thumb for English text and BPE tokenizers
+DEFAULT_PROMPT_TOKENS = 256  # a query whose text is not at hand (the fit's validation queries)
+DEFAULT_COMPLETION_TOKENS = 256  # an LLM without recorded usage
+
+
+def prompt_tokens(texts: Sequence[str]) -> NDArray[np.float64]:
+    """(n_texts,) estimated prompt tokens of each text: ~4 characters a token, at least 1 (no
+    tokenizer is loaded to route: the LLMs' own differ, and an estimate prices as well).
+
+    >>> prompt_tokens(["What is 2+2?", ""]).tolist()
+    [3.0, 1.0]
+    """
+    lengths = np.array([len(text.strip()) for text in texts], dtype=np.float64)
+    return np.maximum(np.ceil(lengths / CHARS_PER_TOKEN), 1.0)
+
+
+@dataclass(frozen=True)
+class TokenPrices:
+    """An LLM priced by its tokens (the catalog's USD per million, a missing one 0, as the
+    gateway charges an answer) and the completion tokens it is expected to write: the mean of
+    its recorded answers (`locus onboard`'s probes), else `DEFAULT_COMPLETION_TOKENS`.
+
+    >>> TokenPrices(2.0, 10.0, 100.0).usd(np.array([500.0])).tolist()
+    [0.002]
+    """
+
+    price_in_per_mtok: float
+    price_out_per_mtok: float
+    completion_tokens: float = DEFAULT_COMPLETION_TOKENS
+
+    def usd(self, prompt_tokens: NDArray[np.float64]) -> NDArray[np.float64]:
+        """(n,) USD of one query of each of `prompt_tokens` (n,)."""
+        tokens_out = self.completion_tokens * self.price_out_per_mtok
+        return (np.asarray(prompt_tokens) * self.price_in_per_mtok + tokens_out) / 1e6
+
+
+def _token_prices(store: Store) -> dict[str, TokenPrices]:
+    """The LLMs priced by their catalog tokens alone: no observed cost, no cost_per_query."""
+    observed = store.llm_costs()
+    out = {}
+    for llm, metadata in store.llm_metadata().items():
+        price_in, price_out = metadata.get("price_in_per_mtok"), metadata.get("price_out_per_mtok")
+        if llm in observed or metadata.get("cost_per_query") is not None:
+            continue
+        if price_in is None and price_out is None:
+            continue
+        recorded = [
+            answer.completion_tokens
+            for answer in store.probe_answers(llm).values()
+            if answer.completion_tokens  # None or 0: the endpoint sent no usage
+        ]
+        out[llm] = TokenPrices(
+            float(price_in or 0.0),
+            float(price_out or 0.0),
+            float(np.mean(recorded)) if recorded else DEFAULT_COMPLETION_TOKENS,
+        )
+    return out
+
+
+def _known_costs(store: Store, token_prices: Mapping[str, TokenPrices]) -> dict[str, float]:
+    """USD per query of each LLM: its mean observed cost, else its catalog cost_per_query,
+    else its `token_prices` on a query of `DEFAULT_PROMPT_TOKENS`."""
     costs = store.llm_costs()
     for llm, metadata in store.llm_metadata().items():
         if llm not in costs and metadata.get("cost_per_query") is not None:
             costs[llm] = float(metadata["cost_per_query"])
+    typical = np.array([DEFAULT_PROMPT_TOKENS], dtype=np.float64)
+    for llm, prices in token_prices.items():
+        costs.setdefault(llm, float(prices.usd(typical)[0]))
     return costs

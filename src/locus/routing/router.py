@@ -277,7 +277,7 @@ class Router(ABC):
             raise LocusInputError(
                 f"{rule} needs each LLM's cost per query; import scores with a cost_usd column "
                 "or give prices in the LLM catalog (cost_per_query, or price_in_per_mtok and "
-                "price_out_per_mtok: `locus llms import`); library: costs={llm_id: usd}"
+                "price_out_per_mtok: `locus import llms`); library: costs={llm_id: usd}"
             )
         candidates = [(i, llm) for i, llm in enumerate(ids) if llm not in down]
         if max_cost is not None:
