@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 import pandas as pd
@@ -93,6 +94,59 @@ def locus_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "LOCUS_NO_PROGRESS"}
     env.update(PYTHONPATH=str(REPO_ROOT / "src"), OMP_NUM_THREADS="1", **extra)
     return env
+
+
+class LineReader:
+    """The lines of a child process's stream, read by a thread, so that a test can wait for one
+    with a deadline (a readiness condition) instead of a blocking read or a sleep."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        import queue
+        import threading
+
+        self.seen: list[str] = []
+        self.ended = False
+        self._lines: queue.Queue[str | None] = queue.Queue()
+
+        def pump() -> None:
+            for line in stream:
+                self._lines.put(line.rstrip("\n"))
+            self._lines.put(None)
+
+        threading.Thread(target=pump, daemon=True).start()
+
+    def wait_for(self, wanted: Callable[[str], bool], timeout: float = 120) -> str:
+        """The first line from now on that is `wanted`; fails the test at the stream's end or
+        after `timeout` seconds, showing the lines seen."""
+        import queue
+        import time
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                pytest.fail(f"no such line within {timeout} s; seen: {self.seen}")
+            if line is None:
+                self.ended = True
+                pytest.fail(f"the stream ended without such a line; seen: {self.seen}")
+            self.seen.append(line)
+            if wanted(line):
+                return line
+
+    def rest(self, timeout: float = 120) -> list[str]:
+        """Every line up to the stream's end (within `timeout` seconds)."""
+        import queue
+
+        lines: list[str] = []
+        try:
+            while not self.ended and (line := self._lines.get(timeout=timeout)) is not None:
+                lines.append(line)
+        except queue.Empty:
+            pytest.fail(f"the stream did not end within {timeout} s; seen: {self.seen + lines}")
+        self.ended = True
+        self.seen += lines
+        return lines
 
 
 @dataclass

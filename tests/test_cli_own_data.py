@@ -273,3 +273,47 @@ def test_an_import_killed_mid_write_leaves_nothing(name: str, path: Path, tmp_pa
     with Store.open(ws) as store:
         assert store.counts() == before
         assert store.sources().empty
+
+
+def test_ctrl_c_during_an_import_says_what_it_kept(tmp_path: Path) -> None:
+    """SIGINT while the second of two files is written (each in its own transaction): exit 130
+    and one line saying that file was rolled back whole and the first is kept, which is true."""
+    from tests.conftest import LineReader, locus_command, locus_env, planted_long_table
+
+    small, big, ws = tmp_path / "small.csv", tmp_path / "big.csv", tmp_path / "ws"
+    planted_long_table().to_csv(small, index=False)
+    n_llms, n_queries = 20, 6_000  # 120,000 scores: a second or more to write
+    rng = np.random.default_rng(0)
+    pd.DataFrame(
+        {
+            "llm_id": np.repeat([f"big-{i}" for i in range(n_llms)], n_queries),
+            "query_id": np.tile([f"b{j}" for j in range(n_queries)], n_llms),
+            "query_text": np.tile([f"big question {j}" for j in range(n_queries)], n_llms),
+            "score": rng.integers(0, 2, n_llms * n_queries).astype(float),
+        }
+    ).to_csv(big, index=False)
+    child = subprocess.Popen(
+        locus_command("import", "table", small, big, "-w", ws),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=locus_env(),
+    )  # fmt: skip
+    assert child.stderr is not None
+    stderr = LineReader(child.stderr)
+    try:
+        stderr.wait_for(lambda line: line == "writing scores ...")  # small.csv's transaction
+        stderr.wait_for(lambda line: line == "writing scores ...")  # big.csv's: open now
+        child.send_signal(signal.SIGINT)
+        said = stderr.rest()
+        assert child.wait(timeout=60) == 130
+    finally:
+        child.kill()
+        child.wait()
+        stderr.rest()
+        child.stderr.close()
+    assert any(line.startswith("writing scores: stopped after ") for line in said)  # not "done"
+    assert said[-1] == (
+        f"import interrupted while writing {big}: its transaction was rolled back, so nothing "
+        f"of it was written; {small}, imported before it, is kept"
+    )
+    with Store.open(ws) as store:
+        assert store.sources()["name"].tolist() == ["small"]
+        assert store.counts()["scores"] == len(planted_long_table())

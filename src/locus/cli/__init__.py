@@ -45,7 +45,7 @@ from locus.cli import (  # noqa: F401
     serve_commands,
     sources_commands,
 )
-from locus.cli._app import app
+from locus.cli._app import CommandInterrupted, app
 from locus.errors import LocusError
 
 __all__ = ["app", "main"]
@@ -63,8 +63,10 @@ def main() -> None:
         code = app(standalone_mode=False)
     except LocusError as error:
         _fail(" ".join(str(error).split("\n")), type(error).__name__, error.exit_code, as_json)
-    except KeyboardInterrupt:
-        _fail("interrupted; nothing half-written was kept", "KeyboardInterrupt", 130, as_json)
+    except CommandInterrupted as said:
+        _fail(str(said), "KeyboardInterrupt", 130, as_json)
+    except KeyboardInterrupt:  # outside a command (typer turns one inside into exit code 130)
+        code = INTERRUPTED
     except Exception as error:
         # typer's own click: a usage error (bad option, missing argument) or an abort
         if hasattr(error, "format_message") and hasattr(error, "exit_code"):
@@ -75,7 +77,12 @@ def main() -> None:
         if type(error).__name__ == "Abort":
             _fail("aborted", "Abort", 1, as_json)
         raise
+    if code == INTERRUPTED:
+        _fail("interrupted; nothing half-written was kept", "KeyboardInterrupt", code, as_json)
     raise SystemExit(code if isinstance(code, int) else 0)
+
+
+INTERRUPTED = 130  # the exit code of a command stopped by Ctrl-C (128 + SIGINT)
 
 
 def _ray_without_value(args: list[str]) -> list[str]:

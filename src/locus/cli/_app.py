@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ArtifactOption",
+    "CommandInterrupted",
     "JsonOption",
     "QuietOption",
     "WorkspaceOption",
@@ -31,6 +32,12 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+class CommandInterrupted(Exception):
+    """Ctrl-C stopped a command; the message says what it kept. `locus.cli.main` prints it and
+    exits 130 (typer alone would exit 130 in silence)."""
+
 
 WorkspaceOption = Annotated[
     str | None,

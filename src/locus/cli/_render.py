@@ -121,7 +121,7 @@ class _PlainLines:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._started = self._last = 0.0
+        self._started = self._last = clock()
 
     def start(self) -> None:
         self._started = self._last = self._clock()
@@ -144,14 +144,15 @@ class _PlainLines:
     def advance(self, n: int) -> None:
         self.update(self._done + n)
 
-    def finish(self, detail: str | None = None) -> None:
+    def finish(self, detail: str | None = None, *, stopped: bool = False) -> None:
+        """The last line; `stopped`: the task did not end, an error or Ctrl-C ended it."""
         self._stop.set()
-        if self._thread is not None:
+        if self._thread is not None and self._thread.is_alive():
             self._thread.join()
         with self._lock:
             if detail is not None:
                 self._detail = detail
-            self._line(self._clock(), final=True)
+            self._line(self._clock(), final="stopped" if stopped else "done")
 
     def _heartbeat(self) -> None:
         while not self._stop.wait(self._interval):
@@ -160,12 +161,14 @@ class _PlainLines:
                 if now - self._last >= self._interval and not self._stop.is_set():
                     self._line(now)
 
-    def _line(self, now: float, final: bool = False) -> None:
+    def _line(self, now: float, final: str | None = None) -> None:
+        """One line; `final`: "done" or "stopped" for the last one."""
         self._last = now
         elapsed, done, total = now - self._started, self._done, self._total
+        detail = f"; {self._detail}" if self._detail else ""
         if not total and not done:  # a stage that counts nothing
-            line = f"{self._description}: {'done in' if final else 'running for'} "
-            self._write(line + duration(elapsed) + (f"; {self._detail}" if self._detail else ""))
+            state = {None: "running for", "done": "done in", "stopped": "stopped after"}[final]
+            self._write(f"{self._description}: {state} {duration(elapsed)}{detail}")
             return
         line = f"{self._description}: {self._unit}{done:,}"
         if total:
@@ -174,7 +177,7 @@ class _PlainLines:
         if total and not final and 0 < done < total:
             bound = " at most" if self._eta_bound else ""
             line += f", about {duration(elapsed * (total - done) / done)} left{bound}"
-        self._write(line + (f"; {self._detail}" if self._detail else ""))
+        self._write(line + (", stopped" if final == "stopped" else "") + detail)
 
     def _write(self, line: str) -> None:
         self._stream.write(line + "\n")
@@ -204,11 +207,13 @@ class _RichProgress:
             lines = _PlainLines(
                 sys.stderr, description, total, interval=self._interval, clock=time.monotonic
             )
-            lines.start()
             try:
+                lines.start()
                 yield lines.advance
-            finally:
-                lines.finish()
+            except BaseException:
+                lines.finish(stopped=True)
+                raise
+            lines.finish()
             return
         from rich.progress import (
             BarColumn,
@@ -294,11 +299,13 @@ class FitProgress:
         lines = _PlainLines(
             sys.stderr, description, total, interval=self._interval, clock=self._clock
         )
-        lines.start()
         try:
+            lines.start()
             yield lines.advance
-        finally:
-            lines.finish()
+        except BaseException:
+            lines.finish(stopped=True)
+            raise
+        lines.finish()
 
     def _end_training(self, failed: bool = False) -> None:
         """The training's last line, once it is over (a stage begins, or the fit ends or
@@ -307,11 +314,9 @@ class FitProgress:
             return
         lines, self._lines = self._lines, None
         detail = training_line({k: v for k, v in self._info.items() if k != "checks_left"})
-        if failed:
-            detail = f"stopped by an error or an interrupt; {detail}"
-        elif self._step < self._total:
+        if not failed and self._step < self._total:
             detail = f"stopped early (no validation gain); {detail}"
-        lines.finish(detail)
+        lines.finish(detail, stopped=failed)
 
     @contextmanager
     def _display(self, terminal: bool) -> Iterator[FitProgress]:

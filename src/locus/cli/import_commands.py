@@ -7,7 +7,7 @@ leaves no trace; each is then written in its own transaction.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -15,6 +15,7 @@ import typer
 
 from locus._progress import ProgressFactory
 from locus.cli._app import (
+    CommandInterrupted,
     JsonOption,
     QuietOption,
     WorkspaceOption,
@@ -120,6 +121,65 @@ def import_command(
             f"--source names one source, found {len(paths)} paths; import them one at a time "
             "or drop --source (each file is then its own source)"
         )
+    kept = _Kept()
+    try:
+        _import_paths(
+            format_name, paths, kept, queries=queries, column=column, metric=metric,
+            task_field=task_field, source=source, namespace=namespace, replace=replace,
+            workspace=workspace, as_json=as_json, quiet=quiet,
+        )  # fmt: skip
+    except KeyboardInterrupt:
+        for stream in kept.streams:  # its last progress line before the one saying what is kept
+            if isinstance(stream, Generator):
+                stream.close()
+        raise CommandInterrupted(kept.interrupted()) from None
+
+
+class _Kept:
+    """What an import wrote so far, to say truthfully what Ctrl-C left: each path is written in
+    its own transaction (`Store.write_batches`), so an interrupted one is rolled back whole
+    and the paths written before it stay."""
+
+    def __init__(self) -> None:
+        self.written: list[Path] = []
+        self.writing: Path | None = None
+        self.started = False  # the workspace was opened for writing
+        self.streams: list[Iterator[Any]] = []  # files read as they are written
+
+    def interrupted(self) -> str:
+        if not self.started:
+            return "import interrupted while reading the files; nothing was imported"
+        if self.writing is None:
+            return "import interrupted after its last write; every path was imported and is kept"
+        said = (
+            f"import interrupted while writing {self.writing}: its transaction was rolled "
+            "back, so nothing of it was written"
+        )
+        if len(self.written) == 1:
+            said += f"; {self.written[0]}, imported before it, is kept"
+        elif self.written:
+            names = ", ".join(map(str, self.written))
+            said += f"; the {len(self.written)} paths imported before it are kept: {names}"
+        return said
+
+
+def _import_paths(
+    format_name: str,
+    paths: list[Path],
+    kept: _Kept,
+    *,
+    queries: Path | None,
+    column: list[str] | None,
+    metric: list[str] | None,
+    task_field: str | None,
+    source: str | None,
+    namespace: str | None,
+    replace: bool,
+    workspace: str | None,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """The import proper (`import_command`'s arguments), noting in `kept` what is written."""
     progress = progress_bars(quiet or as_json)
     if not paths:
         if format_name != "mmlu-pro":
@@ -148,12 +208,14 @@ def import_command(
                 path, source=source, progress=progress, chunk_rows=STREAM_ROWS, **options
             )
             # the first part is read now: a bad file fails before the workspace is touched
+            kept.streams.append(stream)
             read: Any = itertools.chain([next(stream)], stream)
         else:
             read = get_importer(name)(path, source=source, progress=progress, **options)
         batches.append((name, path, read, key, files))
     reports = []
     with open_store(workspace) as store:
+        kept.started = True
         for name, path, batch, key, files in batches:
             if batch is None:
                 reports.append(
@@ -171,10 +233,13 @@ def import_command(
                 continue
             notes: list[str] = []
             parts = batch if isinstance(batch, itertools.chain) else [batch]
+            kept.writing = path
             report = store.write_batches(
                 _noted(parts, path, notes, as_json), kind=name, replace=replace,
                 whole_source=replace, progress=progress,
             )  # fmt: skip
+            kept.writing = None
+            kept.written.append(path)
             store.set_meta(key, files)
             reports.append({**report.as_dict(), "format": name, "notes": notes})
             if not as_json:
