@@ -317,3 +317,40 @@ def test_ctrl_c_during_an_import_says_what_it_kept(tmp_path: Path) -> None:
     with Store.open(ws) as store:
         assert store.sources()["name"].tolist() == ["small"]
         assert store.counts()["scores"] == len(planted_long_table())
+
+
+def test_an_import_waiting_for_another_says_so(tmp_path: Path) -> None:
+    """A second import finds the workspace's write lock held (here by this test, as a first
+    import would hold it): it says on stderr that it waits, then imports once the lock is
+    released."""
+    from tests.conftest import LineReader, locus_command, locus_env, planted_long_table
+
+    table, ws = tmp_path / "scores.csv", tmp_path / "ws"
+    planted_long_table().to_csv(table, index=False)
+    with Store.open(ws) as holder, holder._write(data=False):
+        child = subprocess.Popen(
+            locus_command("import", "table", table, "-w", ws),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=locus_env(LOCUS_NO_PROGRESS="1"),
+        )  # fmt: skip
+        assert child.stderr is not None and child.stdout is not None
+        stderr = LineReader(child.stderr)
+        try:
+            said = stderr.wait_for(lambda line: line.startswith("waiting"))
+            assert child.poll() is None  # it waits while the lock is held
+        except BaseException:
+            child.kill()
+            raise
+    try:
+        assert child.wait(timeout=120) == 0, stderr.rest()
+        assert child.stdout.read().startswith(f"imported: {table} as source scores")
+    finally:
+        stderr.rest()
+        child.stderr.close()
+        child.stdout.close()
+    assert said == (
+        "waiting for another import to finish: another process holds the write lock of "
+        f"workspace {ws} (waiting up to 60 s)"
+    )
+    with Store.open(ws) as store:
+        assert store.counts()["scores"] == len(planted_long_table())

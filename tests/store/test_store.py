@@ -221,3 +221,37 @@ def test_reader_keeps_working_while_an_import_runs(workspace: Path) -> None:
         child.wait(timeout=30)
         assert child.stdout is not None
         child.stdout.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_write_that_waits_for_another_is_told(
+    kind: str, request: pytest.FixtureRequest, workspace: Path
+) -> None:
+    """`on_wait` hears once, before the wait, that another writer holds the lock; the write
+    then goes through when the lock is released (and a write that need not wait hears
+    nothing)."""
+    import threading
+
+    spec = str(workspace) if kind == "sqlite" else request.getfixturevalue("postgres_url")
+    told: list[tuple[str, float | None]] = []
+    waiting, written = threading.Event(), threading.Event()
+
+    def on_wait(location: str, limit_s: float | None) -> None:
+        told.append((location, limit_s))
+        waiting.set()
+
+    def write() -> None:
+        waiter.set_meta("written", "yes")
+        written.set()
+
+    with Store.open(spec) as holder, Store.open(spec, on_wait=on_wait) as waiter:
+        waiter.set_meta("alone", "yes")
+        assert told == []
+        with holder._write(data=False):
+            thread = threading.Thread(target=write)
+            thread.start()
+            assert waiting.wait(timeout=60), "on_wait was not called"
+            assert not written.is_set()  # still waiting while the lock is held
+        thread.join(timeout=60)
+        assert written.is_set() and waiter.get_meta("written") == "yes"
+        assert told == [(waiter.location, 60 if kind == "sqlite" else None)]

@@ -81,10 +81,23 @@ def ray_or_nothing(address: str | None) -> AbstractContextManager[RaySession | N
 
 def open_store(workspace: str | None, *, create: bool = True) -> Store:
     """The workspace a command names (`--workspace`), opened (created unless `create` is
-    False: then a missing one is an error saying so)."""
+    False: then a missing one is an error saying so); a write that waits for another
+    process's lock says so on stderr."""
     from locus.store import Store
 
-    return Store.open(workspace, create=create)
+    return Store.open(workspace, create=create, on_wait=_say_waiting)
+
+
+def _say_waiting(location: str, limit_s: float | None) -> None:
+    from locus.cli._render import stderr_console
+
+    limit = "" if limit_s is None else f" (waiting up to {limit_s:g} s)"
+    stderr_console().print(
+        f"waiting for another import to finish: another process holds the write lock of "
+        f"workspace {location}{limit}",
+        markup=False,
+        highlight=False,
+    )
 
 
 def parse_pairs(values: list[str], option: str, expected: str) -> dict[str, str]:

@@ -7,7 +7,8 @@ LLM embeddings) their transactions; `locus.store.workspace.Store` combines them.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,9 +17,18 @@ from typing import Any
 from sqlalchemy import Connection, Engine, Integer, String, Table, event, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 
+from locus.errors import LocusStoreError
 from locus.store import schema
 
-__all__ = ["DATABASE_URL_ENV", "DB_NAME", "DEFAULT_WORKSPACE", "StoreCore", "resolve_workspace"]
+__all__ = [
+    "BUSY_TIMEOUT_S",
+    "DATABASE_URL_ENV",
+    "DB_NAME",
+    "DEFAULT_WORKSPACE",
+    "StoreCore",
+    "WaitHook",
+    "resolve_workspace",
+]
 
 DEFAULT_WORKSPACE = ".locus"
 DB_NAME = "locus.db"
@@ -26,6 +36,11 @@ DATABASE_URL_ENV = "LOCUS_DATABASE_URL"
 # the PostgreSQL advisory lock every write transaction takes ("locus" in ASCII), so that writers
 # queue as they do on SQLite (BEGIN IMMEDIATE) instead of racing on read-then-insert
 WRITE_LOCK = 0x6C6F637573
+# how long a SQLite writer waits for another's write lock before it gives up
+BUSY_TIMEOUT_S = 60
+WaitHook = Callable[[str, "float | None"], None]
+"""on_wait(location, limit_s): a write must wait for another process's write lock on the store
+named `location`; it waits up to `limit_s` seconds (None: as long as it takes)."""
 # rows per executemany, and values per IN (...) (well under SQLite's bound-parameter limit)
 CHUNK = 20_000
 IN_CHUNK = 900
@@ -46,12 +61,21 @@ def now() -> str:
 class StoreCore:
     """The engine, the workspace paths, transactions and the meta table of a `Store`."""
 
-    def __init__(self, workspace: Path, engine: Engine, *, location: str | None = None) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        engine: Engine,
+        *,
+        location: str | None = None,
+        on_wait: WaitHook | None = None,
+    ) -> None:
         """`workspace`: the directory of the artifacts (for a database server, a local copy);
-        `location`: how messages name the store (default: the directory)."""
+        `location`: how messages name the store (default: the directory); `on_wait`: told
+        when a write has to wait for another process's (`WaitHook`)."""
         self.workspace = workspace
         self._engine = engine
         self.location = str(workspace) if location is None else location
+        self.on_wait = on_wait
 
     @property
     def spec(self) -> str:
@@ -93,19 +117,32 @@ class StoreCore:
         Unless `data` is False (writes that leave LLMs, queries and scores alone: vectors,
         embeddings, artifacts, keys, meta), the transaction also raises the meta counter
         `data_version`, which keys the cached content checksums (`StoreScores.checksums`).
+        Where another process holds the lock, `on_wait` is told before the wait.
+
+        Raises:
+            LocusStoreError: SQLite: another process held the lock over `BUSY_TIMEOUT_S`.
         """
         with self._engine.connect() as conn:
             conn.info["begin"] = "BEGIN IMMEDIATE"
+            conn.info["waiting"] = (self.location, self._waiting)
             try:
                 with conn.begin():
                     if conn.dialect.name == "postgresql":
-                        lock = text("SELECT pg_advisory_xact_lock(:key)")
-                        conn.execute(lock, {"key": WRITE_LOCK})
+                        key = {"key": WRITE_LOCK}
+                        lock = "SELECT pg_{}advisory_xact_lock(:key)"
+                        if not conn.execute(text(lock.format("try_")), key).scalar():
+                            self._waiting(None)
+                            conn.execute(text(lock.format("")), key)
                     if data:
                         _raise_data_version(conn)
                     yield conn
             finally:
                 conn.info.pop("begin", None)
+                conn.info.pop("waiting", None)
+
+    def _waiting(self, limit_s: float | None) -> None:
+        if self.on_wait is not None:
+            self.on_wait(self.location, limit_s)
 
     @contextmanager
     def _read(self) -> Iterator[Connection]:
@@ -170,7 +207,7 @@ def configure_sqlite(engine: Engine) -> None:
     def _on_connect(dbapi_connection: Any, record: Any) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA busy_timeout = 60000")
+        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA foreign_keys = ON")
@@ -181,7 +218,44 @@ def configure_sqlite(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        conn.exec_driver_sql(conn.info.get("begin", "BEGIN"))
+        statement = conn.info.get("begin", "BEGIN")
+        waiting = conn.info.get("waiting")
+        if statement == "BEGIN" or waiting is None:
+            conn.exec_driver_sql(statement)
+            return
+        _begin_or_wait(conn.connection.dbapi_connection, statement, *waiting)
+
+
+def _begin_or_wait(
+    dbapi: Any, statement: str, location: str, waiting: Callable[[float | None], None]
+) -> None:
+    """`statement` (BEGIN IMMEDIATE: take the write lock) on a SQLite connection; where another
+    process holds the lock, `waiting(limit_s)` first, then wait for it as long as the busy
+    timeout allows."""
+    dbapi.execute("PRAGMA busy_timeout = 0")
+    try:
+        dbapi.execute(statement)
+        return
+    except sqlite3.OperationalError as error:
+        if not _is_busy(error):
+            raise
+    finally:
+        dbapi.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
+    waiting(BUSY_TIMEOUT_S)
+    try:
+        dbapi.execute(statement)
+    except sqlite3.OperationalError as error:
+        if not _is_busy(error):
+            raise
+        raise LocusStoreError(
+            f"workspace {location}: another process has held its write lock for over "
+            f"{BUSY_TIMEOUT_S} s (an import, encode or fit still running?); run this again when "
+            "it has finished"
+        ) from error
+
+
+def _is_busy(error: sqlite3.OperationalError) -> bool:
+    return "locked" in str(error) or "busy" in str(error)
 
 
 def raw_row_batches(

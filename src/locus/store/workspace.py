@@ -42,6 +42,7 @@ from locus.store._core import (
     DATABASE_URL_ENV,
     DB_NAME,
     DEFAULT_WORKSPACE,
+    WaitHook,
     configure_sqlite,
     now,
     resolve_workspace,
@@ -91,10 +92,17 @@ class Store(
     """
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str] | None = None, *, create: bool = True) -> Store:
+    def open(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        create: bool = True,
+        on_wait: WaitHook | None = None,
+    ) -> Store:
         """Open (or create) the workspace at `path`: a directory (SQLite), or a PostgreSQL URL
         (`postgresql://user:password@host/db`). Without `path`: `$LOCUS_DATABASE_URL`, else
-        `$LOCUS_WORKSPACE`, else `./.locus`.
+        `$LOCUS_WORKSPACE`, else `./.locus`. `on_wait(location, limit_s)` is called when a
+        write must wait for another process's write lock (another import, say).
 
         Older schemas are migrated to the current one in place, in one transaction.
 
@@ -106,7 +114,7 @@ class Store(
         if path is None or str(path) == "":
             path = os.environ.get(DATABASE_URL_ENV) or None
         if path is not None and is_database_url(str(path)):
-            return cls._open_database(str(path), create=create)
+            return cls._open_database(str(path), create=create, on_wait=on_wait)
         workspace = resolve_workspace(path)
         if workspace.exists() and not workspace.is_dir():
             raise LocusStoreError(
@@ -129,14 +137,14 @@ class Store(
                 ) from error
         engine = create_engine(f"sqlite:///{db_path}", future=True)
         configure_sqlite(engine)
-        return cls._opened(cls(workspace, engine), create=True)
+        return cls._opened(cls(workspace, engine, on_wait=on_wait), create=True)
 
     @classmethod
-    def _open_database(cls, url: str, *, create: bool) -> Store:
+    def _open_database(cls, url: str, *, create: bool, on_wait: WaitHook | None) -> Store:
         """A store on a database server; its artifacts live in the database, with a local copy
         under `database_cache_dir(url)`."""
         engine, location = database_engine(url)
-        store = cls(database_cache_dir(url), engine, location=location)
+        store = cls(database_cache_dir(url), engine, location=location, on_wait=on_wait)
         return cls._opened(store, create=create)
 
     @classmethod
