@@ -346,3 +346,29 @@ def test_a_tiny_pool_says_it_cannot_calibrate_and_evaluates_only_what_means_some
     assert "val split: 4 queries, 4 LLMs" in val.stdout
     assert re.search(r"^hit@1 \d\.\d{4} ± 0\.\d{4} \(one standard error: large, on only 4 "
                      r"queries\)", val.stdout, re.MULTILINE), val.stdout  # fmt: skip
+
+
+def test_an_unknown_llm_name_is_answered_with_the_nearest_names(run_cli: Run, filled: Path) -> None:
+    assert run_cli("encode", "--encoder", "hashing-16", "-w", filled).exit_code == 0
+    settings = [part for s in _SMALL_NETWORK for part in ("--set", s)]
+    fitted = run_cli("fit", "-w", filled, "--max-steps", 5, "--anchors", 16, "--min-evidence", 8,
+                     *settings)  # fmt: skip
+    assert fitted.exit_code == 0, fitted.stderr
+    embed = run_cli("embed", "llm_0", "-w", filled)
+    assert embed.exit_code == 2
+    assert embed.stderr == (
+        "error: unknown LLM 'llm_0' (did you mean 'llm-0', 'llm-1' or 'llm-2'?); expected an LLM "
+        "of the workspace (see `locus llms`); import its scores first\n"
+    )
+    for args in (
+        ("similar", "LLM-4"),
+        ("proxy", "LLM-4"),
+        ("fit", "--exclude", "LLM-4"),
+        ("route", "question 3 about law", "--unavailable", "LLM-4"),
+    ):
+        refused = run_cli(*args, "-w", filled)
+        assert refused.exit_code == 2, (args, refused.stderr)
+        assert "LLM 'LLM-4'" in refused.stderr and "(did you mean 'llm-4'" in refused.stderr, (
+            args,
+            refused.stderr,
+        )

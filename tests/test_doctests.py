@@ -9,6 +9,7 @@ import pytest
 
 MODULES = [
     "locus.metrics",
+    "locus.errors",
     "locus.calibration",
     "locus.routing.guard",
     "locus.routing.stack",

@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike, NDArray
 from locus.artifact.layout import check_same_encoder
 from locus.artifact.manifest import Manifest
 from locus.data.table import ScoreTable
-from locus.errors import LocusInputError, LocusNotFoundError
+from locus.errors import LocusInputError, LocusNotFoundError, did_you_mean
 
 if TYPE_CHECKING:
     import os
@@ -207,8 +207,8 @@ class LLMPool:
         except KeyError:
             shown = ", ".join(self.llm_ids[:5]) + (", ..." if len(self.llm_ids) > 5 else "")
             raise LocusNotFoundError(
-                f"LLM {llm_id!r} has no embedding; expected one of {shown or 'none'}; "
-                "onboard it first (locus embed)"
+                f"LLM {llm_id!r} has no embedding{did_you_mean(llm_id, self.llm_ids)}; expected "
+                f"one of {shown or 'none'}; onboard it first (locus embed)"
             ) from None
 
     def vectors(self, llm_ids: Sequence[str] | None = None) -> NDArray[np.float32]:

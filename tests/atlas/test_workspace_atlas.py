@@ -49,7 +49,7 @@ def test_the_pool_as_arrays_and_its_geometry(trained: Path) -> None:
         assert atlas.portfolio_accuracy(picked) > atlas.portfolio_accuracy(one_group) + 0.2
         retention = atlas.retention()
         assert retention.nearest_retention > 0.9
-        with pytest.raises(LocusNotFoundError, match="did you mean math-0"):
+        with pytest.raises(LocusNotFoundError, match="did you mean 'math-0', 'math-1' or 'math-2'"):
             atlas.similar("math-")
         with pytest.raises(LocusInputError, match="no LLM of the pool has params_b"):
             atlas.budget_portfolio(max_params=1e9)

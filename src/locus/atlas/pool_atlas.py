@@ -45,7 +45,7 @@ from locus.atlas.portfolio import (
 from locus.atlas.proxy import ProxyRetention, predicted_agreement, proxy_retention
 from locus.atlas.search import capability_recall, synthesise_evidence, task_profiles
 from locus.data.families import family_of
-from locus.errors import LocusInputError, LocusNotFoundError
+from locus.errors import LocusInputError, LocusNotFoundError, did_you_mean
 from locus.metrics import routing_choices
 from locus.pipeline.data import WorkspaceTable, workspace_table
 from locus.pipeline.workspace_artifacts import DEFAULT_ARTIFACT
@@ -123,9 +123,10 @@ class WorkspaceAtlas:
         try:
             return self._index[llm_id]
         except KeyError:
-            close = [llm for llm in self.llm_ids if llm_id.lower() in llm.lower()][:5]
-            hint = f"; did you mean {', '.join(close)}?" if close else "; see `locus llms`"
-            raise LocusNotFoundError(f"unknown LLM {llm_id!r} in the atlas{hint}") from None
+            raise LocusNotFoundError(
+                f"unknown LLM {llm_id!r}{did_you_mean(llm_id, self.llm_ids)}; expected an LLM "
+                "of the atlas (see `locus llms`)"
+            ) from None
 
     @property
     def embed(self) -> Embedder:

@@ -10,7 +10,7 @@ import typer
 
 from locus.cli._app import ArtifactOption, JsonOption, WorkspaceOption, app, open_store
 from locus.cli._render import print_json, stderr_console, stdout_console
-from locus.errors import LocusInputError
+from locus.errors import LocusInputError, LocusNotFoundError, did_you_mean
 
 
 @app.command("route")
@@ -99,6 +99,13 @@ def route_and_render(
     started = time.perf_counter()
     with open_store(workspace, create=False) as store:
         router = WorkspaceRouter(store, artifact)
+        strangers = [llm for llm in unavailable if llm not in set(router.llm_ids)]
+        if strangers:
+            raise LocusNotFoundError(
+                f"unknown LLM {strangers[0]!r} for --unavailable"
+                f"{did_you_mean(strangers[0], router.llm_ids)}; expected one of the pool's "
+                f"{len(router.llm_ids)} LLMs (see `locus llms`)"
+            )
         loaded = time.perf_counter()
         decisions = router.route_texts(
             texts,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from locus.errors import LocusInputError, LocusNotFoundError
+from locus.errors import LocusInputError, LocusNotFoundError, did_you_mean
 
 __all__ = ["ScoreTable"]
 
@@ -99,8 +99,8 @@ class ScoreTable:
             return self.llm_ids.index(llm_id)
         except ValueError:
             raise LocusNotFoundError(
-                f"unknown LLM {llm_id!r}; expected one of {len(self.llm_ids)} LLMs, e.g. "
-                f"{', '.join(self.llm_ids[:3])}"
+                f"unknown LLM {llm_id!r}{did_you_mean(llm_id, self.llm_ids)}; expected one of "
+                f"{len(self.llm_ids)} LLMs, e.g. {', '.join(self.llm_ids[:3])}"
             ) from None
 
     def select_queries(self, rows: np.ndarray | Sequence[int]) -> ScoreTable:

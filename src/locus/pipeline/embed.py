@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from locus.errors import LocusInputError, LocusNotFoundError
+from locus.errors import LocusInputError, LocusNotFoundError, did_you_mean
 from locus.pipeline.data import workspace_table
 from locus.pipeline.fit import load_workspace_locus
 from locus.pipeline.workspace_artifacts import DEFAULT_ARTIFACT
@@ -69,8 +69,8 @@ def embed_workspace_llms(
     unknown = [llm for llm in wanted if llm not in known_set]
     if unknown:
         raise LocusNotFoundError(
-            f"unknown LLM {unknown[0]!r}; expected an LLM of the workspace (see `locus llms`); "
-            "import its scores first"
+            f"unknown LLM {unknown[0]!r}{did_you_mean(unknown[0], known)}; expected an LLM of "
+            "the workspace (see `locus llms`); import its scores first"
         )
     data = workspace_table(store, split_seed=model.manifest.split_seed, llm_ids=wanted)
     allowed = np.ones(len(data.splits), dtype=bool) if include_test else data.splits != "test"

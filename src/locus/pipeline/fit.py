@@ -18,7 +18,7 @@ import numpy as np
 from locus._progress import ProgressFactory, no_progress
 from locus.calibration import Calibration
 from locus.data.table import ScoreTable
-from locus.errors import LocusInputError, LocusNotFoundError
+from locus.errors import LocusInputError, LocusNotFoundError, did_you_mean
 from locus.locus import Locus
 from locus.metrics import FEW_QUERIES
 from locus.nn.config import TrainingConfig
@@ -118,7 +118,8 @@ def fit_workspace(
         unknown = sorted(set(exclude_llms) - set(table.llm_ids))
         if unknown:
             raise LocusNotFoundError(
-                f"cannot exclude unknown LLM {unknown[0]!r}; expected an LLM of the workspace "
+                f"cannot exclude unknown LLM {unknown[0]!r}"
+                f"{did_you_mean(unknown[0], table.llm_ids)}; expected an LLM of the workspace "
                 "(see `locus llms`)"
             )
         excluded = set(exclude_llms)

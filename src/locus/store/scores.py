@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from sqlalchemy import Select, func, select
 
 from locus.data.table import ScoreTable
-from locus.errors import LocusNotFoundError
+from locus.errors import LocusNotFoundError, did_you_mean
 from locus.store import schema
 from locus.store._core import StoreCore, raw_row_batches
 from locus.store.imports import LLM_METADATA
@@ -172,11 +172,12 @@ class StoreScores(StoreCore):
             stmt = stmt.where(s.source.in_(list(sources)))
             alias_stmt = alias_stmt.where(a.source.in_(list(sources)))
         if llm_ids is not None:
-            unknown = sorted(set(llm_ids) - set(self.llm_ids()))
+            known = self.llm_ids()
+            unknown = sorted(set(llm_ids) - set(known))
             if unknown:
                 raise LocusNotFoundError(
-                    f"unknown LLM {unknown[0]!r}; expected one of the workspace's LLMs "
-                    "(see `locus llms`)"
+                    f"unknown LLM {unknown[0]!r}{did_you_mean(unknown[0], known)}; expected one "
+                    "of the workspace's LLMs (see `locus llms`)"
                 )
             stmt = stmt.join(schema.llms, m.id == s.llm).where(m.llm_id.in_(list(llm_ids)))
         q = schema.queries.c
