@@ -372,3 +372,27 @@ def test_an_unknown_llm_name_is_answered_with_the_nearest_names(run_cli: Run, fi
             args,
             refused.stderr,
         )
+
+
+def test_quiet_silences_notes(run_cli: Run, tmp_path: Path) -> None:
+    table = tmp_path / "scores.csv"
+    planted_long_table().to_csv(table, index=False)
+    said = run_cli("import", "auto", table, "-w", tmp_path / "told")
+    assert said.exit_code == 0 and said.stderr.startswith(f"note: {table}: ")
+    quiet = run_cli("import", "auto", table, "-w", tmp_path / "quiet", "-q")
+    assert quiet.exit_code == 0 and quiet.stderr == "" and "imported:" in quiet.stdout
+    assert run_cli("encode", "--encoder", "hashing-16", "-w", tmp_path / "quiet").exit_code == 0
+    settings = [part for s in _SMALL_NETWORK for part in ("--set", s)]
+    fitted = run_cli("fit", "-w", tmp_path / "quiet", "--max-steps", 5, "--anchors", 16,
+                     "--min-evidence", 8, *settings, "-q")  # fmt: skip
+    assert fitted.exit_code == 0 and "trained artifact" in fitted.stdout
+    assert fitted.stderr == ""  # a pool this small has two notes without -q
+    changed = planted_long_table()
+    for flip in (0, 1):  # each import changes a score: the artifact is stale after it
+        changed.loc[flip, "score"] = 1.0 - changed.loc[flip, "score"]
+        changed.to_csv(table, index=False)
+        args = ("import", "table", table, "-w", tmp_path / "quiet", "--replace")
+        again = run_cli(*args, *(["-q"] if flip == 0 else []))
+        assert again.exit_code == 0, again.stderr
+        stale = "note: artifact(s) default were fitted on the data before this change"
+        assert again.stderr == "" if flip == 0 else again.stderr.startswith(stale)

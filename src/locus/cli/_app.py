@@ -52,7 +52,9 @@ WorkspaceOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON to stdout for scripts.")]
-QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")]
+QuietOption = Annotated[
+    bool, typer.Option("--quiet", "-q", help="No progress bars or lines, and no notes.")
+]
 RayOption = Annotated[
     str | None,
     typer.Option(

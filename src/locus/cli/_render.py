@@ -28,6 +28,7 @@ __all__ = [
     "FitProgress",
     "duration",
     "fmt",
+    "note",
     "print_json",
     "progress_bars",
     "progress_seconds",
@@ -61,6 +62,12 @@ def stderr_console() -> Console:
 
 def stdout_console() -> Console:
     return _console(stderr=False)
+
+
+def note(message: str, *, quiet: bool = False) -> None:
+    """`note: MESSAGE` on stderr; nothing with `quiet` (-q, --json)."""
+    if not quiet:
+        stderr_console().print(f"note: {message}", markup=False, highlight=False)
 
 
 def progress_seconds(interval: float | None = None) -> float:

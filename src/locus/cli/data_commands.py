@@ -15,7 +15,14 @@ from locus.cli._app import (
     open_store,
     ray_or_nothing,
 )
-from locus.cli._render import fmt, print_json, progress_bars, stderr_console, stdout_console
+from locus.cli._render import (
+    fmt,
+    note,
+    print_json,
+    progress_bars,
+    stderr_console,
+    stdout_console,
+)
 from locus.errors import LocusInputError
 
 
@@ -170,11 +177,12 @@ def encode_command(
                 f"{text_encoder.name}: artifacts trained on {previous} vectors will not route "
                 "until `locus fit` runs again[/]"
             )
-        elif encoder is None and not (quiet or as_json) and previous == _old_default_name():
-            stderr_console().print(
-                f"note: this workspace's encoder ({previous}) cuts texts after 256 tokens; the "
+        elif encoder is None and previous == _old_default_name():
+            note(
+                f"this workspace's encoder ({previous}) cuts texts after 256 tokens; the "
                 "default now keeps a long text's head and tail (few-shot prompts differ at the "
-                "end): `locus encode --encoder minilm-onnx-int8`, then `locus fit`"
+                "end): `locus encode --encoder minilm-onnx-int8`, then `locus fit`",
+                quiet=quiet or as_json,
             )
         with ray_or_nothing(ray) as session:
             chunk_encoder = None

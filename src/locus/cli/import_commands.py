@@ -23,7 +23,7 @@ from locus.cli._app import (
     open_store,
     parse_pairs,
 )
-from locus.cli._render import print_json, progress_bars, stderr_console, stdout_console
+from locus.cli._render import note, print_json, progress_bars, stdout_console
 from locus.cli.sources_commands import stale_artifacts, tell_stale
 from locus.errors import LocusInputError
 
@@ -186,7 +186,8 @@ def _import_paths(
             raise LocusInputError(f"import {format_name}: expected a PATH to import, found none")
         paths = [_mmlu_pro_path(workspace, progress)]
     jobs = [
-        _job(format_name, path, queries, column, metric, task_field, namespace) for path in paths
+        _job(format_name, path, queries, column, metric, task_field, namespace, quiet or as_json)
+        for path in paths
     ]
     from locus.data.file_stamps import import_fingerprint
     from locus.data.importers import get_importer
@@ -235,7 +236,7 @@ def _import_paths(
             parts = batch if isinstance(batch, itertools.chain) else [batch]
             kept.writing = path
             report = store.write_batches(
-                _noted(parts, path, notes, as_json), kind=name, replace=replace,
+                _noted(parts, path, notes, quiet or as_json), kind=name, replace=replace,
                 whole_source=replace, progress=progress,
             )  # fmt: skip
             kept.writing = None
@@ -248,7 +249,7 @@ def _import_paths(
     if as_json:
         print_json(reports[0] if len(reports) == 1 else reports)
         return
-    tell_stale(stale)
+    tell_stale(stale, quiet=quiet)
 
 
 STREAM_ROWS = 500_000  # rows of a table file read and written at a time
@@ -260,12 +261,11 @@ def _noted(
     """The batches, each one's notes printed (unless `quiet`) and kept in `notes`, each
     distinct note once (the parts of one file may each say how its scores were read)."""
     for part in parts:
-        for note in part.notes:
-            if note in notes:
+        for said in part.notes:
+            if said in notes:
                 continue
-            notes.append(note)
-            if not quiet:
-                stderr_console().print(f"note: {path.name}: {note}", markup=False)
+            notes.append(said)
+            note(f"{path.name}: {said}", quiet=quiet)
         yield part
 
 
@@ -277,14 +277,16 @@ def _job(
     metric: list[str] | None,
     task_field: str | None,
     namespace: str | None,
+    quiet: bool,
 ) -> tuple[str, Path, dict[str, Any]]:
-    """(format, path, importer options) of one path, the format detected for `auto`."""
+    """(format, path, importer options) of one path, the format detected for `auto` (said in
+    a note unless `quiet`)."""
     from locus.data.importers import detect_format, get_importer
 
     name = format_name
     if format_name == "auto":
         name, found = detect_format(path)
-        stderr_console().print(f"note: {path}: {found}: importing as {name}", markup=False)
+        note(f"{path}: {found}: importing as {name}", quiet=quiet)
     else:
         get_importer(name)  # an unknown format fails before anything is read
     options: dict[str, Any] = {}

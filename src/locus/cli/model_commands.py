@@ -11,8 +11,8 @@ from locus.cli._app import ArtifactOption, JsonOption, QuietOption, WorkspaceOpt
 from locus.cli._render import (
     calibration_line,
     guard_line,
+    note,
     print_json,
-    stderr_console,
     stdout_console,
     training_bar,
 )
@@ -104,8 +104,8 @@ def fit_command(
     if as_json:
         print_json(report.as_dict())
         return
-    for note in report.notes:
-        stderr_console().print(f"note: {note}", markup=False, highlight=False)
+    for said in report.notes:
+        note(said, quiet=quiet)
     stdout_console().print(
         f"trained artifact [bold]{artifact}[/] on {report.llms} LLMs, {report.train_queries:,} "
         f"training queries in {report.seconds:.0f} s; best validation hit@1 "

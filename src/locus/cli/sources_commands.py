@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from locus.cli._app import JsonOption, WorkspaceOption, app, open_store
-from locus.cli._render import print_json, stderr_console, stdout_console
+from locus.cli._render import note, print_json, stdout_console
 from locus.errors import LocusInputError
 
 __all__ = ["remove_source_command", "sources_command", "stale_artifacts", "tell_stale"]
@@ -98,13 +98,13 @@ def stale_artifacts(store: Any) -> list[str]:
     return stale
 
 
-def tell_stale(stale: list[str]) -> None:
-    """A note on stderr naming the stale artifacts and what to re-run; nothing for none."""
+def tell_stale(stale: list[str], *, quiet: bool = False) -> None:
+    """A note on stderr naming the stale artifacts and what to re-run; nothing for none, or
+    with `quiet`."""
     if stale:
         names = ", ".join(stale)
-        stderr_console().print(
-            f"note: artifact(s) {names} were fitted on the data before this change; routing "
-            "keeps using them until you re-run `locus fit` (and `locus encode` for new queries)",
-            markup=False,
-            highlight=False,
+        note(
+            f"artifact(s) {names} were fitted on the data before this change; routing keeps "
+            "using them until you re-run `locus fit` (and `locus encode` for new queries)",
+            quiet=quiet,
         )
