@@ -396,3 +396,26 @@ def test_quiet_silences_notes(run_cli: Run, tmp_path: Path) -> None:
         assert again.exit_code == 0, again.stderr
         stale = "note: artifact(s) default were fitted on the data before this change"
         assert again.stderr == "" if flip == 0 else again.stderr.startswith(stale)
+
+
+def test_llms_shows_the_catalog_prices(run_cli: Run, filled: Path, tmp_path: Path) -> None:
+    catalog = tmp_path / "llms.csv"
+    catalog.write_text(
+        "llm_id,price_in_per_mtok,price_out_per_mtok,cost_per_query\n"
+        "llm-0,2.5,10,\nllm-1,0.15,0.6,0.00012\n"
+    )
+    assert run_cli("import", "llms", catalog, "-w", filled).exit_code == 0
+    rows = run_cli("llms", "-w", filled, "--json").json()
+    assert isinstance(rows, list)
+    by_id = {row["llm_id"]: row for row in rows}
+    assert (by_id["llm-0"]["price_in_per_mtok"], by_id["llm-0"]["price_out_per_mtok"]) == (2.5, 10)
+    assert by_id["llm-0"]["cost_per_query"] is None and by_id["llm-1"]["cost_per_query"] == 0.00012
+    assert all(by_id["llm-5"][field] is None for field in
+               ("price_in_per_mtok", "price_out_per_mtok", "cost_per_query"))  # fmt: skip
+    shown = run_cli("llms", "-w", filled).stdout
+    assert all(title in shown for title in ("USD/M in", "USD/M out", "USD/query"))
+    line = next(line for line in shown.splitlines() if " llm-1 " in line)
+    cells = [cell.strip() for cell in line.split("│")[1:-1]]
+    assert cells[0] == "llm-1" and cells[-3:] == ["0.15", "0.6", "0.00012"]
+    line = next(line for line in shown.splitlines() if " llm-0 " in line)
+    assert [cell.strip() for cell in line.split("│")[1:-1]][-3:] == ["2.5", "10", "-"]

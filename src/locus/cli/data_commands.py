@@ -25,11 +25,15 @@ from locus.cli._render import (
 )
 from locus.errors import LocusInputError
 
+PRICES = ("price_in_per_mtok", "price_out_per_mtok", "cost_per_query")  # null in --json if unset
+
 
 @app.command("llms")
 def llms_command(workspace: WorkspaceOption = None, as_json: JsonOption = False) -> None:
     """List the LLMs of the workspace: queries scored, accuracy, best task, and the catalog
-    (family, parameters, prices, endpoint) where `locus import llms` gave one."""
+    (family, parameters, prices, endpoint) where `locus import llms` gave one. --json rows
+    always hold the prices (USD per million input and output tokens, USD per query), null
+    where the catalog has none."""
     from locus.data.llm_catalog import Endpoint
 
     with open_store(workspace, create=False) as store:
@@ -45,7 +49,10 @@ def llms_command(workspace: WorkspaceOption = None, as_json: JsonOption = False)
             }
     if as_json:
         print_json(
-            [{**row, **catalog.get(row["llm_id"], {})} for row in summary.to_dict("records")]
+            [
+                {**row, **dict.fromkeys(PRICES), **catalog.get(row["llm_id"], {})}
+                for row in summary.to_dict("records")
+            ]
         )
         return
     from rich.table import Table
@@ -55,6 +62,8 @@ def llms_command(workspace: WorkspaceOption = None, as_json: JsonOption = False)
         for field, title in (
             ("family", "family"),
             ("params_b", "params (B)"),
+            ("price_in_per_mtok", "USD/M in"),
+            ("price_out_per_mtok", "USD/M out"),
             ("cost_per_query", "USD/query"),
             ("endpoint", "endpoint"),
         )
@@ -68,7 +77,7 @@ def llms_command(workspace: WorkspaceOption = None, as_json: JsonOption = False)
         ("tasks", "right"),
         ("best task", "left"),
         ("its accuracy", "right"),
-        *[(title, "left") for _, title in extra],
+        *[(title, "right" if field in PRICES else "left") for field, title in extra],
     ):
         table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for row in summary.sort_values("accuracy", ascending=False).to_dict("records"):
@@ -78,7 +87,8 @@ def llms_command(workspace: WorkspaceOption = None, as_json: JsonOption = False)
             value = fields.get(field)
             if field == "endpoint" and value is not None:
                 value = f"{value['model']} at {value['base_url']}"
-            shown.append(fmt(value))
+            # prices as given: 0.00012 USD a query is not 0.000
+            shown.append(f"{value:g}" if field in PRICES and value is not None else fmt(value))
         table.add_row(
             row["llm_id"],
             fmt(row["queries_scored"]),
