@@ -160,15 +160,12 @@ class Stack:
         votes: Mapping[int, NDArray[Any]],
         task_votes: NDArray[Any] | None = None,
         reference: NDArray[np.bool_] | None = None,
-        damping: Mapping[int, tuple[float, NDArray[np.float64]]] | None = None,
     ) -> NDArray[np.float64]:
         """Combined logits (n_queries, n_llms) from LOCUS's calibrated logits, the kNN
         router's P(correct) at each k of `needed_ks` (`votes[k]`) and, for a stack with
         `tasks`, its task votes, all over the same LLMs. `reference` (n_llms,): the columns
         the level and the deviations' means are taken over (default all): the LLMs of the fit,
-        so that an LLM joined since moves no other LLM's P(correct). `damping`: column ->
-        (keep, its mean deviation per part, `mean_deviations`): that column's LOCUS and kNN
-        deviations about their means are kept in the share `keep` (its task vote whole).
+        so that an LLM joined since moves no other LLM's P(correct).
 
         Raises:
             LocusInputError: a stack with `tasks` given no task votes.
@@ -177,25 +174,12 @@ class Stack:
         mixture = _logit(mix(sigmoid(locus), votes[self.mix_k], self.mix_weight))
         columns = slice(None) if reference is None else reference
         level = mixture[:, columns].mean(axis=1, keepdims=True)
-        deviations = _deviations(self._parts(locus, votes, task_votes), reference)
-        damped = len(self.ks) + 1  # the LOCUS and kNN parts, before the task vote
-        for column, (keep, means) in (damping or {}).items():
-            mean = np.asarray(means, np.float64)[:damped]
-            deviations[:, column, :damped] = mean + keep * (deviations[:, column, :damped] - mean)
-        return level + deviations @ np.asarray(self.deviation_weights) + self.shift
-
-    def mean_deviations(
-        self,
-        locus_logits: NDArray[Any],
-        votes: Mapping[int, NDArray[Any]],
-        task_votes: NDArray[Any] | None = None,
-        reference: NDArray[np.bool_] | None = None,
-    ) -> NDArray[np.float64]:
-        """(n_llms, n_parts) each part's deviation (as in `logits`) averaged over the
-        queries: an LLM's level against the `reference` LLMs, part by part."""
-        locus = np.asarray(locus_logits, np.float64)
-        deviations = _deviations(self._parts(locus, votes, task_votes), reference)
-        return np.asarray(deviations.mean(axis=0), np.float64)
+        return (
+            level
+            + _deviations(self._parts(locus, votes, task_votes), reference)
+            @ np.asarray(self.deviation_weights)
+            + self.shift
+        )
 
     def _parts(
         self,

@@ -69,8 +69,6 @@ STACK_MIN_ROWS = 2_048
 LEARN_MIN_PER_LLM = 50
 # how many scores LOCUS's P(correct) counts as beside an onboarded LLM's own votes (`join`)
 PRIOR_STRENGTH = 32.0
-# training queries of the kNN router a joined LLM's mean deviations are read on (`join`)
-_OFFSET_QUERIES = 512
 
 
 def learns_from(train_scores: NDArray[np.floating[Any]]) -> bool:
@@ -109,7 +107,6 @@ class StackedRouter(LogitRouter):
         guard: Guard | None = None,
         *,
         prior_strength: float | None = None,
-        deviation_strength: float = 0.0,
     ) -> None:
         if (knn is None) != (stack is None):
             raise LocusInputError(
@@ -121,10 +118,6 @@ class StackedRouter(LogitRouter):
             raise LocusInputError(f"prior_strength must be >= 0, found {self.prior_strength}")
         self._knn_column = {} if knn is None else {llm: i for i, llm in enumerate(knn.llm_ids)}
         self.joined: dict[str, int] = {}  # LLM -> its scores, for those joined since the fit
-        # a joined LLM's LOCUS and kNN deviations are kept in the share n / (n + this) of its
-        # n scores (0: whole; docs/decisions.md: measured, off by default)
-        self.deviation_strength = float(deviation_strength)
-        self._mean_deviations: dict[str, NDArray[np.float64]] = {}  # `Stack.mean_deviations`
         self._fit_rows = 0 if knn is None else len(knn.vectors_)  # before any LLM joins
         self._scored_counts: tuple[NDArray[Any], NDArray[np.int64]] | None = None
 
@@ -138,33 +131,6 @@ class StackedRouter(LogitRouter):
         self, vectors: NDArray[np.float32], locus_logits: NDArray[Any]
     ) -> tuple[list[int], NDArray[np.float64]] | None:
         """(the pool columns the kNN router knows, their stacked logits), None for none."""
-        inputs = self._stack_inputs(vectors, locus_logits)
-        if inputs is None or self.stack is None:
-            return None
-        mine, locus_part, votes, task_votes, reference = inputs
-        damping = {}
-        for column, j in enumerate(mine):
-            llm = self.locus.llm_ids[j]
-            if self.deviation_strength > 0 and llm in self._mean_deviations:
-                n = self.joined[llm]
-                damping[column] = (n / (n + self.deviation_strength), self._mean_deviations[llm])
-        return mine, self.stack.logits(locus_part, votes, task_votes, reference, damping)
-
-    def _stack_inputs(
-        self, vectors: NDArray[np.float32], locus_logits: NDArray[Any]
-    ) -> (
-        tuple[
-            list[int],
-            NDArray[Any],
-            dict[int, NDArray[Any]],
-            NDArray[Any] | None,
-            NDArray[np.bool_] | None,
-        ]
-        | None
-    ):
-        """What the stack reads for the pool columns the kNN router knows: (those columns,
-        LOCUS's logits there, the kNN votes by k, the task votes, the fitted LLMs' columns
-        where some LLM joined since the fit); None for none."""
         if self.stack is None or self.knn is None:
             return None
         pairs = [
@@ -200,22 +166,7 @@ class StackedRouter(LogitRouter):
                 for k, v in votes.items()
             }
             reference = counts < 0  # the fitted LLMs: a joined one moves none of theirs
-        return mine, locus_logits[:, mine], votes, task_votes, reference
-
-    def _read_mean_deviations(self, llm_id: str) -> NDArray[np.float64] | None:
-        """`llm_id`'s mean deviation per part of the stack over a fixed sample of the kNN
-        router's training queries (unit vectors, as the default text encoders give them)."""
-        rows = min(_OFFSET_QUERIES, self._fit_rows)
-        if self.knn is None or self.stack is None or not rows:
-            return None
-        sample = self.knn.vectors_[np.linspace(0, self._fit_rows - 1, rows).astype(np.int64)]
-        inputs = self._stack_inputs(sample, self.locus.predict_logits(sample))
-        if inputs is None or inputs[4] is None or not inputs[4].any():
-            return None
-        mine, locus_part, votes, task_votes, reference = inputs
-        names = [self.locus.llm_ids[j] for j in mine]
-        means = self.stack.mean_deviations(locus_part, votes, task_votes, reference)
-        return means[names.index(llm_id)] if llm_id in names else None
+        return mine, self.stack.logits(locus_logits[:, mine], votes, task_votes, reference)
 
     def join(
         self,
@@ -256,11 +207,6 @@ class StackedRouter(LogitRouter):
             self.knn.add_llm(llm_id, *evidence)
             self._knn_column[llm_id] = len(self.knn.llm_ids) - 1
         self.joined[llm_id] = int(kept.sum())
-        self._mean_deviations.pop(llm_id, None)
-        if self.deviation_strength > 0:
-            means = self._read_mean_deviations(llm_id)
-            if means is not None:
-                self._mean_deviations[llm_id] = means
         if self.guard is not None and default_scores is not None:
             self.guard = rechosen_default(self.guard, llm_id, values, default_scores)
 
