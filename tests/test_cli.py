@@ -216,8 +216,8 @@ def test_plain_progress_keeps_coming_while_a_stage_counts_nothing() -> None:
         time.sleep(0.01)
     lines.finish()
     shown = stream.getvalue().splitlines()
-    assert shown[0] == "stacking ..." and shown[1] == "stacking: running for 0 s"
-    assert shown[-1] == "stacking: done in 0 s"
+    assert shown[0] == "stacking ..." and re.fullmatch(r"stacking: running for \d+ s", shown[1])
+    assert re.fullmatch(r"stacking: done in \d+ s", shown[-1])
 
 
 def test_progress_interval_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
