@@ -251,20 +251,24 @@ def test_fit_without_a_terminal_reports_progress_in_whole_plain_lines(tmp_path: 
             "fit", "-w", ws, "--max-steps", 10, "--eval-every", 5, "--anchors", 64,
             "--min-evidence", 8, *[part for s in small for part in ("--set", s)],
         ),
-        capture_output=True, text=True, timeout=600, env=locus_env(LOCUS_PROGRESS_SECONDS="60"),
+        capture_output=True, text=True, timeout=600, env=locus_env(LOCUS_PROGRESS_SECONDS="600"),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
     assert lines[:2] == ["reading the workspace ...", lines[1]]
-    assert re.fullmatch(r"reading the workspace: done in \d+ s", lines[1])
-    step = r"training: step (\d+)/10 \(\d+%\) in \d+ s, about \d+ s left at most; loss \d\.\d{4}.*"
+    took = r"\d+ (?:s|min \d\d s|h \d\d min)"  # a loaded machine may take minutes
+    assert re.fullmatch(rf"reading the workspace: done in {took}", lines[1])
+    step = (
+        rf"training: step (\d+)/10 \(\d+%\) in {took}, about {took} left at most; "
+        r"loss \d\.\d{4}.*"
+    )
     steps = [int(m[1]) for m in map(lambda line: re.fullmatch(step, line), lines) if m]
     assert steps == list(range(1, 10))  # every tenth of 10 steps; the 10th in the last line
     assert any(
-        re.fullmatch(r"training: step 10/10 in \d+ s; loss \d\.\d{4}, val .*", x) for x in lines
+        re.fullmatch(rf"training: step 10/10 in {took}; loss \d\.\d{{4}}, val .*", x) for x in lines
     )
     assert "fitting the router (kNN stack and guard) ..." in lines
-    assert any(re.fullmatch(r"saving the artifact: done in \d+ s", line) for line in lines)
+    assert any(re.fullmatch(rf"saving the artifact: done in {took}", line) for line in lines)
     summary = re.compile(
         r"^trained artifact default on 6 LLMs, 77 training queries in \d+ s; best validation "
         r"hit@1 \d\.\d{4} at step \d+$",
