@@ -130,6 +130,17 @@ class _PlainLines:
         self._thread: threading.Thread | None = None
         self._started = self._last = clock()
 
+    @contextmanager
+    def running(self) -> Iterator[Advance]:
+        """Start, yield `advance`, and finish: as stopped where the body raised."""
+        try:
+            self.start()
+            yield self.advance
+        except BaseException:
+            self.finish(stopped=True)
+            raise
+        self.finish()
+
     def start(self) -> None:
         self._started = self._last = self._clock()
         self._write(f"{self._description} ...")
@@ -211,16 +222,10 @@ class _RichProgress:
             return
         console = stderr_console()
         if not console.is_terminal:  # a log file or CI: a line now and then, never a live bar
-            lines = _PlainLines(
+            with _PlainLines(
                 sys.stderr, description, total, interval=self._interval, clock=time.monotonic
-            )
-            try:
-                lines.start()
-                yield lines.advance
-            except BaseException:
-                lines.finish(stopped=True)
-                raise
-            lines.finish()
+            ).running() as advance:
+                yield advance
             return
         from rich.progress import (
             BarColumn,
@@ -303,16 +308,10 @@ class FitProgress:
             yield lambda n: self._bar.advance(task, n)
             self._bar.update(task, total=1, completed=1)
             return
-        lines = _PlainLines(
+        with _PlainLines(
             sys.stderr, description, total, interval=self._interval, clock=self._clock
-        )
-        try:
-            lines.start()
-            yield lines.advance
-        except BaseException:
-            lines.finish(stopped=True)
-            raise
-        lines.finish()
+        ).running() as advance:
+            yield advance
 
     def _end_training(self, failed: bool = False) -> None:
         """The training's last line, once it is over (a stage begins, or the fit ends or
