@@ -31,6 +31,13 @@ def test_settings_from_a_toml_file_then_options(tmp_path: Path) -> None:
         ServerSettings.from_file(config)
 
 
+def test_the_first_token_timeout_defaults_to_10_s() -> None:
+    """Chosen from measured times to the first token: a public fault harness's reference
+    client moves on at about 10 s, and at 15 s the slow-first-token case exceeded its bound."""
+    assert ServerSettings().first_token_timeout_s == 10.0
+    assert ServerSettings().with_(first_token_timeout_s=4.0).first_token_timeout_s == 4.0
+
+
 def test_serve_refuses_a_taken_port_before_announcing(
     run_cli: Callable[..., CliResult], tmp_path: Path
 ) -> None:

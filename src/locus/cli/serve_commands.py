@@ -79,7 +79,7 @@ def serve_command(
     first_token_timeout: Annotated[
         float | None,
         typer.Option(
-            "--first-token-timeout", min=0.1, help="Seconds to a stream's first token [15]."
+            "--first-token-timeout", min=0.1, help="Seconds to a stream's first token [10]."
         ),
     ] = None,
     stall_timeout: Annotated[
