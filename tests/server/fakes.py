@@ -9,7 +9,11 @@ context length), "filter" (400 content filter), "garbage" (200, not JSON), "404"
 "stall" (nothing for `hang_s` after the first words), "malformed" (a broken chunk after the
 first words, then the rest of the answer), "malformed-first" (only a broken first chunk),
 "no-done" (every chunk, the finish_reason, a clean close without [DONE]), "truncated" (the
-first words, then a clean close: no finish_reason, no [DONE]).
+first words, then a clean close: no finish_reason, no [DONE]), "reset-after-finish" (every
+chunk, the finish_reason, then a reset instead of [DONE]). "cut:N", "stall:N" and
+"truncated:N" send N words of their own ("a0 ", "a1 ", ... for LLM a) before they break;
+"prefill-400" answers a request whose last message is the assistant's with a 400 (as an API
+that does not take a prefill does), any other request as "ok".
 """
 
 from __future__ import annotations
@@ -34,7 +38,10 @@ def reset(connection: socket.socket) -> None:
     connection.close()
 
 
-STREAMED = {"ok", "slow", "cut", "stall", "malformed", "malformed-first", "no-done", "truncated"}
+STREAMED = {
+    "ok", "slow", "cut", "stall", "malformed", "malformed-first", "no-done", "truncated",
+    "reset-after-finish",
+}  # fmt: skip
 
 
 class FakeUpstreams:
@@ -85,7 +92,10 @@ class FakeUpstreams:
                 if behaviour == "hang":
                     time.sleep(fake.hang_s)
                     behaviour = "ok"
-                if body.get("stream") and behaviour in STREAMED:
+                if behaviour == "prefill-400":
+                    last = (body.get("messages") or [{}])[-1]
+                    behaviour = "prefill-refused" if last.get("role") == "assistant" else "ok"
+                if body.get("stream") and behaviour.split(":")[0] in STREAMED:
                     fake.stream(self, name, behaviour, body)
                     return
                 status, payload, headers = fake.answer(name, behaviour, body)
@@ -116,6 +126,16 @@ class FakeUpstreams:
         handler.send_response(200)
         handler.send_header("content-type", "text/event-stream")
         handler.end_headers()
+        if ":" in behaviour:  # N words of its own, then the break
+            kind, words = behaviour.split(":")
+            send(chunk({"role": "assistant", "content": ""}))
+            for i in range(int(words)):
+                send(chunk({"content": f"{name}{i} "}))
+            if kind == "cut":
+                reset(handler.connection)
+            elif kind == "stall":
+                time.sleep(self.hang_s)
+            return
         if behaviour == "malformed-first":
             send(b"data: {not json\n\n")
             return
@@ -134,7 +154,9 @@ class FakeUpstreams:
             return
         send(chunk({"content": f"from {name}"}))
         send(chunk({}, "stop"))
-        if behaviour != "no-done":
+        if behaviour == "reset-after-finish":
+            reset(handler.connection)
+        elif behaviour != "no-done":
             send(b"data: [DONE]\n\n")
 
     def answer(
@@ -164,6 +186,9 @@ class FakeUpstreams:
             return int(behaviour), {"error": {"message": "oops", "type": "server"}}, {}
         if behaviour == "context":
             error = {"code": "context_length_exceeded", "message": "maximum context length is 8k"}
+            return 400, {"error": error}, {}
+        if behaviour == "prefill-refused":
+            error = {"message": "the last message must be a user or tool message", "type": "x"}
             return 400, {"error": error}, {}
         if behaviour == "filter":
             error = {"code": "content_filter", "message": "blocked by the content filter"}

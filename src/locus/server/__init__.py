@@ -7,6 +7,7 @@ upstream.py   Upstreams: one OpenAI-compatible call to an LLM's endpoint (httpx,
               transport), failures classified (retryable before the first token or not)
 answers.py    parse_model, ChatAnswer, StreamAnswer, GatewayError: what the gateway answers
 gateway.py    Gateway: route a chat request, walk the fallback order, account the answer
+streaming.py  StreamRelay: a stream's SSE lines, continued on the next LLM where it breaks
 prometheus.py Metrics: Prometheus counters and histograms on the app's own registry
 service_router.py  ServiceRouter: the workspace router behind the service, following the store
 responses.py  the error shape, an answer's x-locus-* headers, the text a chat is routed on

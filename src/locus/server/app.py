@@ -17,7 +17,9 @@
                                 "locus", "locus:quality=S", "locus:budget=B",
                                 "locus:cost=W" or an llm_id; x-locus-* headers (the
                                 answering LLM, its predicted P(correct) and expected cost;
-                                a stream's cost is in its usage chunk, not a header)
+                                a stream's cost is in its usage chunk, not a header; a
+                                stream broken mid-answer continues on the next LLM,
+                                `locus.server.streaming`)
     GET  /v1/models             what a chat may name: `locus`, the cost rules where every
                                 served LLM is priced (`locus:quality=0.95`, a
                                 `locus:budget=` of their mean cost, `locus:cost=10`), the

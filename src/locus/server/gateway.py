@@ -12,9 +12,10 @@ rest of the order behind it. A transient failure (a 5xx, a reset connection, a 4
 whose Retry-After is short) is retried on the same LLM first (`retries_per_llm`, after
 `retry_backoff_s` or the Retry-After), except a half-open circuit's trial, which is one call;
 a 404 / 410 "model not found" marks the LLM retired for
-this process (the catalog names a model its provider no longer serves) and falls back. The
-answer keeps the upstream's own `model` (what really answered); locus's llm_id travels in the
-`x-locus-llm` header.
+this process (the catalog names a model its provider no longer serves) and falls back. A
+stream that breaks after its first token continues on the next LLM of the same order
+(`locus.server.streaming`). The answer keeps the upstream's own `model` (what really
+answered); locus's llm_id travels in the `x-locus-llm` header.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -37,20 +38,13 @@ from locus.server.answers import (
     GatewayError,
     StreamAnswer,
     parse_model,
-    sse,
 )
 from locus.server.breaker import CircuitBreaker
 from locus.server.latency import LatencyTracker
 from locus.server.prometheus import Metrics
 from locus.server.settings import ServerSettings
-from locus.server.upstream import (
-    DONE,
-    MALFORMED,
-    UpstreamError,
-    Upstreams,
-    UpstreamStream,
-    open_stream,
-)
+from locus.server.streaming import StreamRelay, continuation_body, resumable
+from locus.server.upstream import UpstreamError, Upstreams, UpstreamStream, open_stream
 
 __all__ = ["ROUTING_MODEL", "ChatAnswer", "Gateway", "GatewayError", "StreamAnswer", "parse_model"]
 
@@ -136,6 +130,24 @@ class Gateway:
             ranked = fast + [c for c in ranked if c not in fast]
         return ranked, explored
 
+    async def _fallbacks(
+        self,
+        body: Mapping[str, Any],
+        text: str,
+        unavailable: Sequence[str],
+        max_latency_ms: float | None,
+        explore: float | None,
+    ) -> _Walk:
+        """The request's way down its fallback order."""
+        fixed, rule = parse_model(body.get("model"), self.upstreams.endpoints)
+        # routing encodes new texts (milliseconds of CPU): off the event loop
+        ranked, explored = await anyio.to_thread.run_sync(
+            lambda: self.fallback_order(text, fixed, rule, unavailable, max_latency_ms, explore)
+        )
+        if not ranked:
+            raise GatewayError(503, "no LLM with an endpoint is available", kind="unavailable")
+        return _Walk(self, ranked, explored=explored)
+
     async def chat(
         self,
         body: Mapping[str, Any],
@@ -152,16 +164,18 @@ class Gateway:
             GatewayError: every attempt failed, or an upstream refused the request.
         """
 
-        async def call(llm: str, timeout: float) -> dict[str, Any]:
+        async def call(llm: str, timeout: float, form: int) -> dict[str, Any]:
             return await self.upstreams.complete(llm, body, timeout=timeout)
 
-        llm, payload, attempts, failed, predicted, explored = await self._first_success(
-            body, text, unavailable, call, max_latency_ms, explore
-        )
+        walk = await self._fallbacks(body, text, unavailable, max_latency_ms, explore)
+        llm, payload = await walk.first(call, streaming=False)
         model = str(payload.get("model") or self._endpoint_model(llm))
         payload = {**payload, "model": model}
         cost = self.cost(llm, payload)
-        return ChatAnswer(payload, llm, attempts, cost, failed, predicted, model, explored)
+        return ChatAnswer(
+            payload, llm, walk.attempts, cost, list(walk.failed), walk.candidate_of[llm], model,
+            walk.explored_first(llm),
+        )  # fmt: skip
 
     async def stream(
         self,
@@ -174,174 +188,77 @@ class Gateway:
     ) -> StreamAnswer:
         """Start a streaming chat request: every failure before the first token falls back;
         the answer's `events` are the SSE lines, each chunk's model the answering LLM's. A
-        stream that fails after its first token ends with an error event and no [DONE], so a
-        client never takes a truncated answer for a complete one; one that closes after its
-        last chunk (a `finish_reason`) without sending [DONE] is complete, and gets its [DONE].
-        Malformed chunks are skipped and counted (`malformed_chunks_max` in a row end it)."""
+        stream that breaks after its first token (cut, stalled, malformed) continues on the
+        next LLM of the same fallback order, the answer so far as a prefill
+        (`locus.server.streaming`), so the caller gets one whole answer; where no LLM
+        continues it, it ends with an error event and no [DONE], so a client never takes a
+        truncated answer for a complete one. One that closes after its last chunk (a
+        `finish_reason`) without sending [DONE] is complete, and gets its [DONE]. Malformed
+        chunks are skipped and counted (`malformed_chunks_max` in a row break the stream)."""
 
-        async def call(llm: str, timeout: float) -> UpstreamStream:
-            return await open_stream(
-                self.upstreams, llm, body,
-                first_token_s=min(timeout, self.settings.first_token_timeout_s),
-                stall_s=self.settings.stall_timeout_s,
-                malformed_max=self.settings.malformed_chunks_max,
+        def caller(partial: str | None) -> Callable[[str, float, int], Awaitable[UpstreamStream]]:
+            """The call of one LLM: the request as it came, or (`partial`: the answer so far)
+            its continuation, form 0 with a prefill, form 1 with the partial answer quoted."""
+
+            async def call(llm: str, timeout: float, form: int) -> UpstreamStream:
+                sent = (
+                    body if partial is None else continuation_body(body, partial, prefill=form == 0)
+                )
+                return await open_stream(
+                    self.upstreams, llm, sent,
+                    first_token_s=min(timeout, self.settings.first_token_timeout_s),
+                    stall_s=self.settings.stall_timeout_s,
+                    malformed_max=self.settings.malformed_chunks_max,
+                )  # fmt: skip
+
+            return call
+
+        walk = await self._fallbacks(body, text, unavailable, max_latency_ms, explore)
+        llm, upstream = await walk.first(caller(None), streaming=True)
+        failed = list(walk.failed)  # what the headers name: the failures before the answer
+
+        async def resume(
+            partial: str, broken: str, reason: str
+        ) -> tuple[str, UpstreamStream, str] | str:
+            """Where the answer goes on after `broken`'s stream broke (`StreamRelay`)."""
+            before = len(walk.failed)
+            found = await walk.resume(caller(partial))
+            if found is None:
+                tried = "; ".join(f"{f['llm_id']}: {f['kind']}" for f in walk.failed[before:])
+                logger.warning(
+                    "%s: the stream broke after its first token (%s); no LLM continued it (%s)",
+                    broken, reason, tried or walk.stopped,
+                )  # fmt: skip
+                return f"no LLM continued it ({tried or walk.stopped})"
+            continuing, stream = found
+            logger.warning(
+                "%s: the stream broke after its first token (%s); the answer continues on %s",
+                broken, reason, continuing,
             )  # fmt: skip
+            return continuing, stream, self._stream_model(continuing, stream)
 
-        llm, upstream, attempts, failed, predicted, explored = await self._first_success(
-            body, text, unavailable, call, max_latency_ms, explore
-        )
-        if upstream.malformed:
-            self.metrics.upstream_errors.labels(llm, "malformed_chunk").inc(upstream.malformed)
-        model = self._endpoint_model(llm)
+        model = self._stream_model(llm, upstream)
+        relay = StreamRelay(
+            llm, model, upstream, resumable=resumable(body), resume=resume,
+            broke=self._stream_broke, metrics=self.metrics,
+            malformed_max=self.settings.malformed_chunks_max,
+        )  # fmt: skip
+        return StreamAnswer(
+            llm, walk.attempts, relay.events(), failed, walk.candidate_of[llm], model,
+            walk.explored_first(llm),
+        )  # fmt: skip
+
+    def _stream_model(self, llm: str, upstream: UpstreamStream) -> str:
+        """The model name a stream answers as: its first chunk's, else the catalog's."""
         for chunk in upstream.head:
             if isinstance(chunk, dict) and chunk.get("model"):
-                model = str(chunk["model"])
-                break
-        events = self._events(llm, model, upstream)
-        return StreamAnswer(llm, attempts, events, failed, predicted, model, explored)
+                return str(chunk["model"])
+        return self._endpoint_model(llm)
 
-    async def _events(self, llm: str, model: str, upstream: UpstreamStream) -> AsyncIterator[bytes]:
-        finished = False  # a chunk with a finish_reason: the answer is whole
-
-        def event(chunk: Any) -> bytes:
-            nonlocal finished
-            if isinstance(chunk, dict):
-                finished = finished or any(
-                    isinstance(c, dict) and c.get("finish_reason")
-                    for c in chunk.get("choices") or []
-                )
-                chunk = {**chunk, "model": chunk.get("model") or model}
-            return sse(chunk)
-
-        def broken(message: str) -> bytes:
-            return sse({"error": {"message": message, "type": "upstream_stream_error"}})
-
-        malformed = 0
-        try:
-            for chunk in upstream.head:
-                yield event(chunk)
-            while True:
-                try:
-                    chunk = await upstream.next_chunk()
-                except UpstreamError as error:
-                    self._failed(llm, error, [])
-                    yield broken(f"{error}; the answer is incomplete")
-                    return
-                if chunk == MALFORMED:
-                    self.metrics.upstream_errors.labels(llm, "malformed_chunk").inc()
-                    malformed += 1
-                    if malformed > self.settings.malformed_chunks_max:
-                        yield broken(f"{llm}: the stream is malformed; the answer is incomplete")
-                        return
-                    continue
-                malformed = 0
-                if chunk is None:
-                    self.metrics.upstream_errors.labels(llm, "no_done").inc()
-                    if finished:  # closed after its last chunk: complete, only [DONE] missing
-                        yield b"data: [DONE]\n\n"
-                        return
-                    yield broken(
-                        f"{llm}: the stream ended without [DONE]; the answer may be incomplete"
-                    )
-                    return
-                if chunk == DONE:
-                    yield b"data: [DONE]\n\n"
-                    return
-                yield event(chunk)
-        finally:
-            await upstream.aclose()
-
-    async def _first_success(
-        self,
-        body: Mapping[str, Any],
-        text: str,
-        unavailable: Sequence[str],
-        call: Callable[[str, float], Awaitable[Any]],
-        max_latency_ms: float | None = None,
-        explore: float | None = None,
-    ) -> tuple[str, Any, int, list[dict[str, Any]], RankedLLM | None, bool]:
-        """Walk the fallback order until `call(llm, timeout)` succeeds: the LLM, its result,
-        the attempts, the failures before it, its prediction, whether it was explored."""
-        fixed, rule = parse_model(body.get("model"), self.upstreams.endpoints)
-        # routing encodes new texts (milliseconds of CPU): off the event loop
-        ranked, explored = await anyio.to_thread.run_sync(
-            lambda: self.fallback_order(text, fixed, rule, unavailable, max_latency_ms, explore)
-        )
-        candidate_of = {c.llm_id: c for c in ranked}
-        order = list(candidate_of)
-        if not order:
-            raise GatewayError(503, "no LLM with an endpoint is available", kind="unavailable")
-        started = self.clock()
-        failed: list[dict[str, Any]] = []
-        attempts = tried = 0
-        refusal: UpstreamError | None = None  # a fallback's 4xx: that LLM's, not the request's
-        refused: dict[str, Any] = {}  # its entry in `failed`
-        for position, llm in enumerate(order):
-            if tried >= self.settings.max_attempts:
-                break
-            if not self.breaker.allow(llm):
-                failed.append({"llm_id": llm, "kind": "circuit_open"})
-                continue
-            # a half-open circuit's trial is one call: its failure opens the circuit again
-            trial = self.breaker.state(llm) == "half-open"
-            tried += 1
-            tries = 0
-            while True:
-                remaining = self.settings.total_timeout_s - (self.clock() - started)
-                if remaining <= 0:
-                    break
-                attempts += 1
-                tries += 1
-                began = time.perf_counter()
-                try:
-                    result = await call(llm, min(self.settings.attempt_timeout_s, remaining))
-                except UpstreamError as error:
-                    self.latency.record(llm, time.perf_counter() - began, ok=False)
-                    self._failed(llm, error, failed)
-                    if not error.retryable:
-                        if tried == 1:  # the first choice refused the request: the client's
-                            raise GatewayError(
-                                error.status or 502, str(error), kind=error.kind,
-                                body=error.body, llm_id=llm, attempts=attempts,
-                                failed=failed[:-1],
-                            ) from None  # fmt: skip
-                        # a fallback refusing (a prefill or a parameter it does not take) is
-                        # that LLM's limit: the next one may take the request
-                        if refusal is None:
-                            refusal, refused = error, failed[-1]
-                        break
-                    if error.kind == "retired":
-                        self._retire(llm, order[position + 1 :])
-                    wait = None if trial else self._retry_wait(error, tries)
-                    if wait is None:
-                        break  # the next LLM
-                    self.metrics.upstream_errors.labels(llm, "retried").inc()
-                    await anyio.sleep(min(wait, max(remaining, 0.0)))
-                    continue
-                finally:
-                    self.metrics.upstream_latency.labels(llm).observe(time.perf_counter() - began)
-                self.latency.record(llm, time.perf_counter() - began, ok=True)
-                self.breaker.success(llm)
-                self.metrics.choices.labels(llm).inc()
-                if position > 0:
-                    self.metrics.fallbacks.inc()
-                explored_here = explored and position == 0
-                if explored_here:
-                    self.metrics.explored.labels(llm).inc()
-                return llm, result, attempts, failed, candidate_of[llm], explored_here
-        if refusal is not None and all(f["kind"] == "refused" for f in failed[-1:]):
-            raise GatewayError(
-                refusal.status or 502, str(refusal), kind=refusal.kind, body=refusal.body,
-                llm_id=refusal.llm_id, attempts=attempts,
-                failed=[f for f in failed if f is not refused],
-            )  # fmt: skip
-        summary = "; ".join(f"{f['llm_id']}: {f['kind']}" for f in failed) or "no attempt"
-        timed_out = any(f["kind"] == "timeout" for f in failed)
-        raise GatewayError(
-            504 if timed_out and len(failed) == attempts else 503,
-            f"no LLM answered after {attempts} attempts ({summary})",
-            kind="all_failed", attempts=attempts, failed=failed,
-        )  # fmt: skip
+    def _stream_broke(self, llm: str, upstream: UpstreamStream, error: UpstreamError) -> None:
+        """A stream broken after its first token: an error of its LLM (metrics, circuit
+        breaker), as a failure before the first token is."""
+        self._failed(llm, error, [])
 
     def _endpoint_model(self, llm: str) -> str:
         """The catalog's model name for `llm` (its llm_id where a catalog reload removed it
@@ -416,3 +333,161 @@ class Gateway:
             ) / 1e6
         value = price.get("cost_per_query")
         return None if value is None else float(value)
+
+
+class _Walk:
+    """One request's way down its fallback order, shared by its first attempt and a stream's
+    continuations: the candidates, the next to try, the LLMs tried (`max_attempts`), the
+    upstream calls, the failures, and the time spent looking for an LLM that answers
+    (`total_timeout_s`: the walks together; the time an answer streams is not counted)."""
+
+    def __init__(
+        self,
+        gateway: Gateway,
+        first: Sequence[RankedLLM],
+        *,
+        explored: bool,
+    ) -> None:
+        self.gateway = gateway
+        self.candidate_of = {c.llm_id: c for c in first}
+        self.order = list(self.candidate_of)
+        self.explored = explored  # the first candidate was drawn by exploration
+        self.position = 0  # the next candidate to try
+        self.tried = 0  # LLMs called
+        self.attempts = 0  # upstream calls
+        self.failed: list[dict[str, Any]] = []
+        self.spent = 0.0  # seconds of the walks so far
+        self.stopped = ""  # why the latest walk ended without an answer, in words
+
+    def explored_first(self, llm: str) -> bool:
+        """Whether `llm`'s answer is the exploration's draw (the first candidate)."""
+        return self.explored and bool(self.order) and self.order[0] == llm
+
+    async def first(
+        self, call: Callable[[str, float, int], Awaitable[Any]], *, streaming: bool
+    ) -> tuple[str, Any]:
+        """The first LLM of the order whose `call(llm, timeout, form)` succeeds, and its
+        result (`form` is always 0 here).
+
+        Raises:
+            GatewayError: the first LLM called refused the request (its 4xx, the client's),
+                every fallback refused it, or no LLM answered.
+        """
+        found = await self._advance(call, continuing=False, streaming=streaming)
+        assert found is not None  # a first walk raises rather than returning nothing
+        return found
+
+    async def resume(
+        self, call: Callable[[str, float, int], Awaitable[UpstreamStream]]
+    ) -> tuple[str, UpstreamStream] | None:
+        """Go on down the order after a stream broke: the next LLM whose `call` succeeds,
+        with `form` 0 (a prefill) and, where that LLM refuses it (a 400 / 422), once more
+        with `form` 1; None (with `stopped`) when none does."""
+        return await self._advance(call, continuing=True, streaming=True)
+
+    async def _advance(
+        self,
+        call: Callable[[str, float, int], Awaitable[Any]],
+        *,
+        continuing: bool,
+        streaming: bool,
+    ) -> tuple[str, Any] | None:
+        began_walk = self.gateway.clock()
+        try:
+            return await self._go(call, continuing, streaming, began_walk)
+        finally:
+            self.spent += self.gateway.clock() - began_walk
+
+    async def _go(
+        self,
+        call: Callable[[str, float, int], Awaitable[Any]],
+        continuing: bool,
+        streaming: bool,
+        began_walk: float,
+    ) -> tuple[str, Any] | None:
+        gateway, settings = self.gateway, self.gateway.settings
+        refusal: UpstreamError | None = None  # a fallback's 4xx: that LLM's, not the request's
+        refused: dict[str, Any] = {}  # its entry in `failed`
+        self.stopped = "no other LLM to try"
+        while True:
+            if self.tried >= settings.max_attempts:
+                self.stopped = f"max_attempts ({settings.max_attempts}) LLMs tried"
+                break
+            if self.position >= len(self.order):
+                break
+            position, llm = self.position, self.order[self.position]
+            self.position += 1
+            if not gateway.breaker.allow(llm):
+                self.failed.append({"llm_id": llm, "kind": "circuit_open"})
+                continue
+            # a half-open circuit's trial is one call: its failure opens the circuit again
+            trial = gateway.breaker.state(llm) == "half-open"
+            self.tried += 1
+            tries = form = 0
+            while True:
+                remaining = settings.total_timeout_s - self.spent
+                remaining -= gateway.clock() - began_walk
+                if remaining <= 0:
+                    self.stopped = f"total_timeout_s ({settings.total_timeout_s:g} s) spent"
+                    break
+                self.attempts += 1
+                tries += 1
+                began = time.perf_counter()
+                try:
+                    result = await call(llm, min(settings.attempt_timeout_s, remaining), form)
+                except UpstreamError as error:
+                    gateway.latency.record(llm, time.perf_counter() - began, ok=False)
+                    gateway._failed(llm, error, self.failed)
+                    if not error.retryable:
+                        if continuing and form == 0 and error.status in (400, 422):
+                            form, tries = 1, 0  # no prefill: the partial answer quoted
+                            continue
+                        if self.tried == 1 and not continuing:  # the first choice refused
+                            raise GatewayError(  # the request: the client's
+                                error.status or 502, str(error), kind=error.kind,
+                                body=error.body, llm_id=llm, attempts=self.attempts,
+                                failed=self.failed[:-1],
+                            ) from None  # fmt: skip
+                        # a fallback refusing (a prefill or a parameter it does not take) is
+                        # that LLM's limit: the next one may take the request
+                        if refusal is None:
+                            refusal, refused = error, self.failed[-1]
+                        break
+                    if error.kind == "retired":
+                        gateway._retire(llm, self.order[self.position :])
+                    wait = None if trial else gateway._retry_wait(error, tries)
+                    if wait is None:
+                        break  # the next LLM
+                    gateway.metrics.upstream_errors.labels(llm, "retried").inc()
+                    await anyio.sleep(min(wait, max(remaining, 0.0)))
+                    continue
+                finally:
+                    gateway.metrics.upstream_latency.labels(llm).observe(
+                        time.perf_counter() - began
+                    )
+                gateway.latency.record(llm, time.perf_counter() - began, ok=True)
+                gateway.breaker.success(llm)
+                if not continuing:
+                    gateway.metrics.choices.labels(llm).inc()
+                    if position > 0:
+                        gateway.metrics.fallbacks.inc()
+                    if self.explored and position == 0:
+                        gateway.metrics.explored.labels(llm).inc()
+                return llm, result
+            if self.stopped.startswith("total_timeout_s"):
+                break
+        if continuing:
+            return None
+        if refusal is not None and all(f["kind"] == "refused" for f in self.failed[-1:]):
+            raise GatewayError(
+                refusal.status or 502, str(refusal), kind=refusal.kind, body=refusal.body,
+                llm_id=refusal.llm_id, attempts=self.attempts,
+                failed=[f for f in self.failed if f is not refused],
+            )  # fmt: skip
+        summary = "; ".join(f"{f['llm_id']}: {f['kind']}" for f in self.failed) or "no attempt"
+        timed_out = any(f["kind"] == "timeout" for f in self.failed)
+        raise GatewayError(
+            504 if timed_out and len(self.failed) == self.attempts else 503,
+            f"no LLM answered after {self.attempts} attempts ({summary})",
+            kind="all_failed", attempts=self.attempts, failed=self.failed,
+        )  # fmt: skip

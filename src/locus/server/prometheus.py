@@ -8,7 +8,8 @@ __all__ = ["Metrics"]
 
 
 class Metrics:
-    """requests and their time, choices per LLM, fallbacks, upstream latency and errors."""
+    """requests and their time, choices per LLM, fallbacks, stream continuations, upstream
+    latency and errors."""
 
     def __init__(self) -> None:
         from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -31,6 +32,12 @@ class Metrics:
         self.upstream_errors = Counter(
             "locus_upstream_errors", "Failed upstream attempts by LLM and kind",
             ["llm_id", "kind"], registry=self.registry,
+        )  # fmt: skip
+        self.stream_continuations = Counter(
+            "locus_stream_continuations",
+            "Streams broken after their first token and continued on another LLM, by the LLM "
+            "that broke, the one that continued and why (cut, stall, malformed)",
+            ["from", "to", "reason"], registry=self.registry,
         )  # fmt: skip
         self.upstream_latency = Histogram(
             "locus_upstream_latency_seconds", "Upstream call time by LLM", ["llm_id"],

@@ -35,9 +35,12 @@ class ServerSettings:
             harness, whose reference client moves on at about 10 s, the slow-first-token case
             passed in 11.4 s at 10 s and exceeded the harness's 15 s bound at 15 s (the
             default was 15 s).
-        total_timeout_s: every attempt of one request together.
+        total_timeout_s: the time spent finding an LLM that answers: every attempt before
+            the first answer, and before each continuation of a broken stream, together
+            (the time an answer streams is not counted).
         stall_timeout_s: a stream that sends nothing for this long after its first token is
-            ended with an error event.
+            broken: it continues on the next LLM (`locus.server.streaming`), or ends with an
+            error event where none continues it.
         retries_per_llm: calls of the same LLM again, after a transient failure (a 5xx, a
             reset connection, a 429 whose Retry-After is short), before falling over to the
             next one.

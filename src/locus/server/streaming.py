@@ -1,0 +1,237 @@
+"""Streams that survive: the gateway's relay of an upstream's SSE chunks to the caller, and the
+continuation, on the next LLM, of an answer whose stream broke after its first token.
+
+A stream that is *cut* (the connection reset, or closed before a finish_reason and [DONE]),
+that *stalls* (nothing for `stall_timeout_s`) or that turns *malformed* (more than
+`malformed_chunks_max` broken chunks in a row) after its first token continues on the next LLM
+of the request's fallback order (`Gateway`: breaker, retired and unavailable LLMs skipped,
+within `max_attempts` and `total_timeout_s`), so that the caller receives one whole answer.
+The continuation request is the original request with the answer so far (the text of its
+first choice) added to its messages, in one of two forms:
+
+1. prefill, tried first (`continuation_body(..., prefill=True)`): the original messages, a
+   system message `CONTINUE_INSTRUCTION`, then the partial answer as the trailing assistant
+   message. An LLM that takes a prefill (Anthropic, DeepSeek and Mistral prefix completion,
+   chat templates that continue a final assistant message) writes on from it; one that answers
+   a trailing assistant message with a new message is told by the instruction to continue.
+2. quoted, when that LLM refuses the prefill (a 400 / 422): once more on the same LLM with the
+   original messages and one user message asking it to continue the quoted partial text
+   (`CONTINUE_QUOTED`), then the LLM after it.
+
+Only the text of the answer is resumed: an answer with tool calls, a request for n > 1
+choices or a response_format other than text ends with the error event, as does a stream for
+which no LLM continues. The continued chunks follow the ones already sent with the answer's
+chunk `id` (the first LLM's), the `model` of what now answers and no second `role`; the seam
+is marked by an SSE comment line (`: locus: continued from a (cut) on b`) and a `"locus":
+{"continued_from": "a", "reason": "cut", "llm_id": "b"}` field of the first continued chunk.
+A continuation asks for the caller's `max_tokens` again, so a continued answer may be longer
+than it by the part already sent; its usage chunk (where asked for) is the continuing LLM's.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
+
+from locus.server.answers import sse
+from locus.server.prometheus import Metrics
+from locus.server.upstream import DONE, MALFORMED, UpstreamError, UpstreamStream
+
+__all__ = [
+    "CONTINUE_INSTRUCTION",
+    "CONTINUE_QUOTED",
+    "StreamRelay",
+    "continuation_body",
+    "resumable",
+]
+
+CONTINUE_INSTRUCTION = (
+    "The answer to the conversation above was interrupted. The assistant message that follows "
+    "is its beginning: continue it from exactly where it stops, without repeating any of it "
+    "and without starting over."
+)
+CONTINUE_QUOTED = (
+    "Your answer to the conversation above was interrupted after the text quoted below "
+    "(between the lines of three quotes). Continue it from exactly where it stops: write only "
+    'the rest, without repeating any of it and without starting over.\n"""\n{partial}\n"""'
+)
+DONE_EVENT = b"data: [DONE]\n\n"
+
+# the partial text, the LLM whose stream broke, why ("cut", "stall", "malformed") -> the LLM
+# that continues, its stream past the first token, its model name; or why none did
+Resume = Callable[[str, str, str], Awaitable[tuple[str, UpstreamStream, str] | str]]
+
+
+def continuation_body(body: Mapping[str, Any], partial: str, *, prefill: bool) -> dict[str, Any]:
+    """The request that continues `partial`, the answer so far to `body`'s messages: with the
+    partial answer as a trailing assistant message (a prefill) after a system message asking
+    to continue it, or (`prefill` False) quoted in a user message asking to continue it."""
+    messages = list(body.get("messages") or [])
+    if prefill:
+        messages += [
+            {"role": "system", "content": CONTINUE_INSTRUCTION},
+            {"role": "assistant", "content": partial},
+        ]
+    else:
+        messages.append({"role": "user", "content": CONTINUE_QUOTED.format(partial=partial)})
+    return {**body, "messages": messages}
+
+
+def resumable(body: Mapping[str, Any]) -> bool:
+    """Whether a broken answer to `body` can be continued as text: one choice, a text answer
+    (not a JSON object or schema, which a continuation cannot resume)."""
+    choices = body.get("n")
+    if choices not in (None, 1):
+        return False
+    response_format = body.get("response_format")
+    return not isinstance(response_format, dict) or response_format.get("type") in (None, "text")
+
+
+def stream_failure(llm: str, reason: str) -> UpstreamError:
+    """The error of a stream that broke without an exception: malformed, or closed early."""
+    if reason == "malformed":
+        return UpstreamError(llm, "bad_response", "the stream is malformed")
+    return UpstreamError(llm, "bad_response", "the stream ended without a finish_reason or [DONE]")
+
+
+class StreamRelay:
+    """The SSE lines of one streamed answer, continued on another LLM where a stream breaks.
+
+    Args:
+        llm_id, model, upstream: the answering LLM, its upstream model name, its stream past
+            the first token.
+        resumable: whether a broken answer may be continued (`resumable(body)`).
+        resume: where the answer goes on after a break (`Resume`; the gateway walks the
+            request's fallback order).
+        broke: (llm_id, stream, error): the accounting of a stream broken after its first
+            token (metrics, circuit breaker).
+        metrics: malformed chunks and continuations are counted here.
+        malformed_max: malformed chunks skipped in a row before the stream counts as broken.
+    """
+
+    def __init__(
+        self,
+        llm_id: str,
+        model: str,
+        upstream: UpstreamStream,
+        *,
+        resumable: bool,
+        resume: Resume,
+        broke: Callable[[str, UpstreamStream, UpstreamError], None],
+        metrics: Metrics,
+        malformed_max: int,
+    ) -> None:
+        self.llm_id, self.model, self.upstream = llm_id, model, upstream
+        self.resumable = resumable
+        self._resume, self._broke = resume, broke
+        self.metrics, self.malformed_max = metrics, malformed_max
+        self.finished = False  # a chunk with a finish_reason came: the answer is whole
+        self.answer_id: str | None = None  # the chunk id of the answer, the first LLM's
+        self.parts: list[str] = []  # the first choice's text so far
+        self.continuations: list[dict[str, str]] = []  # each seam: from, to, reason
+
+    @property
+    def text(self) -> str:
+        """The answer's text sent so far (its first choice's)."""
+        return "".join(self.parts)
+
+    def _event(self, chunk: Any, seam: dict[str, str] | None) -> bytes:
+        if not isinstance(chunk, dict):
+            return sse(chunk)
+        found = chunk.get("choices")
+        choices: list[Any] = found if isinstance(found, list) else []
+        for choice in choices:
+            if not isinstance(choice, dict):
+                continue
+            self.finished = self.finished or bool(choice.get("finish_reason"))
+            delta = choice.get("delta")
+            if not isinstance(delta, dict):
+                continue
+            if delta.get("tool_calls"):
+                self.resumable = False  # a partial tool call cannot be resumed as text
+            content = delta.get("content")
+            if choice.get("index", 0) == 0 and isinstance(content, str):
+                self.parts.append(content)
+        if self.answer_id is None and isinstance(chunk.get("id"), str):
+            self.answer_id = chunk["id"]
+        chunk = {**chunk, "model": chunk.get("model") or self.model}
+        if self.continuations:  # one answer: its id, and one role, the first LLM's
+            if self.answer_id is not None:
+                chunk["id"] = self.answer_id
+            if choices:
+                chunk["choices"] = [
+                    {**c, "delta": {k: v for k, v in c["delta"].items() if k != "role"}}
+                    if isinstance(c, dict) and isinstance(c.get("delta"), dict)
+                    else c
+                    for c in choices
+                ]
+        if seam is not None:
+            chunk["locus"] = seam
+        return sse(chunk)
+
+    def _adopt(self, llm_id: str, model: str, upstream: UpstreamStream) -> None:
+        self.llm_id, self.model, self.upstream = llm_id, model, upstream
+        if upstream.malformed:
+            self.metrics.upstream_errors.labels(llm_id, "malformed_chunk").inc(upstream.malformed)
+
+    async def events(self) -> AsyncIterator[bytes]:
+        """The SSE lines to send: every chunk, then [DONE]; or, where no LLM continued a
+        broken stream, an error event and no [DONE]."""
+        self._adopt(self.llm_id, self.model, self.upstream)
+        pending: deque[Any] = deque(self.upstream.head)
+        seam: dict[str, str] | None = None
+        malformed = 0
+        try:
+            while True:
+                broken: UpstreamError | None = None
+                reason = "cut"  # why it broke: "cut", "stall" or "malformed"
+                if pending:
+                    chunk = pending.popleft()
+                else:
+                    try:
+                        chunk = await self.upstream.next_chunk()
+                    except UpstreamError as error:  # a reset connection or a stall
+                        chunk, broken = None, error
+                        reason = "stall" if error.kind == "timeout" else "cut"
+                if broken is None and chunk == MALFORMED:
+                    self.metrics.upstream_errors.labels(self.llm_id, "malformed_chunk").inc()
+                    malformed += 1
+                    if malformed <= self.malformed_max:
+                        continue
+                    broken, reason = stream_failure(self.llm_id, "malformed"), "malformed"
+                elif broken is None and chunk is not None and chunk != DONE:
+                    malformed = 0
+                    yield self._event(chunk, seam)
+                    seam = None
+                    continue
+                if chunk == DONE or self.finished:
+                    # [DONE], or its last chunk (a finish_reason) came: whole, only its
+                    # [DONE] (or a usage chunk after it) missing where it broke or closed
+                    if chunk != DONE:
+                        self.metrics.upstream_errors.labels(self.llm_id, "no_done").inc()
+                    yield DONE_EVENT
+                    return
+                broken = broken or stream_failure(self.llm_id, "cut")
+                self._broke(self.llm_id, self.upstream, broken)
+                await self.upstream.aclose()
+                if not self.resumable:
+                    yield self._error(f"{broken}; the answer is incomplete")
+                    return
+                found = await self._resume(self.text, self.llm_id, reason)
+                if isinstance(found, str):
+                    yield self._error(f"{broken}; {found}; the answer is incomplete")
+                    return
+                llm_id, upstream, model = found
+                self.metrics.stream_continuations.labels(self.llm_id, llm_id, reason).inc()
+                seam = {"continued_from": self.llm_id, "reason": reason, "llm_id": llm_id}
+                self.continuations.append({"from": self.llm_id, "to": llm_id, "reason": reason})
+                yield f": locus: continued from {self.llm_id} ({reason}) on {llm_id}\n\n".encode()
+                self._adopt(llm_id, model, upstream)
+                pending, malformed = deque(upstream.head), 0
+        finally:
+            await self.upstream.aclose()
+
+    @staticmethod
+    def _error(message: str) -> bytes:
+        return sse({"error": {"message": message, "type": "upstream_stream_error"}})

@@ -1,0 +1,216 @@
+"""Streams that survive: a stream broken after its first token continues on the next LLM.
+
+The scenarios of a public gateway fault harness that the gateway did not rescue: a stream cut
+mid-answer (S08), a stream that stalls (S09), a fallback that rejects the prefill the answer
+is continued with (S14); and every LLM failing mid-stream. Requests go through the real app
+(httpx's ASGI transport) and over real HTTP to scripted upstreams on 127.0.0.1; every wait is
+bounded (the client's 20 s, the settings' timeouts).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from locus.server.streaming import CONTINUE_INSTRUCTION, CONTINUE_QUOTED
+from tests.server.fakes import fake_upstreams
+from tests.server.test_gateway import CHAT, PATIENT, build
+
+QUESTION = CHAT["messages"]
+
+
+@dataclasses.dataclass
+class Streamed:
+    response: httpx.Response
+    lines: list[str]  # every SSE line, comments included
+    items: list[Any]  # the data items, parsed ("[DONE]" as it is)
+    seconds: float
+
+    @property
+    def chunks(self) -> list[dict[str, Any]]:
+        return [c for c in self.items if isinstance(c, dict) and "choices" in c]
+
+    @property
+    def text(self) -> str:
+        return "".join(c["choices"][0]["delta"].get("content") or "" for c in self.chunks)
+
+
+def stream_through(app: Any, body: dict[str, Any] | None = None) -> Streamed:
+    async def go() -> Streamed:
+        transport = httpx.ASGITransport(app=app)
+        started = time.perf_counter()
+        async with (
+            httpx.AsyncClient(transport=transport, base_url="http://locus") as client,
+            client.stream(
+                "POST", "/v1/chat/completions", json={**(body or CHAT), "stream": True}
+            ) as response,
+        ):
+            lines = [line async for line in response.aiter_lines() if line]
+        items = [
+            line[6:] if line == "data: [DONE]" else json.loads(line[6:])
+            for line in lines
+            if line.startswith("data: ")
+        ]
+        return Streamed(response, lines, items, time.perf_counter() - started)
+
+    return asyncio.run(asyncio.wait_for(go(), timeout=20))
+
+
+@pytest.mark.parametrize("fault", ["cut:3", "truncated:3"])
+def test_a_stream_cut_mid_answer_continues_on_the_next_llm(fault: str) -> None:
+    """S08: a's stream breaks after three words (a reset connection, or a clean close without
+    a finish_reason or [DONE]); b continues from a's words, given as a prefill: the caller
+    reads one whole answer, with one chunk id and the model of what answered each part, the
+    seam marked; the continuation is counted."""
+    with fake_upstreams({"a": [fault], "b": ["ok"], "c": ["ok"]}) as fake:
+        app, gateway = build(fake, settings=PATIENT)
+        streamed = stream_through(app)
+    assert streamed.response.status_code == 200
+    assert streamed.response.headers["x-locus-llm"] == "a"  # the request id stays a's answer's
+    assert streamed.text == "a0 a1 a2 answer from b"
+    assert streamed.items[-1] == "[DONE]"
+    assert streamed.chunks[-1]["choices"][0]["finish_reason"] == "stop"
+    assert not any("error" in c for c in streamed.items if isinstance(c, dict))
+    assert {c["id"] for c in streamed.chunks} == {"chatcmpl-a"}
+    models = [c["model"] for c in streamed.chunks]
+    assert models == ["upstream-a"] * 4 + ["upstream-b"] * 4  # a: role + 3 words; b: 4 chunks
+    [seam] = [c for c in streamed.chunks if "locus" in c]
+    assert seam is streamed.chunks[4]  # the first continued chunk
+    assert seam["locus"] == {"continued_from": "a", "reason": "cut", "llm_id": "b"}
+    assert ": locus: continued from a (cut) on b" in streamed.lines
+    assert [c for c in streamed.chunks if "role" in c["choices"][0]["delta"]] == [
+        streamed.chunks[0]
+    ]  # one role: the answer's first chunk
+    # the continuation: the question, the instruction, a's words as the assistant's prefill
+    [continuation] = fake.bodies["b"]
+    assert continuation["messages"] == [
+        *QUESTION,
+        {"role": "system", "content": CONTINUE_INSTRUCTION},
+        {"role": "assistant", "content": "a0 a1 a2 "},
+    ]
+    assert continuation["stream"] is True and continuation["model"] == "upstream-b"
+    assert fake.requests == {"a": 1, "b": 1}
+    labels = {"from": "a", "to": "b", "reason": "cut"}
+    assert gateway.metrics.value("locus_stream_continuations_total", **labels) == 1
+
+
+def test_a_stalled_stream_continues_after_the_stall_timeout() -> None:
+    """S09: a sends two words, then nothing: after `stall_timeout_s` (0.5 s here; a stalls
+    for 3 s) b continues the answer."""
+    settings = dataclasses.replace(PATIENT, stall_timeout_s=0.5)
+    with fake_upstreams({"a": ["stall:2"], "b": ["ok"]}, hang_s=3.0) as fake:
+        app, gateway = build(fake, settings=settings)
+        streamed = stream_through(app)
+    assert streamed.text == "a0 a1 answer from b" and streamed.items[-1] == "[DONE]"
+    assert 0.5 <= streamed.seconds < 2.5  # the stall timeout, not a's 3 s
+    assert ": locus: continued from a (stall) on b" in streamed.lines
+    labels = {"from": "a", "to": "b", "reason": "stall"}
+    assert gateway.metrics.value("locus_stream_continuations_total", **labels) == 1
+    assert gateway.metrics.value("locus_upstream_errors_total", llm_id="a", kind="timeout") == 1
+    assert fake.bodies["b"][0]["messages"][-1] == {"role": "assistant", "content": "a0 a1 "}
+
+
+def test_a_fallback_rejecting_the_prefill_is_asked_again_without_it() -> None:
+    """S14: b does not take a trailing assistant message (a 400): it is asked once more with
+    a's words quoted in a user message, and answers; an LLM refusing both forms is passed
+    for the next one."""
+    with fake_upstreams({"a": ["cut:2"], "b": ["prefill-400"], "c": ["ok"]}) as fake:
+        app, gateway = build(fake, settings=PATIENT)
+        streamed = stream_through(app)
+    assert streamed.text == "a0 a1 answer from b" and streamed.items[-1] == "[DONE]"
+    prefilled, quoted = fake.bodies["b"]
+    assert prefilled["messages"][-1] == {"role": "assistant", "content": "a0 a1 "}
+    assert quoted["messages"] == [
+        *QUESTION, {"role": "user", "content": CONTINUE_QUOTED.format(partial="a0 a1 ")}
+    ]  # fmt: skip
+    assert '"""\na0 a1 \n"""' in quoted["messages"][-1]["content"]
+    assert fake.requests == {"a": 1, "b": 2}
+    assert gateway.breaker.state("b") == "closed"  # a refusal is an answer: b is up
+    # b refusing the quoted form too: c continues
+    with fake_upstreams({"a": ["cut:2"], "b": ["filter"], "c": ["ok"]}) as fake:
+        app, gateway = build(fake, settings=PATIENT)
+        streamed = stream_through(app)
+    assert streamed.text == "a0 a1 answer from c" and streamed.items[-1] == "[DONE]"
+    assert fake.requests == {"a": 1, "b": 2, "c": 1}
+    labels = {"from": "a", "to": "c", "reason": "cut"}
+    assert gateway.metrics.value("locus_stream_continuations_total", **labels) == 1
+
+
+def test_every_llm_failing_mid_stream_ends_with_the_error_event() -> None:
+    """a is cut, b (continuing a) stalls, c (continuing both) closes early: max_attempts (3)
+    LLMs tried, d is not called; the caller gets every word sent, then the error event and
+    no [DONE]: never a truncated answer presented as complete."""
+    settings = dataclasses.replace(PATIENT, stall_timeout_s=0.5)
+    scripts = {"a": ["cut:2"], "b": ["stall:1"], "c": ["truncated:1"], "d": ["ok"]}
+    with fake_upstreams(scripts, hang_s=3.0) as fake:
+        app, gateway = build(fake, settings=settings)
+        streamed = stream_through(app)
+    assert streamed.response.status_code == 200
+    assert streamed.text == "a0 a1 b0 c0 "
+    assert "[DONE]" not in streamed.items
+    error = streamed.items[-1]["error"]
+    assert error["type"] == "upstream_stream_error"
+    assert error["message"] == (
+        "c: the stream ended without a finish_reason or [DONE]; no LLM continued it "
+        "(max_attempts (3) LLMs tried); the answer is incomplete"
+    )
+    assert fake.bodies["c"][0]["messages"][-1] == {"role": "assistant", "content": "a0 a1 b0 "}
+    assert fake.requests == {"a": 1, "b": 1, "c": 1}
+    metric = "locus_stream_continuations_total"
+    assert gateway.metrics.value(metric, **{"from": "a", "to": "b", "reason": "cut"}) == 1
+    assert gateway.metrics.value(metric, **{"from": "b", "to": "c", "reason": "stall"}) == 1
+
+
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [
+        ("cut", "a: the stream was cut (connection reset)"),
+        ("stall", "a: the stream stalled"),
+        ("truncated", "a: the stream ended without a finish_reason or [DONE]"),
+    ],
+)
+def test_a_stream_no_llm_can_continue_ends_with_an_error_event(fault: str, message: str) -> None:
+    """The only LLM with an endpoint breaks after its first token: the error event names
+    what broke and that no LLM continued it; no [DONE]."""
+    settings = dataclasses.replace(PATIENT, stall_timeout_s=0.4)
+    with fake_upstreams({"a": [fault]}, hang_s=1.0) as fake:
+        app, _ = build(fake, settings=settings)
+        streamed = stream_through(app)
+    assert streamed.response.status_code == 200 and streamed.text == "answer "
+    assert "[DONE]" not in streamed.items
+    error = streamed.items[-1]["error"]
+    assert error["message"] == (
+        f"{message}; no LLM continued it (no other LLM to try); the answer is incomplete"
+    )
+
+
+@pytest.mark.parametrize(
+    "extra", [{"n": 2}, {"response_format": {"type": "json_object"}}], ids=["n=2", "json"]
+)
+def test_an_answer_that_cannot_be_resumed_as_text_is_not_continued(extra: dict[str, Any]) -> None:
+    """Several choices, or a JSON answer, cannot be continued from their text: the error
+    event, as before, and no call of b."""
+    with fake_upstreams({"a": ["cut:2"], "b": ["ok"]}) as fake:
+        app, _ = build(fake, settings=PATIENT)
+        streamed = stream_through(app, {**CHAT, **extra})
+    assert streamed.text == "a0 a1 " and "[DONE]" not in streamed.items
+    assert streamed.items[-1]["error"]["message"] == (
+        "a: the stream was cut (connection reset); the answer is incomplete"
+    )
+    assert fake.requests == {"a": 1}
+
+
+def test_a_stream_reset_after_its_finish_reason_is_whole() -> None:
+    """Its last chunk came before the connection was reset: the answer is whole, it gets its
+    [DONE], and nothing is continued."""
+    with fake_upstreams({"a": ["reset-after-finish"], "b": ["ok"]}) as fake:
+        app, _ = build(fake, settings=PATIENT)
+        streamed = stream_through(app)
+    assert streamed.text == "answer from a" and streamed.items[-1] == "[DONE]"
+    assert fake.requests == {"a": 1}
