@@ -20,7 +20,7 @@ import pytest
 
 from locus.server.streaming import CONTINUE_INSTRUCTION, CONTINUE_QUOTED
 from tests.server.fakes import fake_upstreams
-from tests.server.test_gateway import CHAT, PATIENT, build
+from tests.server.test_gateway import CHAT, PATIENT, build, post
 
 QUESTION = CHAT["messages"]
 
@@ -62,15 +62,20 @@ def stream_through(app: Any, body: dict[str, Any] | None = None) -> Streamed:
     return asyncio.run(asyncio.wait_for(go(), timeout=20))
 
 
+def upstream_status(app: Any) -> dict[str, dict[str, Any]]:
+    return {u["llm_id"]: u for u in post(app, "/v1/upstreams").json()["upstreams"]}
+
+
 @pytest.mark.parametrize("fault", ["cut:3", "truncated:3"])
 def test_a_stream_cut_mid_answer_continues_on_the_next_llm(fault: str) -> None:
     """S08: a's stream breaks after three words (a reset connection, or a clean close without
     a finish_reason or [DONE]); b continues from a's words, given as a prefill: the caller
     reads one whole answer, with one chunk id and the model of what answered each part, the
-    seam marked; the continuation is counted."""
+    seam marked; the continuation is counted and a's stream is an error of a."""
     with fake_upstreams({"a": [fault], "b": ["ok"], "c": ["ok"]}) as fake:
         app, gateway = build(fake, settings=PATIENT)
         streamed = stream_through(app)
+        status = upstream_status(app)
     assert streamed.response.status_code == 200
     assert streamed.response.headers["x-locus-llm"] == "a"  # the request id stays a's answer's
     assert streamed.text == "a0 a1 a2 answer from b"
@@ -98,15 +103,22 @@ def test_a_stream_cut_mid_answer_continues_on_the_next_llm(fault: str) -> None:
     assert fake.requests == {"a": 1, "b": 1}
     labels = {"from": "a", "to": "b", "reason": "cut"}
     assert gateway.metrics.value("locus_stream_continuations_total", **labels) == 1
+    # a's stream broke: an error of a (its error rate read 0.0); b's whole stream measured
+    assert status["a"]["calls"] == 1 and status["a"]["error_rate"] == 1.0
+    assert status["a"]["stream_p50_ms"] is None
+    assert status["b"]["calls"] == 1 and status["b"]["error_rate"] == 0.0
+    assert status["b"]["stream_p50_ms"] >= status["b"]["p50_ms"] > 0
+    assert status["c"]["calls"] == 0 and status["c"]["stream_p50_ms"] is None
 
 
 def test_a_stalled_stream_continues_after_the_stall_timeout() -> None:
     """S09: a sends two words, then nothing: after `stall_timeout_s` (0.5 s here; a stalls
-    for 3 s) b continues the answer."""
+    for 3 s) b continues the answer, and a's stream counts as an error of a."""
     settings = dataclasses.replace(PATIENT, stall_timeout_s=0.5)
     with fake_upstreams({"a": ["stall:2"], "b": ["ok"]}, hang_s=3.0) as fake:
         app, gateway = build(fake, settings=settings)
         streamed = stream_through(app)
+        status = upstream_status(app)
     assert streamed.text == "a0 a1 answer from b" and streamed.items[-1] == "[DONE]"
     assert 0.5 <= streamed.seconds < 2.5  # the stall timeout, not a's 3 s
     assert ": locus: continued from a (stall) on b" in streamed.lines
@@ -114,6 +126,7 @@ def test_a_stalled_stream_continues_after_the_stall_timeout() -> None:
     assert gateway.metrics.value("locus_stream_continuations_total", **labels) == 1
     assert gateway.metrics.value("locus_upstream_errors_total", llm_id="a", kind="timeout") == 1
     assert fake.bodies["b"][0]["messages"][-1] == {"role": "assistant", "content": "a0 a1 "}
+    assert status["a"]["error_rate"] == 1.0 and status["b"]["error_rate"] == 0.0
 
 
 def test_a_fallback_rejecting_the_prefill_is_asked_again_without_it() -> None:
@@ -151,6 +164,7 @@ def test_every_llm_failing_mid_stream_ends_with_the_error_event() -> None:
     with fake_upstreams(scripts, hang_s=3.0) as fake:
         app, gateway = build(fake, settings=settings)
         streamed = stream_through(app)
+        status = upstream_status(app)
     assert streamed.response.status_code == 200
     assert streamed.text == "a0 a1 b0 c0 "
     assert "[DONE]" not in streamed.items
@@ -165,6 +179,7 @@ def test_every_llm_failing_mid_stream_ends_with_the_error_event() -> None:
     metric = "locus_stream_continuations_total"
     assert gateway.metrics.value(metric, **{"from": "a", "to": "b", "reason": "cut"}) == 1
     assert gateway.metrics.value(metric, **{"from": "b", "to": "c", "reason": "stall"}) == 1
+    assert [status[llm]["error_rate"] for llm in "abcd"] == [1.0, 1.0, 1.0, None]
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,9 @@
                                 LLMs with an endpoint (not retired); a routing-only server
                                 (no endpoints, "mode": "routing") lists the pool's LLMs,
                                 which /v1/route routes among, and no routing name
-    GET  /v1/upstreams          each endpoint's recent latency, error rate, circuit state
+    GET  /v1/upstreams          each endpoint's recent latency (a stream's first token and
+                                whole stream), error rate (broken streams count), circuit
+                                state
     POST /v1/catalog/reload     re-read the LLM catalog (endpoints, prices); needs a key
     GET  /health                liveness (no upstream calls)
     GET  /ready                 the router is loaded and (a gateway) at least one LLM can be
@@ -275,9 +277,14 @@ def create_app(
 
     @app.get("/v1/upstreams")
     async def upstreams() -> dict[str, Any]:
-        """Each LLM with an endpoint: recent latency (p50 / p90 ms), error rate, circuit
-        state, retired or not."""
+        """Each LLM with an endpoint: recent latency (p50 / p90 ms; a stream's to its first
+        token), a whole stream's (stream_p50_ms / stream_p90_ms), error rate (a stream broken
+        or stalled after its first token counts as an error), circuit state, retired or not."""
         measured = gateway.latency.snapshot()
+        unmeasured = {
+            "calls": 0, "error_rate": None, "p50_ms": None, "p90_ms": None,
+            "stream_p50_ms": None, "stream_p90_ms": None,
+        }  # fmt: skip
         return {
             "upstreams": [
                 {
@@ -285,9 +292,7 @@ def create_app(
                     "model": endpoint.model,
                     "circuit": gateway.breaker.state(llm),
                     "retired": llm in gateway.retired,
-                    **measured.get(
-                        llm, {"calls": 0, "error_rate": None, "p50_ms": None, "p90_ms": None}
-                    ),
+                    **measured.get(llm, unmeasured),
                 }
                 for llm, endpoint in sorted(gateway.upstreams.endpoints.items())
             ]

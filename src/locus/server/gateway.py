@@ -240,7 +240,7 @@ class Gateway:
         model = self._stream_model(llm, upstream)
         relay = StreamRelay(
             llm, model, upstream, resumable=resumable(body), resume=resume,
-            broke=self._stream_broke, metrics=self.metrics,
+            broke=self._stream_broke, ended=self._stream_ended, metrics=self.metrics,
             malformed_max=self.settings.malformed_chunks_max,
         )  # fmt: skip
         return StreamAnswer(
@@ -257,8 +257,15 @@ class Gateway:
 
     def _stream_broke(self, llm: str, upstream: UpstreamStream, error: UpstreamError) -> None:
         """A stream broken after its first token: an error of its LLM (metrics, circuit
-        breaker), as a failure before the first token is."""
+        breaker, error rate), as a failure before the first token is."""
         self._failed(llm, error, [])
+        self.latency.record_stream(llm, upstream.first_token_s, None, ok=False)
+
+    def _stream_ended(self, llm: str, upstream: UpstreamStream, whole: bool) -> None:
+        """A stream that ended whole (its time to the last byte measured), or whose caller
+        hung up (only its time to the first token)."""
+        seconds = time.perf_counter() - upstream.started if whole else None
+        self.latency.record_stream(llm, upstream.first_token_s, seconds, ok=True)
 
     def _endpoint_model(self, llm: str) -> str:
         """The catalog's model name for `llm` (its llm_id where a catalog reload removed it
@@ -465,7 +472,8 @@ class _Walk:
                     gateway.metrics.upstream_latency.labels(llm).observe(
                         time.perf_counter() - began
                     )
-                gateway.latency.record(llm, time.perf_counter() - began, ok=True)
+                if not streaming:  # a stream's latency and outcome count when it ends
+                    gateway.latency.record(llm, time.perf_counter() - began, ok=True)
                 gateway.breaker.success(llm)
                 if not continuing:
                     gateway.metrics.choices.labels(llm).inc()

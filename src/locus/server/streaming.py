@@ -105,7 +105,9 @@ class StreamRelay:
         resume: where the answer goes on after a break (`Resume`; the gateway walks the
             request's fallback order).
         broke: (llm_id, stream, error): the accounting of a stream broken after its first
-            token (metrics, circuit breaker).
+            token (metrics, circuit breaker, error rate).
+        ended: (llm_id, stream, whole): the accounting of a stream that ended whole (`whole`
+            True) or whose caller hung up (False).
         metrics: malformed chunks and continuations are counted here.
         malformed_max: malformed chunks skipped in a row before the stream counts as broken.
     """
@@ -119,12 +121,13 @@ class StreamRelay:
         resumable: bool,
         resume: Resume,
         broke: Callable[[str, UpstreamStream, UpstreamError], None],
+        ended: Callable[[str, UpstreamStream, bool], None],
         metrics: Metrics,
         malformed_max: int,
     ) -> None:
         self.llm_id, self.model, self.upstream = llm_id, model, upstream
         self.resumable = resumable
-        self._resume, self._broke = resume, broke
+        self._resume, self._broke, self._ended = resume, broke, ended
         self.metrics, self.malformed_max = metrics, malformed_max
         self.finished = False  # a chunk with a finish_reason came: the answer is whole
         self.answer_id: str | None = None  # the chunk id of the answer, the first LLM's
@@ -182,6 +185,7 @@ class StreamRelay:
         pending: deque[Any] = deque(self.upstream.head)
         seam: dict[str, str] | None = None
         malformed = 0
+        accounted = False  # the current stream's end has been accounted
         try:
             while True:
                 broken: UpstreamError | None = None
@@ -210,9 +214,12 @@ class StreamRelay:
                     # [DONE] (or a usage chunk after it) missing where it broke or closed
                     if chunk != DONE:
                         self.metrics.upstream_errors.labels(self.llm_id, "no_done").inc()
+                    accounted = True
+                    self._ended(self.llm_id, self.upstream, True)
                     yield DONE_EVENT
                     return
                 broken = broken or stream_failure(self.llm_id, "cut")
+                accounted = True
                 self._broke(self.llm_id, self.upstream, broken)
                 await self.upstream.aclose()
                 if not self.resumable:
@@ -228,8 +235,10 @@ class StreamRelay:
                 self.continuations.append({"from": self.llm_id, "to": llm_id, "reason": reason})
                 yield f": locus: continued from {self.llm_id} ({reason}) on {llm_id}\n\n".encode()
                 self._adopt(llm_id, model, upstream)
-                pending, malformed = deque(upstream.head), 0
+                pending, malformed, accounted = deque(upstream.head), 0, False
         finally:
+            if not accounted:  # the caller hung up: the upstream was streaming well so far
+                self._ended(self.llm_id, self.upstream, False)
             await self.upstream.aclose()
 
     @staticmethod

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -152,7 +153,9 @@ class Upstreams:
 
 class UpstreamStream:
     """An upstream SSE stream past its first token: `head` (the chunks read so far, the first
-    one with content last) and `chunks()` for the rest; `aclose()` releases the connection."""
+    one with content last) and `next_chunk()` for the rest; `aclose()` releases the
+    connection. `started` is when the request was sent (`time.perf_counter`), `first_token_s`
+    the seconds from then to the first token."""
 
     def __init__(
         self,
@@ -161,9 +164,13 @@ class UpstreamStream:
         lines: AsyncIterator[str],
         head: list[Any],
         malformed: int = 0,
+        *,
+        started: float = 0.0,
+        first_token_s: float = 0.0,
     ) -> None:
         self.llm_id, self._response, self._lines, self.head = llm_id, response, lines, head
         self.malformed = malformed  # malformed chunks skipped before the first token
+        self.started, self.first_token_s = started, first_token_s
 
     async def next_chunk(self) -> Any:
         """The next data chunk (a dict), DONE, MALFORMED (a data line that is not JSON), or
@@ -237,6 +244,7 @@ async def open_stream(
     Raises:
         UpstreamError: anything failing before the first token (the gateway falls back).
     """
+    began = time.perf_counter()
     url, payload, headers = upstreams._request(llm_id, body)
     client = upstreams.client()
     request = client.build_request(
@@ -269,7 +277,10 @@ async def open_stream(
                 continue
             head.append(chunk)
             if has_content(chunk):
-                return UpstreamStream(llm_id, response, lines, head, malformed)
+                return UpstreamStream(
+                    llm_id, response, lines, head, malformed,
+                    started=began, first_token_s=time.perf_counter() - began,
+                )  # fmt: skip
     except (asyncio.TimeoutError, httpx.TimeoutException):
         await _close(response)
         raise UpstreamError(
