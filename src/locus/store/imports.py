@@ -337,7 +337,17 @@ def _upsert_source(conn: Connection, batch: ImportBatch, kind: str, stamp: str) 
         first_imported_at=stamp,
         last_imported_at=stamp,
     )
-    conn.execute(stmt.on_conflict_do_nothing(index_elements=["name"]))
+    # a source is its path's: the latest import says where it came from and when
+    conn.execute(
+        stmt.on_conflict_do_update(
+            index_elements=["name"],
+            set_={
+                "kind": stmt.excluded.kind,
+                "origin": stmt.excluded.origin,
+                "last_imported_at": stmt.excluded.last_imported_at,
+            },
+        )
+    )
 
 
 def _insert_llms(conn: Connection, llms: pd.DataFrame, stamp: str) -> int:
