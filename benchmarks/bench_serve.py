@@ -2,6 +2,7 @@
 latency, then the same while the upstream of the most-routed LLM is killed mid-run.
 
     python benchmarks/bench_serve.py [--requests 5000] [--concurrency 32] [--latency-ms 50]
+    python benchmarks/bench_serve.py --only pinned     # the pinned-LLM figures alone
 
 Uses a copy of the MMLU-Pro workspace of bench_accuracy.py (29 LLMs, the default LOCUS+kNN
 artifact of seed 0), every LLM given an endpoint on one of two fake upstream servers (uvicorn,
@@ -10,8 +11,11 @@ server of all the others. Each request
 is a chat completion for an MMLU-Pro test question (stored texts: their vectors are cached) or
 a new text (encoded on the way; a fifth as many requests). Overhead = the gateway's latency
 minus the latency of the same load sent straight to a fake upstream, percentile by percentile,
-at the given concurrency and one request at a time (200 each). The load generator, the gateway
-and the fake upstreams share the machine's cores. Writes results/serve.json.
+at the given concurrency and one request at a time (200 each). A pinned request (model = the
+most-routed LLM's llm_id) is measured one at a time too, on stored and new texts: it needs no
+routing until its LLM fails, so a new text costs it no encoding. The load generator, the
+gateway and the fake upstreams share the machine's cores. Writes results/serve.json
+(results/serve-pinned.json with --only pinned).
 """
 
 from __future__ import annotations
@@ -194,6 +198,28 @@ def route_figures(
     return figures
 
 
+def pinned_figures(
+    gateway_url: str, upstream_url: str, top: str, direct: list[dict[str, Any]], bodies: Any
+) -> dict[str, Any]:
+    """One request at a time: straight to the upstream, routed (`locus`) and pinned (model =
+    `top`, an llm_id) through the gateway, stored and new texts; overhead against the
+    upstream alone, percentile by percentile."""
+    figures: dict[str, Any] = {
+        "direct_sequential_pinned": asyncio.run(load(f"{upstream_url}/{top}/v1", direct[:200], 1))
+    }
+    for name, new in (("stored", False), ("new", True)):
+        routed = bodies(200, new)
+        figures[f"gateway_sequential_routed_{name}"] = asyncio.run(load(gateway_url, routed, 1))
+        pinned = [{**body, "model": top} for body in bodies(200, new)]
+        figures[f"gateway_sequential_pinned_{name}"] = asyncio.run(load(gateway_url, pinned, 1))
+    base = figures["direct_sequential_pinned"]
+    for name, run in figures.items():
+        if name.startswith("gateway_"):
+            run["overhead_p50_ms"] = run["p50_ms"] - base["p50_ms"]
+            run["overhead_p99_ms"] = run["p99_ms"] - base["p99_ms"]
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=5000)
@@ -203,6 +229,9 @@ def main() -> None:
         "--workspace", type=Path, default=REPO_ROOT / ".bench" / "accuracy" / "mmlu-pro"
     )
     parser.add_argument("--artifact", default=ARTIFACT, help="e.g. default, on the demo's .locus")
+    parser.add_argument(
+        "--only", choices=["pinned"], help="only the pinned-LLM figures (one request at a time)"
+    )
     args = parser.parse_args()
     artifact = args.artifact
     from locus.data.llm_catalog import Endpoint
@@ -251,6 +280,13 @@ def main() -> None:
             }  # fmt: skip
             n = args.requests
             direct = [{**b, "model": top} for b in bodies(n, False)]
+            if args.only == "pinned":
+                figures.update(pinned_figures(gateway.url, primary.url, top, direct, bodies))
+                gateway.stop()
+                others.stop()
+                primary.stop()
+                report("serve-pinned", figures)
+                return
             figures["direct_to_upstream"] = asyncio.run(
                 load(f"{primary.url}/{top}/v1", direct, args.concurrency)
             )
@@ -269,6 +305,7 @@ def main() -> None:
                 ("gateway_sequential_new", True),
             ):
                 figures[name] = asyncio.run(load(gateway.url, bodies(200, new), 1))
+            figures.update(pinned_figures(gateway.url, primary.url, top, direct, bodies))
             figures["route"] = route_figures(gateway.url, texts, rng, args.concurrency)
             killed_at = n // 4
 

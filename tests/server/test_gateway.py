@@ -280,6 +280,46 @@ def test_a_real_llm_id_bypasses_routing_and_falls_back_by_the_ranking() -> None:
     assert fake.requests["c"] == 2
 
 
+class CountingRouter(RankedRouter):
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def route_texts(self, texts: Any, **options: Any) -> Any:
+        self.calls += 1
+        return super().route_texts(texts, **options)
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_pinned_llm_is_called_without_routing_until_it_fails(streamed: bool) -> None:
+    """model = an llm_id: the text is not routed (encoded) for the first attempt; the
+    ranking is computed once the pinned LLM fails, and its next best answers."""
+    with fake_upstreams({"a": ["ok"], "b": ["ok", "503"], "c": ["ok"]}) as fake:
+        counting = CountingRouter()
+        router = ServiceRouter(counting)
+        gateway = Gateway(router.rank, Upstreams(fake.endpoints()), settings=PATIENT)
+        app = create_app(router, gateway, settings=PATIENT)
+        pinned = {**CHAT, "model": "b", "stream": streamed}
+        first = post(app, "/v1/chat/completions", pinned)
+        assert first.status_code == 200 and first.headers["x-locus-llm"] == "b"
+        assert counting.calls == 0
+        assert "x-locus-p-correct" not in first.headers  # the router was not asked
+        fallen = post(app, "/v1/chat/completions", pinned)
+        assert fallen.status_code == 200 and fallen.headers["x-locus-llm"] == "a"
+        assert fallen.headers["x-locus-failed"] == "b=server_error,b=server_error"
+        assert counting.calls == 1 and fake.requests == {"a": 1, "b": 3}
+        assert fallen.headers["x-locus-p-correct"] == "0.9000"  # a's, from the ranking
+
+
+def test_a_pinned_llm_slower_than_the_latency_bound_is_ranked_as_before() -> None:
+    """A pinned LLM whose median misses the request's max_latency_ms goes behind the LLMs
+    that meet it: that needs the ranking, computed at once."""
+    with fake_upstreams({"a": ["hang"], "b": ["ok"]}, hang_s=0.3) as fake:
+        app, _ = build(fake, settings=PATIENT)
+        assert post(app, "/v1/chat/completions", {**CHAT, "model": "a"}).status_code == 200
+        bounded = post(app, "/v1/chat/completions", {**CHAT, "model": "a", "max_latency_ms": 100})
+        assert bounded.headers["x-locus-llm"] == "b" and fake.requests == {"a": 1, "b": 1}
+
+
 def test_unavailable_llms_are_never_called() -> None:
     body = {**CHAT, "unavailable": ["a", "b"]}
     response, fake, _ = chat({"a": ["ok"], "b": ["ok"], "c": ["ok"]}, body)

@@ -2,18 +2,19 @@
 
 The model name selects routing: `locus` (P(correct) alone, guarded as `locus route` is),
 `locus:cost=W` (P(correct) - W x USD per query), or a real llm_id (that LLM first, then the
-predictor's next best for the query). The fallback order is the routing ranking (issue 11
-measured the next best by the predictor to keep more of hit@1 than the nearest LLM by
-embedding), restricted to LLMs with an endpoint, skipping LLMs whose circuit is open; bounded
-by `max_attempts` and `total_timeout_s`. With exploration on (`ServerSettings.explore`, or a
-request's own `explore` share), a routed request may go first to an LLM drawn by its
-uncertainty (`locus.routing.explore`; not under a quality rule, never for a pinned LLM), the
-rest of the order behind it. A transient failure (a 5xx, a reset connection, a 429
-whose Retry-After is short) is retried on the same LLM first (`retries_per_llm`, after
-`retry_backoff_s` or the Retry-After), except a half-open circuit's trial, which is one call;
-a 404 / 410 "model not found" marks the LLM retired for
-this process (the catalog names a model its provider no longer serves) and falls back. A
-stream that breaks after its first token continues on the next LLM of the same order
+predictor's next best for the query; the ranking, which encodes a new text, is computed only
+when a fallback is needed, so a pinned LLM's answer carries no predicted P(correct)). The
+fallback order is the routing ranking (issue 11 measured the next best by the predictor to
+keep more of hit@1 than the nearest LLM by embedding), restricted to LLMs with an endpoint,
+skipping LLMs whose circuit is open; bounded by `max_attempts` and `total_timeout_s`. With
+exploration on (`ServerSettings.explore`, or a request's own `explore` share), a routed
+request may go first to an LLM drawn by its uncertainty (`locus.routing.explore`; not under a
+quality rule, never for a pinned LLM), the rest of the order behind it. A transient failure
+(a 5xx, a reset connection, a 429 whose Retry-After is short) is retried on the same LLM first
+(`retries_per_llm`, after `retry_backoff_s` or the Retry-After), except a half-open circuit's
+trial, which is one call; a 404 / 410 "model not found" marks the LLM retired for this
+process (the catalog names a model its provider no longer serves) and falls back. A stream
+that breaks after its first token continues on the next LLM of the same order
 (`locus.server.streaming`). The answer keeps the upstream's own `model` (what really
 answered); locus's llm_id travels in the `x-locus-llm` header.
 """
@@ -130,6 +131,15 @@ class Gateway:
             ranked = fast + [c for c in ranked if c not in fast]
         return ranked, explored
 
+    def _pinned_first(self, fixed: str, max_latency_ms: float | None) -> bool:
+        """Whether a pinned LLM goes first without the routing ranking: it is served, not
+        retired, and meets the request's latency bound (else the ranking reorders it)."""
+        return (
+            fixed in self.upstreams.endpoints
+            and fixed not in self.retired
+            and (max_latency_ms is None or self.latency.meets(fixed, max_latency_ms))
+        )
+
     async def _fallbacks(
         self,
         body: Mapping[str, Any],
@@ -138,15 +148,26 @@ class Gateway:
         max_latency_ms: float | None,
         explore: float | None,
     ) -> _Walk:
-        """The request's way down its fallback order."""
+        """The request's way down its fallback order. For a pinned LLM the routing ranking
+        (which encodes a new text: milliseconds of CPU) is computed only when a fallback is
+        needed; otherwise at once, off the event loop."""
         fixed, rule = parse_model(body.get("model"), self.upstreams.endpoints)
-        # routing encodes new texts (milliseconds of CPU): off the event loop
-        ranked, explored = await anyio.to_thread.run_sync(
-            lambda: self.fallback_order(text, fixed, rule, unavailable, max_latency_ms, explore)
-        )
+
+        def order() -> tuple[list[RankedLLM], bool]:
+            return self.fallback_order(text, fixed, rule, unavailable, max_latency_ms, explore)
+
+        if fixed is not None and self._pinned_first(fixed, max_latency_ms):
+
+            async def rest() -> list[RankedLLM]:
+                ranked, _ = await anyio.to_thread.run_sync(order)
+                return ranked
+
+            pinned = RankedLLM(fixed, float("nan"), None, float("nan"))
+            return _Walk(self, [pinned], rest, explored=False)
+        ranked, explored = await anyio.to_thread.run_sync(order)
         if not ranked:
             raise GatewayError(503, "no LLM with an endpoint is available", kind="unavailable")
-        return _Walk(self, ranked, explored=explored)
+        return _Walk(self, ranked, None, explored=explored)
 
     async def chat(
         self,
@@ -344,20 +365,23 @@ class Gateway:
 
 class _Walk:
     """One request's way down its fallback order, shared by its first attempt and a stream's
-    continuations: the candidates, the next to try, the LLMs tried (`max_attempts`), the
-    upstream calls, the failures, and the time spent looking for an LLM that answers
-    (`total_timeout_s`: the walks together; the time an answer streams is not counted)."""
+    continuations: the candidates (for a pinned LLM, the rest of the ranking computed when
+    first needed), the next to try, the LLMs tried (`max_attempts`), the upstream calls, the
+    failures, and the time spent looking for an LLM that answers (`total_timeout_s`: the
+    walks together; the time an answer streams is not counted)."""
 
     def __init__(
         self,
         gateway: Gateway,
         first: Sequence[RankedLLM],
+        rest: Callable[[], Awaitable[list[RankedLLM]]] | None,
         *,
         explored: bool,
     ) -> None:
         self.gateway = gateway
         self.candidate_of = {c.llm_id: c for c in first}
         self.order = list(self.candidate_of)
+        self._rest = rest
         self.explored = explored  # the first candidate was drawn by exploration
         self.position = 0  # the next candidate to try
         self.tried = 0  # LLMs called
@@ -369,6 +393,16 @@ class _Walk:
     def explored_first(self, llm: str) -> bool:
         """Whether `llm`'s answer is the exploration's draw (the first candidate)."""
         return self.explored and bool(self.order) and self.order[0] == llm
+
+    async def _extend(self, position: int) -> None:
+        """Compute the rest of the order once a position past the known candidates is needed."""
+        if position < len(self.order) or self._rest is None:
+            return
+        rest, self._rest = self._rest, None
+        for candidate in await rest():
+            if candidate.llm_id not in self.candidate_of:
+                self.candidate_of[candidate.llm_id] = candidate
+                self.order.append(candidate.llm_id)
 
     async def first(
         self, call: Callable[[str, float, int], Awaitable[Any]], *, streaming: bool
@@ -420,6 +454,7 @@ class _Walk:
             if self.tried >= settings.max_attempts:
                 self.stopped = f"max_attempts ({settings.max_attempts}) LLMs tried"
                 break
+            await self._extend(self.position)
             if self.position >= len(self.order):
                 break
             position, llm = self.position, self.order[self.position]
@@ -461,6 +496,7 @@ class _Walk:
                             refusal, refused = error, self.failed[-1]
                         break
                     if error.kind == "retired":
+                        await self._extend(self.position)
                         gateway._retire(llm, self.order[self.position :])
                     wait = None if trial else gateway._retry_wait(error, tries)
                     if wait is None:
