@@ -29,6 +29,7 @@ from locus.errors import LocusInputError
 
 if TYPE_CHECKING:
     from locus.data.batch import ImportBatch
+    from locus.store.ingest import SourceChoice
 
 __all__ = ["FORMATS", "import_command"]
 
@@ -78,13 +79,19 @@ def import_command(
         typer.Option("--task-field", help="inspect: a sample metadata field to use as task."),
     ] = None,
     source: Annotated[
-        str | None, typer.Option("--source", help="Provenance name (default from the file).")
+        str | None,
+        typer.Option(
+            "--source",
+            help="The source to write (default: the path's own, one per file or folder: its "
+            "name, a short hash of the path added where another path has it).",
+        ),
     ] = None,
     namespace: Annotated[
         str | None,
         typer.Option(
             "--namespace",
-            help="Identifies queries WITHOUT text by id across files (default: the source). "
+            help="Identifies queries WITHOUT text by id across files (default: --source, "
+            "else the format's name or a table file's name). "
             "Queries with text are identified by their text, whatever the file.",
         ),
     ] = None,
@@ -92,9 +99,10 @@ def import_command(
         bool,
         typer.Option(
             "--replace",
-            help="Replace the source's scores with this file's: differing scores are "
-            "overwritten, scores the file no longer has are removed (--source names the "
-            "source a renamed file replaces).",
+            help="Replace this path's source with this file's scores: differing scores are "
+            "overwritten, scores the file no longer has are removed. A renamed file replaces "
+            "the one source of the same LLMs and queries (said, with its score count) or the "
+            "source --source names; never another path's source otherwise.",
         ),
     ] = False,
     workspace: WorkspaceOption = None,
@@ -191,6 +199,7 @@ def _import_paths(
     ]
     from locus.data.file_stamps import import_fingerprint
     from locus.data.importers import get_importer
+    from locus.store.ingest import named
 
     # read and validate everything before the workspace is touched: a bad file leaves no trace
     # a batch, a lazy stream of batches (one table file), or None (unchanged since last time)
@@ -201,7 +210,11 @@ def _import_paths(
         if not replace and _unchanged_since_last_import(workspace, key, files):
             batches.append((name, path, None, key, files))
             continue
-        if name == "table" and len(jobs) == 1:
+        if (
+            name == "table"
+            and len(jobs) == 1
+            and not _may_replace_another(workspace, path, source, replace)
+        ):
             # one table file: read in parts as it is written (bounded memory, one transaction)
             from locus.data.importers.long_table import iter_import_table
 
@@ -217,7 +230,8 @@ def _import_paths(
     reports = []
     with open_store(workspace) as store:
         kept.started = True
-        for name, path, batch, key, files in batches:
+        choices = _choose_sources(store, batches, source, replace)
+        for (name, path, batch, key, files), choice in zip(batches, choices, strict=True):
             if batch is None:
                 reports.append(
                     {
@@ -232,17 +246,25 @@ def _import_paths(
                         "import of them; --replace reads them again)"
                     )
                 continue
+            assert choice is not None  # a batch read has its source chosen
             notes: list[str] = []
             parts = batch if isinstance(batch, itertools.chain) else [batch]
+            if choice.said and not as_json:
+                if choice.replaced is not None:
+                    stdout_console().print(f"{path}: {choice.said}", markup=False)
+                else:
+                    note(f"{path}: {choice.said}", quiet=quiet)
             kept.writing = path
             report = store.write_batches(
-                _noted(parts, path, notes, quiet or as_json), kind=name, replace=replace,
-                whole_source=replace, progress=progress,
+                _noted(named(parts, choice, path), path, notes, quiet or as_json), kind=name,
+                replace=replace, whole_source=replace, progress=progress,
             )  # fmt: skip
             kept.writing = None
             kept.written.append(path)
             store.set_meta(key, files)
-            reports.append({**report.as_dict(), "format": name, "notes": notes})
+            replaced = {"replaced_source": choice.replaced} if choice.replaced else {}
+            said = [choice.said] if choice.said and choice.replaced is None else []
+            reports.append({**report.as_dict(), "format": name, "notes": said + notes, **replaced})
             if not as_json:
                 _print_report(report)
         stale = stale_artifacts(store) if any(r.get("changed") for r in reports) else []
@@ -253,6 +275,55 @@ def _import_paths(
 
 
 STREAM_ROWS = 500_000  # rows of a table file read and written at a time
+
+
+def _may_replace_another(
+    workspace: str | None, path: Path, source: str | None, replace: bool
+) -> bool:
+    """Whether `--replace` of `path` may replace another path's source (one holding the same
+    LLMs and queries, `SourceNames.choose`): the file is then read whole, not in parts, since
+    the choice needs its LLMs and queries before anything is written."""
+    if not replace or source is not None:
+        return False
+    from locus.errors import LocusStoreError
+    from locus.store.ingest import SourceNames
+
+    try:
+        with open_store(workspace, create=False) as store:
+            names = SourceNames.of(store)
+            return not names.exists(names.for_path(path))
+    except LocusStoreError:  # no workspace yet: nothing to replace
+        return False
+
+
+def _choose_sources(
+    store: Any, batches: list[tuple[str, Path, Any, str, str]], source: str | None, replace: bool
+) -> list[SourceChoice | None]:
+    """Each read path's source (`SourceNames.choose`; None for a path skipped as unchanged),
+    chosen before anything is written: a path whose source cannot be chosen, or two paths
+    that would write one source, fail the import whole."""
+    from locus.store.ingest import SourceChoice, SourceNames
+
+    names = SourceNames.of(store)
+    choices: list[SourceChoice | None] = []
+    by_name: dict[str, Path] = {}
+    for name, path, batch, _, _ in batches:
+        if batch is None:
+            names.for_path(path, source=source)  # its name stays its own
+            choices.append(None)
+            continue
+        if isinstance(batch, itertools.chain):  # a table read in parts: the path names it
+            choice = SourceChoice(names.for_path(path, source=source))
+        else:
+            choice = names.choose(path, batch, kind=name, source=source, replace=replace)
+        if choice.name in by_name:
+            raise LocusInputError(
+                f"{path} and {by_name[choice.name]} would both be written to source "
+                f"{choice.name}; expected one source per path; import them one at a time"
+            )
+        by_name[choice.name] = path
+        choices.append(choice)
+    return choices
 
 
 def _noted(

@@ -1,10 +1,10 @@
 """Sources: what each import brought, listed and removed whole.
 
-A source is one import's name (`ImportBatch.source`: the file's name by default); its scores
-and its query aliases belong to it. `remove_source` deletes them in one transaction, with the
-queries no other source names; `locus import --replace` replaces a source's scores with a new
-file's (`StoreImports.write_batch`). An artifact fitted before either change is stale: its
-manifest's data checksums no longer match (`Store.checksums`).
+A source is one imported file or folder (`locus.store.ingest.SourceNames` names it from the
+path); its scores and its query aliases belong to it. `remove_source` deletes them in one
+transaction, with the queries no other source names; `locus import --replace` replaces a
+source's scores with a new file's (`StoreImports.write_batch`). An artifact fitted before
+either change is stale: its manifest's data checksums no longer match (`Store.checksums`).
 
     >>> with Store.open(".locus") as store:                              # doctest: +SKIP
     ...     store.sources()[["name", "scores"]]
@@ -13,6 +13,7 @@ manifest's data checksums no longer match (`Store.checksums`).
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import pandas as pd
@@ -20,14 +21,14 @@ from sqlalchemy import delete, func, select
 
 from locus.errors import LocusNotFoundError
 from locus.store import schema
-from locus.store._core import StoreCore
+from locus.store._core import IN_CHUNK, StoreCore
 from locus.store.references import delete_references
 
 __all__ = ["StoreSources"]
 
 
 class StoreSources(StoreCore):
-    """`Store.sources`, `Store.remove_source`."""
+    """`Store.sources`, `Store.remove_source`, `Store.sources_like`."""
 
     def sources(self) -> pd.DataFrame:
         """One row per source: name, kind (the import format), origin (the file or folder),
@@ -57,6 +58,47 @@ class StoreSources(StoreCore):
         )
         with self._read() as conn:
             return pd.read_sql(stmt, conn)
+
+    def sources_like(
+        self, llm_ids: Collection[str], query_keys: Sequence[str]
+    ) -> list[dict[str, Any]]:
+        """The sources that hold exactly the LLMs `llm_ids` (the same set) and score at least
+        one of the queries `query_keys` (`schema.query_identity`): what a corrected file under
+        a new name may replace. One dict per source (name, origin, llms, scores, shared_queries:
+        how many of `query_keys` it scores), sorted by name."""
+        s, a, q, llm = schema.scores.c, schema.query_aliases.c, schema.queries.c, schema.llms.c
+        wanted = frozenset(llm_ids)
+        with self._read() as conn:
+            held: dict[str, set[str]] = {}
+            pairs = select(s.source, llm.llm_id).join(schema.llms, llm.id == s.llm).distinct()
+            for source, llm_id in conn.execute(pairs):
+                held.setdefault(str(source), set()).add(str(llm_id))
+            same = sorted(name for name, mine in held.items() if mine == wanted)
+            if not same:
+                return []
+            keys = list(dict.fromkeys(query_keys))
+            shared: dict[str, int] = dict.fromkeys(same, 0)
+            for at in range(0, len(keys), IN_CHUNK):
+                stmt = (
+                    select(a.source, func.count(func.distinct(q.id)))
+                    .join(schema.queries, q.id == a.query)
+                    .where(a.source.in_(same), q.query_key.in_(keys[at : at + IN_CHUNK]))
+                    .group_by(a.source)
+                )
+                for source, count in conn.execute(stmt):
+                    shared[str(source)] += int(count)
+        listed = {str(row["name"]): row for row in self.sources().to_dict("records")}
+        return [
+            {
+                "name": name,
+                "origin": str(listed[name]["origin"]),
+                "llms": int(listed[name]["llms"]),
+                "scores": int(listed[name]["scores"]),
+                "shared_queries": shared[name],
+            }
+            for name in same
+            if shared[name] and name in listed
+        ]
 
     def remove_source(self, name: str) -> dict[str, Any]:
         """Delete the source `name`, its scores and its query aliases, and the queries no other

@@ -11,9 +11,12 @@ with row descriptions that name the real place in the file (``"line 17"``,
 ``"model_outputs_X.zip: record 12"``). Bad input raises `LocusInputError`, one line naming the
 file.
 
-``source`` (each format has a default) is the provenance of the scores and the scope of the
-file's query ids. A query with text is its text whatever the source, so per-LLM files share
-their queries; a query without text is its id within ``namespace`` (default: the source).
+``source`` (each format has a default: its name, or a table file's name) is the provenance of
+the scores and the scope of the file's query ids. A query with text is its text whatever the
+source, so per-LLM files share their queries; a query without text is its id within
+``namespace`` (default: the source). `locus import` and `locus.store.ingest.import_path` then
+write each file or folder to a source of its own, named from its path
+(`locus.store.ingest.SourceNames`), keeping the importer's namespace.
 
 | name          | reads                                                                     |
 |---------------|---------------------------------------------------------------------------|
