@@ -270,4 +270,3 @@ def test_a_newcomer_joined_again_and_again_keeps_one_row_per_query() -> None:
     router.join("math-llm", queries[:100], scores[:100], tasks[:100])
     assert len(router.knn.vectors_) == fitted_rows + 160
     assert int((~np.isnan(router.knn.scores_[:, -1])).sum()) == 100
-
