@@ -218,7 +218,10 @@ def test_an_answer_that_cannot_be_resumed_as_text_is_not_continued(extra: dict[s
     assert streamed.items[-1]["error"]["message"] == (
         "a: the stream was cut (connection reset); the answer is incomplete"
     )
-    assert fake.requests == {"a": 1}
+    # never continued on b; a itself may be asked twice: on a loaded machine the reset can
+    # reach the gateway before the first chunk is read, a failure before the first token,
+    # retried once on the same LLM (seen once in CI)
+    assert "b" not in fake.requests and 1 <= fake.requests["a"] <= 2
 
 
 def test_a_stream_reset_after_its_finish_reason_is_whole() -> None:
@@ -228,4 +231,4 @@ def test_a_stream_reset_after_its_finish_reason_is_whole() -> None:
         app, _ = build(fake, settings=PATIENT)
         streamed = stream_through(app)
     assert streamed.text == "answer from a" and streamed.items[-1] == "[DONE]"
-    assert fake.requests == {"a": 1}
+    assert "b" not in fake.requests and 1 <= fake.requests["a"] <= 2  # as above
