@@ -31,6 +31,11 @@ from typing import Any
 
 from locus.data.llm_catalog import Endpoint
 
+# a reset makes the receiver drop what it has not read yet: a stream broken after its words
+# waits this long first, so that the words sent reach the gateway (without it, 1 run in ~6
+# lost them and looked broken before its first token)
+READ_PAUSE_S = 0.2
+
 
 def reset(connection: socket.socket) -> None:
     """Close with a TCP reset (linger 0), as a crashed upstream does."""
@@ -132,6 +137,7 @@ class FakeUpstreams:
             for i in range(int(words)):
                 send(chunk({"content": f"{name}{i} "}))
             if kind == "cut":
+                time.sleep(READ_PAUSE_S)
                 reset(handler.connection)
             elif kind == "stall":
                 time.sleep(self.hang_s)
@@ -144,6 +150,7 @@ class FakeUpstreams:
             time.sleep(self.hang_s)
         send(chunk({"content": "answer "}))
         if behaviour == "cut":
+            time.sleep(READ_PAUSE_S)
             reset(handler.connection)
             return
         if behaviour == "stall":
@@ -155,6 +162,7 @@ class FakeUpstreams:
         send(chunk({"content": f"from {name}"}))
         send(chunk({}, "stop"))
         if behaviour == "reset-after-finish":
+            time.sleep(READ_PAUSE_S)
             reset(handler.connection)
         elif behaviour != "no-done":
             send(b"data: [DONE]\n\n")
