@@ -240,7 +240,9 @@ def test_quality_rule_takes_the_cheapest_llm_within_the_share_of_the_best(
             router.route(vectors, costs=costs, quality=bad)
     with pytest.raises(LocusInputError, match="choose one decision rule"):
         router.route(vectors, costs=costs, quality=0.9, cost_weight=1.0)
-    with pytest.raises(LocusInputError, match="quality needs a cost for every candidate"):
+    with pytest.raises(
+        LocusInputError, match=r"quality needs a cost for every candidate.*`locus import llms`"
+    ):
         router.route(vectors, costs={"math-0": 1.0}, quality=0.9)
     with pytest.raises(LocusInputError, match=r"shape \(2, 3\)"):
         router.route(vectors, costs=np.ones((2, 3)), quality=0.9)

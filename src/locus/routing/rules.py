@@ -128,8 +128,9 @@ def unpriced_error(rule: str, unpriced: Sequence[str]) -> LocusInputError:
     """The one-line error for a rule that needs a cost of LLMs that have none."""
     return LocusInputError(
         f"{rule} needs a cost for every candidate LLM; {len(unpriced)} have none, e.g. "
-        f"{unpriced[0]!r}: give its price (cost_per_query in the LLM catalog, or scores with "
-        "cost_usd), or pass it as unavailable"
+        f"{unpriced[0]!r}: give its price (price_in_per_mtok and price_out_per_mtok, or "
+        "cost_per_query, in the LLM catalog: `locus import llms`; or scores with cost_usd), or "
+        "pass it as unavailable"
     )
 
 
