@@ -103,10 +103,16 @@ def post(app: Any, path: str, body: Any = None, **kwargs: Any) -> httpx.Response
 
 
 def chat(
-    scripts: dict[str, list[str]], body: dict[str, Any] | None = None, **fake_options: Any
+    scripts: dict[str, list[str]],
+    body: dict[str, Any] | None = None,
+    *,
+    settings: ServerSettings = PATIENT,
+    **fake_options: Any,
 ) -> tuple[httpx.Response, FakeUpstreams, Gateway]:
+    """One chat request; patient unless the test is about a timeout (`settings=SETTINGS`): a
+    loaded CI machine once let both of a's 0.4 s attempts expire before its server read them."""
     with fake_upstreams(scripts, **fake_options) as fake:
-        app, gateway = build(fake)
+        app, gateway = build(fake, settings=settings)
         response = post(app, "/v1/chat/completions", body or CHAT)
     return response, fake, gateway
 
@@ -154,7 +160,9 @@ def test_an_answer_without_prices_has_no_cost_header() -> None:
     ],
 )
 def test_a_failing_primary_falls_back_to_the_next_llm(fault: str, calls: int, kind: str) -> None:
-    response, fake, gateway = chat({"a": [fault], "b": ["ok"], "c": ["ok"]}, hang_s=2.0)
+    response, fake, gateway = chat(
+        {"a": [fault], "b": ["ok"], "c": ["ok"]}, settings=SETTINGS, hang_s=2.0
+    )
     assert response.status_code == 200, response.text
     assert response.json()["model"] == "upstream-b"  # body model and usage are the fallback's
     assert response.headers["x-locus-llm"] == "b"
@@ -217,7 +225,9 @@ def test_every_upstream_hanging_is_a_504_within_the_time_bound() -> None:
     import time
 
     started = time.perf_counter()
-    response, _, _ = chat({"a": ["hang"], "b": ["hang"], "c": ["hang"]}, hang_s=1.5)
+    response, _, _ = chat(
+        {"a": ["hang"], "b": ["hang"], "c": ["hang"]}, settings=SETTINGS, hang_s=1.5
+    )
     assert response.status_code == 504
     assert time.perf_counter() - started < 8  # 3 attempts x 0.4 s, plus server shutdown
 
