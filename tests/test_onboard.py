@@ -247,7 +247,7 @@ def test_the_service_onboards_an_endpoint_in_the_background(
 
     import httpx
 
-    from locus.server.serve import build_app
+    from locus.server.app import build_app
 
     key = run_cli("keys", "create", "onboarder", "-w", ws, "--json").json()
     assert isinstance(key, dict)

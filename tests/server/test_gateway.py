@@ -16,9 +16,10 @@ import httpx
 import pytest
 
 from locus.routing.router import RankedLLM, RouteDecision
-from locus.server.app import ServiceRouter, create_app
-from locus.server.breaker import CircuitBreaker
+from locus.server.app import create_app
 from locus.server.gateway import Gateway
+from locus.server.health import CircuitBreaker
+from locus.server.service_router import ServiceRouter
 from locus.server.settings import ServerSettings
 from locus.server.upstream import Upstreams
 from tests.server.fakes import FakeUpstreams, fake_upstreams

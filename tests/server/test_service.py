@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from locus.server.serve import build_app
+from locus.server.app import build_app
 from locus.store import Store
 from tests.conftest import CliResult
 from tests.planted_workspace import trained_planted_workspace

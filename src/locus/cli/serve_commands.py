@@ -130,7 +130,7 @@ def serve_command(
     _check_port(host, port)
     with open_store(workspace, create=False) as store:
         path, spec = store.location, store.spec
-        from locus.server.serve import SERVE_WORKSPACE_ENV, SETTINGS_ENV, build_app
+        from locus.server.app import SERVE_WORKSPACE_ENV, SETTINGS_ENV, build_app
 
         # built here, so a broken workspace fails before anything listens
         application = build_app(store, artifact, auth=not no_auth, settings=settings)
@@ -154,6 +154,6 @@ def serve_command(
     os.environ[SETTINGS_ENV] = settings.to_json()
     os.environ["LOCUS_NO_AUTH"] = "1" if no_auth else "0"
     uvicorn.run(
-        "locus.server.serve:app_from_env", factory=True, host=host, port=port,
+        "locus.server.app:app_from_env", factory=True, host=host, port=port,
         workers=workers, log_level="warning",
     )  # fmt: skip

@@ -1,4 +1,5 @@
-"""`create_app`: the HTTP API of `locus serve`.
+"""The HTTP API of `locus serve`: `create_app` (the endpoints over a loaded router and gateway)
+and `build_app` (the service from a workspace).
 
     POST /v1/route              {"text": "..."} or {"texts": [...]}, one of quality, budget,
                                 cost_weight; max_cost, unavailable, guarded (default
@@ -8,7 +9,7 @@
                                 LLM live (no retraining), kept in the store; needs a key
     POST /v1/outcomes           {"request_id": <x-locus-request-id of an answer>, "score"}
                                 (or a list under "outcomes"): the answering LLM's evidence
-                                (`locus.server.outcomes`); needs a key
+                                (`locus.server.onboarding`); needs a key
     POST /v1/chat/completions   OpenAI-compatible, non-streaming and SSE streaming (locus's own
                                 fields: unavailable, max_latency_ms, explore, never sent
                                 upstream; a field that is neither OpenAI's nor locus's is a
@@ -48,61 +49,64 @@ attempts and `x-locus-failed`. A chat answer's `model` is what the upstream answ
 `x-locus-failed` the LLMs tried before it, `x-locus-explored: true` an answer whose LLM was
 drawn by exploration (`explore`: a share of requests in [0, 1], the server's
 `ServerSettings.explore` by default, 0 off).
+
+    >>> app = build_app(Store.open(".locus"))                            # doctest: +SKIP
+
+`app_from_env` is the factory uvicorn calls in each worker process (`--workers N`): it reads
+the workspace and artifact from LOCUS_SERVE_WORKSPACE / LOCUS_ARTIFACT.
 """
 
 from __future__ import annotations
 
-import math
+import os
 import time
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from locus.errors import LocusError
-from locus.routing.rules import DecisionRule
-from locus.server.gateway import ROUTING_MODEL, Gateway, GatewayError
-from locus.server.onboard_jobs import add_onboard_routes
-from locus.server.requests import (
+from locus.data.llm_catalog import Endpoint
+from locus.errors import LocusInputError
+from locus.server.fallback import GatewayError
+from locus.server.gateway import Gateway
+from locus.server.http_io import (
     BadRequest,
-    check_chat_fields,
-    non_negative,
+    ChatQuery,
+    add_error_answers,
+    answer_headers,
+    auth_refusal,
+    error_response,
+    gateway_error_response,
+    parse_chat_body,
+    predicted_headers,
     read_json_body,
-    unavailable_llms,
 )
-from locus.server.responses import answer_headers, error_response, predicted_headers, text_of
-from locus.server.service_router import ServiceRouter
+from locus.server.onboarding import (
+    LiveOnboarding,
+    OnboardJobs,
+    OutcomeLog,
+    add_onboarding_routes,
+    endpoint_onboarding,
+)
+from locus.server.service_router import ROUTING_MODEL, ServiceRouter, add_route_route, cost_rules
 from locus.server.settings import ServerSettings
+from locus.server.upstream import Upstreams
+from locus.store import Store
 
-__all__ = ["ROUTE_FIELDS", "ServiceRouter", "create_app"]
+__all__ = [
+    "SERVE_WORKSPACE_ENV",
+    "SETTINGS_ENV",
+    "app_from_env",
+    "build_app",
+    "create_app",
+    "read_catalog",
+]
 
-# what a /v1/route body may hold; anything else is a 400 naming it
-ROUTE_FIELDS = (
-    "text",
-    "texts",
-    "top",
-    "cost_weight",
-    "quality",
-    "budget",
-    "max_cost",
-    "unavailable",
-    "guarded",
-)
-
-
-def _round_up(usd: float) -> str:
-    """`usd` rounded up to two significant digits, as text.
-
-    >>> _round_up(0.0035), _round_up(0.00123), _round_up(0.001), _round_up(123.0)
-    ('0.0035', '0.0013', '0.001', '130')
-    """
-    decimals = 1 - math.floor(math.log10(usd))
-    rounded = math.ceil(usd * 10**decimals - 1e-9) / 10**decimals
-    text = f"{rounded:.{max(decimals, 0)}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
+# set by `locus serve --workers N` for its worker processes: the store to open (may hold a password)
+SERVE_WORKSPACE_ENV = "LOCUS_SERVE_WORKSPACE"
+SETTINGS_ENV = "LOCUS_SERVE_SETTINGS"  # and the server settings, as JSON
 
 
 def create_app(
@@ -111,9 +115,9 @@ def create_app(
     *,
     settings: ServerSettings | None = None,
     verify_key: Callable[[str], str | None] | None = None,
-    onboarding: Any = None,
+    onboarding: LiveOnboarding | None = None,
     reload_catalog: Callable[[], dict[str, Any]] | None = None,
-    onboard_jobs: Any = None,
+    onboard_jobs: OnboardJobs | None = None,
 ) -> FastAPI:
     """The FastAPI app over a loaded router and gateway (nothing is loaded per request).
 
@@ -121,42 +125,36 @@ def create_app(
     /v1 request; None serves without keys (`locus serve --no-auth`, loopback only), where
     writes are refused."""
     settings = settings or gateway.settings
-    metrics = gateway.metrics
-    from locus.server.outcomes import OutcomeLog, parse_outcomes
-
-    outcome_log = OutcomeLog()
     app = FastAPI(title="locus", docs_url=None, redoc_url=None, openapi_url=None)
-    known = set(router.llm_ids)
+    outcome_log = OutcomeLog()
+    known = set(router.llm_ids)  # what a request's `unavailable` may name
+    _add_guards(app, gateway, settings, verify_key)
+    add_error_answers(app)
+    _add_status_routes(app, router, gateway, reload_catalog)
+    add_route_route(app, router, settings, known)
+    _add_chat_route(app, gateway, settings, known, outcome_log)
+    add_onboarding_routes(
+        app, settings=settings, router=router, known=known, outcome_log=outcome_log,
+        onboarding=onboarding, jobs=onboard_jobs,
+    )  # fmt: skip
+    return app
 
-    def refused(request: Request) -> Response | None:
-        """The 401/403 answer for a request that may not pass, or None."""
-        path = request.url.path
-        if not path.startswith("/v1/"):
-            return None
-        write = request.method == "POST" and (
-            path.startswith("/v1/llms/") or path in ("/v1/outcomes", "/v1/catalog/reload")
-        )
-        if verify_key is None:
-            if write:
-                return error_response(
-                    403, "writes need an API key; this server runs --no-auth", "forbidden"
-                )
-            return None
-        header = request.headers.get("authorization", "")
-        scheme, _, secret = header.partition(" ")
-        if scheme.lower() != "bearer" or not secret.strip():
-            return error_response(
-                401, "missing API key: send Authorization: Bearer <key>", "unauthorized"
-            )
-        if verify_key(secret.strip()) is None:
-            return error_response(401, "unknown or revoked API key", "unauthorized")
-        return None
+
+def _add_guards(
+    app: FastAPI,
+    gateway: Gateway,
+    settings: ServerSettings,
+    verify_key: Callable[[str], str | None] | None,
+) -> None:
+    """What every request passes first: the API key, the body bound, the last-line 500, and
+    its count and time in the metrics."""
+    metrics = gateway.metrics
 
     @app.middleware("http")
     async def bounded(request: Request, call_next: Any) -> Response:
         started = time.perf_counter()
         length = request.headers.get("content-length")
-        denied = refused(request)
+        denied = auth_refusal(request, verify_key)
         if denied is not None:
             response = denied
         elif length is not None and length.isdigit() and int(length) > settings.max_body_bytes:
@@ -175,93 +173,24 @@ def create_app(
         metrics.request_seconds.labels(label).observe(time.perf_counter() - started)
         return response
 
-    def served_llms() -> list[str]:
-        """What a chat may name: the LLMs with an endpoint, not retired (the pool's order)."""
-        served = gateway.upstreams.endpoints
-        pool = [llm for llm in router.llm_ids if llm in served]
-        pool += sorted(set(served) - set(pool))  # an endpoint outside the pool is served too
-        return [llm for llm in pool if llm not in gateway.retired]
 
-    def priced_rules(llm_ids: list[str]) -> list[str]:
-        """The decision rules /v1/models lists: the cost rules only where every LLM of
-        `llm_ids` (those a cost rule weighs in the gateway) is priced; a budget of their mean
-        cost per query (rounded up: at least the cheapest routing's), where it is not 0."""
-        costs = router.costs_of(llm_ids)
-        if costs is None:
-            return []
-        mean = sum(costs.values()) / len(costs)
-        budget = [f"budget={_round_up(mean)}"] if mean > 0 else []
-        return ["quality=0.95", *budget, "cost=10"]
-
-    @app.exception_handler(Exception)
-    async def unexpected(request: Request, error: Exception) -> Response:
-        return error_response(500, "internal error", "internal")
-
-    @app.exception_handler(BadRequest)
-    async def bad(request: Request, error: BadRequest) -> Response:
-        return error_response(error.status, str(error), error.kind)
-
-    @app.exception_handler(LocusError)
-    async def locuserror_response(request: Request, error: LocusError) -> Response:
-        return error_response(400, str(error), "invalid_request")
-
-    from starlette.exceptions import HTTPException as StarletteHTTPException
-
-    @app.exception_handler(StarletteHTTPException)
-    async def httperror_response(request: Request, error: StarletteHTTPException) -> Response:
-        kinds = {404: "not_found", 405: "method_not_allowed"}
-        message = {
-            404: f"no such endpoint: {request.url.path}",
-            405: f"{request.method} is not allowed on {request.url.path}",
-        }.get(error.status_code, str(error.detail))
-        return error_response(
-            error.status_code, message, kinds.get(error.status_code, "http_error")
-        )
-
-    def gateway_error(error: GatewayError, text: str | None = None) -> Response:
-        """The answer to a chat no LLM answered, with what is known of how it came about: an
-        upstream's refusal as it came, naming its LLM (and, for the routed `text`, a request
-        id), and the attempts and failures of any request that called upstreams."""
-        if error.kind == "refused" and isinstance(error.body, dict):
-            response: Response = JSONResponse(error.body, status_code=error.status)
-        else:
-            response = error_response(error.status, str(error), error.kind)
-        if error.llm_id is not None:
-            if text is not None:
-                response.headers["x-locus-request-id"] = outcome_log.record(error.llm_id, text)
-            response.headers["x-locus-llm"] = error.llm_id
-        if error.attempts:
-            response.headers["x-locus-attempts"] = str(error.attempts)
-        response.headers.update(answer_headers(None, error.failed))
-        return response
-
-    @app.exception_handler(GatewayError)
-    async def gatewayerror_response(request: Request, error: GatewayError) -> Response:
-        return gateway_error(error)
+def _add_status_routes(
+    app: FastAPI,
+    router: ServiceRouter,
+    gateway: Gateway,
+    reload_catalog: Callable[[], dict[str, Any]] | None,
+) -> None:
+    """GET /health, /ready, /v1/upstreams, /metrics, /v1/models; POST /v1/catalog/reload:
+    what the service serves and how its upstreams are doing (no upstream calls)."""
 
     @app.get("/health")
     async def health() -> dict[str, str]:
         return {"status": "ok"}
 
-    def unreachable(llm: str) -> str | None:
-        """Why `llm`'s upstream cannot be reached now, or None. The server sends no probes:
-        its calls are the evidence. A circuit whose cool-down has passed counts as
-        reachable, its trial due: a server whose every upstream failed once would otherwise
-        stay unready, and never be sent the request that shows they are back."""
-        if llm in gateway.retired:
-            return "retired"
-        state = gateway.breaker.state(llm)
-        if state == "open":
-            return "circuit open"
-        failure = gateway.breaker.last_failure(llm)
-        if state == "closed" and failure is not None:
-            return f"its last call failed ({failure})"
-        return None
-
     @app.get("/ready")
     async def ready() -> Response:
         served = gateway.upstreams.endpoints
-        down = {llm: why for llm in sorted(served) if (why := unreachable(llm)) is not None}
+        down = {llm: why for llm in sorted(served) if (why := gateway.unreachable(llm)) is not None}
         mode = "gateway" if served else "routing"  # no endpoint: /v1/route only, ready at once
         up = len(down) < len(served) or not served
         body = {
@@ -300,16 +229,20 @@ def create_app(
 
     @app.get("/metrics")
     async def prometheus() -> Response:
-        content, kind = metrics.render()
+        content, kind = gateway.metrics.render()
         return Response(content, media_type=kind)
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
         now = int(time.time())
         if gateway.upstreams.endpoints:
-            llms = served_llms()
-            rules = priced_rules(llms)
-            names = [ROUTING_MODEL, *(f"{ROUTING_MODEL}:{rule}" for rule in rules), *llms]
+            pool = router.llm_ids
+            rules = cost_rules(router.costs_of(gateway.cost_candidates(pool)))
+            names = [
+                ROUTING_MODEL,
+                *(f"{ROUTING_MODEL}:{rule}" for rule in rules),
+                *gateway.served_llms(pool),
+            ]
             mode = "gateway"
         else:  # no chat is served: the LLMs /v1/route routes among
             names, mode = list(router.llm_ids), "routing"
@@ -320,141 +253,6 @@ def create_app(
                 {"id": n, "object": "model", "created": now, "owned_by": "locus"} for n in names
             ],
         }
-
-    @app.post("/v1/route")
-    async def route(request: Request) -> dict[str, Any]:
-        data = await read_json_body(request, settings.max_body_bytes)
-        unknown = [name for name in data if name not in ROUTE_FIELDS]
-        if unknown:
-            import difflib
-
-            close = difflib.get_close_matches(unknown[0], ROUTE_FIELDS, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise BadRequest(
-                400,
-                f"unknown field {unknown[0]!r}{hint}; expected some of {', '.join(ROUTE_FIELDS)}",
-                "invalid_request",
-            )
-        if "text" in data and "texts" in data:
-            raise BadRequest(
-                400, "expected 'text' (one query) or 'texts' (a list), not both", "invalid_request"
-            )
-        if "text" not in data and "texts" not in data:
-            raise BadRequest(
-                400,
-                "expected 'text' (one query) or 'texts' (a list of queries); found neither",
-                "invalid_request",
-            )
-        if "text" in data and not isinstance(data["text"], str):
-            found = type(data["text"]).__name__
-            raise BadRequest(400, f"text: expected a string, found {found}", "invalid_request")
-        texts = [data["text"]] if "text" in data else data["texts"]
-        if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
-            raise BadRequest(400, "texts: expected a non-empty list of strings", "invalid_request")
-        if len(texts) > settings.max_batch:
-            raise BadRequest(
-                413, f"batch of {len(texts):,} texts; at most {settings.max_batch:,}", "too_large"
-            )
-        if any(not t.strip() for t in texts):
-            raise BadRequest(
-                400, "a text is empty; expected query text to route", "invalid_request"
-            )
-        top = data.get("top", settings.top)
-        if isinstance(top, bool) or not isinstance(top, int) or top < 1:
-            raise BadRequest(
-                400, f"top: expected a whole number >= 1, found {top!r}", "invalid_request"
-            )
-        weight = non_negative(data, "cost_weight", 0.0) or 0.0
-        quality = non_negative(data, "quality", None)
-        budget = non_negative(data, "budget", None)
-        DecisionRule(cost_weight=weight, quality=quality, budget=budget)  # one rule, in range
-        max_cost = non_negative(data, "max_cost", None)
-        unavailable = unavailable_llms(known, data.get("unavailable"))
-        guarded = data.get("guarded", True)
-        if not isinstance(guarded, bool):
-            raise BadRequest(400, "guarded: expected true or false", "invalid_request")
-
-        # one routing call: the whole ranking is the fallback order, its head the answer
-        decisions = await anyio.to_thread.run_sync(
-            lambda: router.decide(
-                texts, top=len(router.llm_ids), cost_weight=weight, quality=quality,
-                budget=budget, max_cost=max_cost, unavailable=unavailable, guarded=guarded,
-            )
-        )  # fmt: skip
-        answers = [
-            {
-                **replace(d, ranked=d.ranked[:top]).as_dict(),
-                "fallback_order": [c.llm_id for c in d.ranked],
-            }
-            for d in decisions
-        ]
-        return {"decisions": answers} if "texts" in data else answers[0]
-
-    @app.post("/v1/chat/completions")
-    async def chat(request: Request) -> Response:
-        data = await read_json_body(request, settings.max_body_bytes)
-        check_chat_fields(data)
-        if "messages" not in data:
-            raise BadRequest(400, "messages: required", "invalid_request")
-        text = text_of(data["messages"])
-        unavailable = unavailable_llms(known, data.pop("unavailable", None))
-        max_latency = data.pop("max_latency_ms", None)  # locus's own field: not sent upstream
-        if max_latency is not None and (
-            isinstance(max_latency, bool)
-            or not isinstance(max_latency, int | float)
-            or max_latency <= 0
-        ):
-            raise BadRequest(
-                400, "max_latency_ms: expected a number of milliseconds > 0", "invalid_request"
-            )
-        explore = data.pop("explore", None)  # locus's own field: this request's share
-        if explore is not None and (
-            isinstance(explore, bool)
-            or not isinstance(explore, int | float)
-            or not 0 <= explore <= 1
-        ):
-            raise BadRequest(
-                400, "explore: expected a share in [0, 1] (0: route to the best mean)",
-                "invalid_request",
-            )  # fmt: skip
-        try:
-            return await answer_chat(data, text, unavailable, max_latency, explore)
-        except GatewayError as error:
-            return gateway_error(error, text)
-
-    async def answer_chat(
-        data: dict[str, Any], text: str, unavailable: list[str], max_latency: float | None,
-        explore: float | None,
-    ) -> Response:  # fmt: skip
-        if data.get("stream"):
-            streamed = await gateway.stream(
-                data, text, unavailable=unavailable, max_latency_ms=max_latency, explore=explore
-            )
-            return StreamingResponse(
-                streamed.events,
-                media_type="text/event-stream",
-                headers={
-                    "x-locus-request-id": outcome_log.record(streamed.llm_id, text),
-                    "x-locus-llm": streamed.llm_id,
-                    "x-locus-attempts": str(streamed.attempts),
-                    **answer_headers(streamed.upstream_model, streamed.failed, streamed.explored),
-                    **predicted_headers(streamed.predicted),
-                    "cache-control": "no-cache",
-                },
-            )
-        answer = await gateway.chat(
-            data, text, unavailable=unavailable, max_latency_ms=max_latency, explore=explore
-        )
-        headers = {
-            "x-locus-request-id": outcome_log.record(answer.llm_id, text),
-            "x-locus-llm": answer.llm_id,
-            "x-locus-attempts": str(answer.attempts),
-            **answer_headers(answer.upstream_model, answer.failed, answer.explored),
-            **predicted_headers(answer.predicted),
-        }
-        if answer.cost_usd is not None:  # no prices: no header, never an empty one
-            headers["x-locus-cost-usd"] = f"{answer.cost_usd:.8f}"
-        return JSONResponse(answer.payload, headers=headers)
 
     @app.post("/v1/catalog/reload")
     async def catalog_reload() -> dict[str, Any]:
@@ -467,36 +265,141 @@ def create_app(
         changed: dict[str, Any] = await anyio.to_thread.run_sync(reload_catalog)
         return changed
 
-    @app.post("/v1/outcomes")
-    async def post_outcomes(request: Request) -> dict[str, Any]:
-        if onboarding is None:
-            raise BadRequest(
-                501, "this server was started without a workspace to write to", "unsupported"
-            )
+
+def _add_chat_route(
+    app: FastAPI,
+    gateway: Gateway,
+    settings: ServerSettings,
+    known: set[str],
+    outcome_log: OutcomeLog,
+) -> None:
+    """POST /v1/chat/completions: an answer (or an SSE stream) through the gateway, with the
+    x-locus-* headers and a request id its outcome can be posted for."""
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request) -> Response:
         data = await read_json_body(request, settings.max_body_bytes)
+        query = parse_chat_body(data, known)  # locus's own fields taken out of `data`
         try:
-            rows = parse_outcomes(data, outcome_log)
-        except KeyError as error:
-            raise BadRequest(404, str(error.args[0]), "not_found") from None
-        except ValueError as error:
-            raise BadRequest(400, str(error), "invalid_request") from None
-        unknown = sorted({row["llm_id"] for row in rows} - set(router.llm_ids))
-        if unknown:
-            raise BadRequest(400, f"outcome for unknown LLM {unknown[0]!r}", "invalid_request")
-        result: dict[str, Any] = await anyio.to_thread.run_sync(onboarding.add_outcomes, rows)
-        return result
+            if data.get("stream"):
+                return await stream(data, query)
+            return await answer(data, query)
+        except GatewayError as error:
+            llm = error.llm_id  # a refusal: its outcome may be posted too
+            request_id = None if llm is None else outcome_log.record(llm, query.text)
+            return gateway_error_response(error, request_id)
 
-    @app.post("/v1/llms/{llm_id}/scores")
-    async def post_scores(llm_id: str, request: Request) -> Response:
-        if onboarding is None:
-            raise BadRequest(
-                501, "this server was started without a workspace to write to", "unsupported"
-            )
-        data = await read_json_body(request, settings.max_body_bytes)
-        onboarding.validate(llm_id, data)  # bad input answers before any thread work
-        report = await anyio.to_thread.run_sync(onboarding.post, llm_id, data)
-        known.add(llm_id)
-        return report
+    async def stream(data: dict[str, Any], query: ChatQuery) -> Response:
+        text = query.text
+        streamed = await gateway.stream(
+            data, text, unavailable=query.unavailable, max_latency_ms=query.max_latency_ms,
+            explore=query.explore,
+        )  # fmt: skip
+        return StreamingResponse(
+            streamed.events,
+            media_type="text/event-stream",
+            headers={
+                "x-locus-request-id": outcome_log.record(streamed.llm_id, text),
+                "x-locus-llm": streamed.llm_id,
+                "x-locus-attempts": str(streamed.attempts),
+                **answer_headers(streamed.upstream_model, streamed.failed, streamed.explored),
+                **predicted_headers(streamed.predicted),
+                "cache-control": "no-cache",
+            },
+        )
 
-    add_onboard_routes(app, onboard_jobs)
+    async def answer(data: dict[str, Any], query: ChatQuery) -> Response:
+        text = query.text
+        answered = await gateway.chat(
+            data, text, unavailable=query.unavailable, max_latency_ms=query.max_latency_ms,
+            explore=query.explore,
+        )  # fmt: skip
+        headers = {
+            "x-locus-request-id": outcome_log.record(answered.llm_id, text),
+            "x-locus-llm": answered.llm_id,
+            "x-locus-attempts": str(answered.attempts),
+            **answer_headers(answered.upstream_model, answered.failed, answered.explored),
+            **predicted_headers(answered.predicted),
+        }
+        if answered.cost_usd is not None:  # no prices: no header, never an empty one
+            headers["x-locus-cost-usd"] = f"{answered.cost_usd:.8f}"
+        return JSONResponse(answered.payload, headers=headers)
+
+
+def read_catalog(
+    store: Store, llm_ids: Sequence[str]
+) -> tuple[dict[str, Endpoint], dict[str, dict[str, Any]]]:
+    """The pool's LLMs in the workspace's catalog (`locus import llms`): the endpoints of those
+    that have one, and every LLM's metadata (its prices: the cost of an answer)."""
+    catalog = store.llm_metadata()
+    prices = {llm: dict(catalog.get(llm, {})) for llm in llm_ids}
+    endpoints = {}
+    for llm in llm_ids:
+        endpoint = Endpoint.from_json(prices[llm].get("endpoint"))
+        if endpoint is not None:
+            endpoints[llm] = endpoint
+    return endpoints, prices
+
+
+def build_app(
+    store: Store,
+    artifact: str = "default",
+    *,
+    settings: ServerSettings | None = None,
+    transport: Any = None,
+    auth: bool = True,
+) -> FastAPI:
+    """The app over the workspace's router; LLMs without an endpoint are routed to by
+    /v1/route but never called by /v1/chat/completions."""
+    from locus.pipeline.workspace_router import WorkspaceRouter
+
+    workspace_router = WorkspaceRouter(store, artifact)
+    settings = settings or ServerSettings()
+    # replicas sharing the store see each other's onboarded LLMs within `pool_check_s`
+    router = ServiceRouter(
+        workspace_router,
+        pool_version=lambda: store.embeddings_version(artifact),
+        check_every_s=settings.pool_check_s,
+    )
+    endpoints, prices = read_catalog(store, router.llm_ids)
+    gateway = Gateway(
+        router.rank,
+        Upstreams(endpoints, transport=transport),
+        prices=prices,
+        settings=settings,
+        llm_ids=lambda: router.llm_ids,
+    )
+    onboarding = LiveOnboarding(
+        store, workspace_router, artifact, max_rows=10_000,
+        refresh_every_s=settings.outcome_refresh_s,
+    )  # fmt: skip
+
+    def reload_catalog() -> dict[str, Any]:
+        return gateway.set_catalog(*read_catalog(store, router.llm_ids))
+
+    app = create_app(
+        router, gateway, settings=settings, verify_key=store.verify_key if auth else None,
+        onboarding=onboarding, reload_catalog=reload_catalog,
+        onboard_jobs=OnboardJobs(
+            endpoint_onboarding(store, artifact, workspace_router, reload_catalog)
+        ),
+    )  # fmt: skip
+    app.state.reload_catalog = reload_catalog  # `locus serve` reloads on SIGHUP too
     return app
+
+
+def app_from_env() -> FastAPI:
+    """The app of one worker process of `locus serve --workers N`, from its environment."""
+    workspace = os.environ.get(SERVE_WORKSPACE_ENV)
+    if not workspace:
+        raise LocusInputError(
+            f"{SERVE_WORKSPACE_ENV} is not set; start the service with locus serve"
+        )
+    store = Store.open(workspace, create=False)
+    given = os.environ.get(SETTINGS_ENV)
+    return build_app(
+        store,
+        os.environ.get("LOCUS_ARTIFACT", "default"),
+        auth=os.environ.get("LOCUS_NO_AUTH") != "1",
+        settings=ServerSettings.from_json(given) if given else None,
+    )

@@ -30,13 +30,13 @@ than it by the part already sent; its usage chunk (where asked for) is the conti
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
-from locus.server.answers import sse
-from locus.server.prometheus import Metrics
-from locus.server.upstream import DONE, MALFORMED, UpstreamError, UpstreamStream
+from locus.server.metrics import Metrics
+from locus.server.upstream import DONE, MALFORMED, Failure, UpstreamError, UpstreamStream
 
 __all__ = [
     "CONTINUE_INSTRUCTION",
@@ -61,6 +61,11 @@ DONE_EVENT = b"data: [DONE]\n\n"
 # the partial text, the LLM whose stream broke, why ("cut", "stall", "malformed") -> the LLM
 # that continues, its stream past the first token, its model name; or why none did
 Resume = Callable[[str, str, str], Awaitable[tuple[str, UpstreamStream, str] | str]]
+
+
+def _sse(data: Any) -> bytes:
+    """One SSE data line of `data` as compact JSON."""
+    return b"data: " + json.dumps(data, separators=(",", ":")).encode() + b"\n\n"
 
 
 def continuation_body(body: Mapping[str, Any], partial: str, *, prefill: bool) -> dict[str, Any]:
@@ -91,8 +96,10 @@ def resumable(body: Mapping[str, Any]) -> bool:
 def stream_failure(llm: str, reason: str) -> UpstreamError:
     """The error of a stream that broke without an exception: malformed, or closed early."""
     if reason == "malformed":
-        return UpstreamError(llm, "bad_response", "the stream is malformed")
-    return UpstreamError(llm, "bad_response", "the stream ended without a finish_reason or [DONE]")
+        return UpstreamError(llm, Failure.BAD_RESPONSE, "the stream is malformed")
+    return UpstreamError(
+        llm, Failure.BAD_RESPONSE, "the stream ended without a finish_reason or [DONE]"
+    )
 
 
 class StreamRelay:
@@ -141,7 +148,7 @@ class StreamRelay:
 
     def _event(self, chunk: Any, seam: dict[str, str] | None) -> bytes:
         if not isinstance(chunk, dict):
-            return sse(chunk)
+            return _sse(chunk)
         found = chunk.get("choices")
         choices: list[Any] = found if isinstance(found, list) else []
         for choice in choices:
@@ -171,7 +178,7 @@ class StreamRelay:
                 ]
         if seam is not None:
             chunk["locus"] = seam
-        return sse(chunk)
+        return _sse(chunk)
 
     def _adopt(self, llm_id: str, model: str, upstream: UpstreamStream) -> None:
         self.llm_id, self.model, self.upstream = llm_id, model, upstream
@@ -197,7 +204,7 @@ class StreamRelay:
                         chunk = await self.upstream.next_chunk()
                     except UpstreamError as error:  # a reset connection or a stall
                         chunk, broken = None, error
-                        reason = "stall" if error.kind == "timeout" else "cut"
+                        reason = "stall" if error.kind is Failure.TIMEOUT else "cut"
                 if broken is None and chunk == MALFORMED:
                     self.metrics.upstream_errors.labels(self.llm_id, "malformed_chunk").inc()
                     malformed += 1
@@ -243,4 +250,4 @@ class StreamRelay:
 
     @staticmethod
     def _error(message: str) -> bytes:
-        return sse({"error": {"message": message, "type": "upstream_stream_error"}})
+        return _sse({"error": {"message": message, "type": "upstream_stream_error"}})

@@ -1,11 +1,12 @@
-"""One OpenAI-compatible call to an LLM's endpoint, with its failures classified.
+"""One OpenAI-compatible call to an LLM's endpoint, with its failure typed (`Failure`).
 
 A failure is *retryable* (the gateway falls back to the next LLM) when the LLM or the network
 failed: connection refused or reset, timeout, 429, 5xx, a malformed body, a context-length
 error (another LLM may have a larger context), a 404 / 410 "model not found" (the model was
 retired). It is not when the request itself is refused: another 4xx, such as a content filter,
-goes back to the client as it came. Messages name what happened in words, never an exception's
-repr.
+goes back to the client as it came. *Transient* failures (a reset connection, a 429, a 5xx)
+are worth one more call of the same LLM. Messages name what happened in words, never an
+exception's repr.
 """
 
 from __future__ import annotations
@@ -15,47 +16,80 @@ import json
 import os
 import time
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 import httpx
 
 from locus.data.llm_catalog import Endpoint
 
-__all__ = ["DONE", "MALFORMED", "UpstreamError", "UpstreamStream", "Upstreams"]
+__all__ = [
+    "DONE",
+    "MALFORMED",
+    "Attempt",
+    "Failure",
+    "UpstreamError",
+    "UpstreamStream",
+    "Upstreams",
+]
 
 DONE = "[DONE]"
 MALFORMED = "[MALFORMED]"  # a data line that is not JSON: skipped and counted by the gateway
+
+
+class Failure(str, Enum):
+    """Why an LLM tried for a request gave no answer. The value is what the headers
+    (`x-locus-failed: a=server_error`), the metrics' `kind` label and error messages say."""
+
+    CONNECT = "connect"  # refused, reset or cut connection
+    TIMEOUT = "timeout"  # no answer, or no first token, in time; a stream that stalled
+    RATE_LIMITED = "rate_limited"  # 429
+    SERVER_ERROR = "server_error"  # 5xx
+    BAD_RESPONSE = "bad_response"  # not a chat completion; a stream broken, cut short, empty
+    CONTEXT_LENGTH = "context_length"  # a 4xx saying the request exceeds its context
+    RETIRED = "retired"  # 404 / 410: the provider no longer serves the model
+    REFUSED = "refused"  # another 4xx (a content filter): the request's fault, not the LLM's
+    CIRCUIT_OPEN = "circuit_open"  # no call: the gateway skipped the LLM, its circuit open
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def retryable(self) -> bool:
+        """Another LLM may answer: the gateway falls back. Not for a refused request, which
+        goes back to the client as it came."""
+        return self is not Failure.REFUSED
+
+    @property
+    def transient(self) -> bool:
+        """The same LLM may answer a moment later: it is called again before the next."""
+        return self in (Failure.CONNECT, Failure.RATE_LIMITED, Failure.SERVER_ERROR)
+
+    @property
+    def unwell(self) -> bool:
+        """The LLM (or the way to it) is failing: the failure feeds its circuit breaker. An
+        upstream that answered, with a refusal or a context limit, is up."""
+        return self in (
+            Failure.CONNECT, Failure.TIMEOUT, Failure.RATE_LIMITED, Failure.SERVER_ERROR,
+            Failure.BAD_RESPONSE,
+        )  # fmt: skip
 
 
 class UpstreamError(Exception):
     """A failed upstream attempt.
 
     Attributes:
-        llm_id, kind: "connect", "timeout", "rate_limited", "server_error", "bad_response",
-            "context_length", "retired" (404 / 410: no such model), "refused" (another 4xx).
+        llm_id, kind: the LLM and why it failed (`Failure`).
         status: the upstream's HTTP status (None when no response came).
-        retry_after: seconds from a 429's Retry-After header, if any.
+        retry_after: seconds from a 429's Retry-After header, if any (None for any other).
         body: the upstream's JSON error body for a refused request.
     """
-
-    RETRYABLE = frozenset(
-        {
-            "connect",
-            "timeout",
-            "rate_limited",
-            "server_error",
-            "bad_response",
-            "context_length",
-            "retired",
-        }
-    )
-    # transient: the same LLM may answer a moment later (the gateway retries it once)
-    TRANSIENT = frozenset({"connect", "rate_limited", "server_error"})
 
     def __init__(
         self,
         llm_id: str,
-        kind: str,
+        kind: Failure,
         message: str,
         *,
         status: int | None = None,
@@ -68,16 +102,40 @@ class UpstreamError(Exception):
 
     @property
     def retryable(self) -> bool:
-        return self.kind in self.RETRYABLE
+        return self.kind.retryable
 
     @property
     def transient(self) -> bool:
-        return self.kind in self.TRANSIENT
+        return self.kind.transient
 
     @property
-    def counts_against_llm(self) -> bool:
-        """Whether the failure says the LLM is unwell (feeds its circuit breaker)."""
-        return self.kind in {"connect", "timeout", "rate_limited", "server_error", "bad_response"}
+    def unwell(self) -> bool:
+        return self.kind.unwell
+
+    @property
+    def retired(self) -> bool:
+        """The model is gone (404 / 410, or its endpoint left the catalog)."""
+        return self.kind is Failure.RETIRED
+
+    @property
+    def refused(self) -> bool:
+        """The upstream refused the request itself (its 4xx goes back as it came)."""
+        return self.kind is Failure.REFUSED
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One LLM tried for a request that gave no answer: why (`kind`), and the upstream's HTTP
+    status where one came. The gateway writes one per failed call (and per LLM skipped for its
+    open circuit); an answer's `x-locus-failed` header and error message read them."""
+
+    llm_id: str
+    kind: Failure
+    status: int | None = None
+
+    def __str__(self) -> str:
+        """In words, for messages and logs: "a: server_error"."""
+        return f"{self.llm_id}: {self.kind.value}"
 
 
 class Upstreams:
@@ -118,7 +176,7 @@ class Upstreams:
     ) -> tuple[str, dict[str, Any], dict[str, str]]:
         endpoint = self.endpoints.get(llm_id)
         if endpoint is None:  # the catalog was reloaded while the request was routed
-            raise UpstreamError(llm_id, "retired", "no endpoint any more (catalog reloaded)")
+            raise UpstreamError(llm_id, Failure.RETIRED, "no endpoint any more (catalog reloaded)")
         headers = {"content-type": "application/json"}
         if endpoint.api_key_env:
             key = self._env.get(endpoint.api_key_env)
@@ -141,13 +199,17 @@ class Upstreams:
                 url, json={**payload, "stream": False}, headers=headers, timeout=timeout
             )
         except httpx.TimeoutException:
-            raise UpstreamError(llm_id, "timeout", f"no answer within {timeout:g} s") from None
+            raise UpstreamError(
+                llm_id, Failure.TIMEOUT, f"no answer within {timeout:g} s"
+            ) from None
         except httpx.TransportError as error:
-            raise UpstreamError(llm_id, "connect", f"connection failed ({_words(error)})") from None
+            raise UpstreamError(
+                llm_id, Failure.CONNECT, f"connection failed ({_words(error)})"
+            ) from None
         check_status(llm_id, response.status_code, response.headers, _json_or_none(response))
         data = _json_or_none(response)
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
-            raise UpstreamError(llm_id, "bad_response", "the answer is not a chat completion")
+            raise UpstreamError(llm_id, Failure.BAD_RESPONSE, "the answer is not a chat completion")
         return data
 
 
@@ -198,9 +260,11 @@ async def _next_data(llm_id: str, lines: AsyncIterator[str]) -> Any:
             except ValueError:
                 return MALFORMED
     except httpx.TimeoutException:
-        raise UpstreamError(llm_id, "timeout", "the stream stalled") from None
+        raise UpstreamError(llm_id, Failure.TIMEOUT, "the stream stalled") from None
     except httpx.TransportError as error:
-        raise UpstreamError(llm_id, "connect", f"the stream was cut ({_words(error)})") from None
+        raise UpstreamError(
+            llm_id, Failure.CONNECT, f"the stream was cut ({_words(error)})"
+        ) from None
     return None
 
 
@@ -269,11 +333,15 @@ async def open_stream(
         while True:
             chunk = await asyncio.wait_for(_next_data(llm_id, lines), deadline - loop.time())
             if chunk is None or chunk == DONE:
-                raise UpstreamError(llm_id, "bad_response", "the stream ended before any answer")
+                raise UpstreamError(
+                    llm_id, Failure.BAD_RESPONSE, "the stream ended before any answer"
+                )
             if chunk == MALFORMED:
                 malformed += 1
                 if malformed > malformed_max:
-                    raise UpstreamError(llm_id, "bad_response", "every stream chunk malformed")
+                    raise UpstreamError(
+                        llm_id, Failure.BAD_RESPONSE, "every stream chunk malformed"
+                    )
                 continue
             head.append(chunk)
             if has_content(chunk):
@@ -284,11 +352,13 @@ async def open_stream(
     except (asyncio.TimeoutError, httpx.TimeoutException):
         await _close(response)
         raise UpstreamError(
-            llm_id, "timeout", f"no first token within {first_token_s:g} s"
+            llm_id, Failure.TIMEOUT, f"no first token within {first_token_s:g} s"
         ) from None
     except httpx.TransportError as error:
         await _close(response)
-        raise UpstreamError(llm_id, "connect", f"connection failed ({_words(error)})") from None
+        raise UpstreamError(
+            llm_id, Failure.CONNECT, f"connection failed ({_words(error)})"
+        ) from None
     except UpstreamError:
         await _close(response)
         raise
@@ -310,21 +380,25 @@ def check_status(llm_id: str, status: int, headers: Mapping[str, str], body: Any
         except ValueError:
             seconds = None
         raise UpstreamError(
-            llm_id, "rate_limited", "429 rate limited", status=429, retry_after=seconds
+            llm_id, Failure.RATE_LIMITED, "429 rate limited", status=429, retry_after=seconds
         )
     if status >= 500:
-        raise UpstreamError(llm_id, "server_error", f"upstream error {status}", status=status)
+        raise UpstreamError(llm_id, Failure.SERVER_ERROR, f"upstream error {status}", status=status)
     if status in (404, 410):
         raise UpstreamError(
-            llm_id, "retired", f"the model is not found or retired ({status})", status=status
+            llm_id, Failure.RETIRED, f"the model is not found or retired ({status})", status=status
         )
     error = body.get("error") if isinstance(body, dict) else None
     code = str((error or {}).get("code") or "") if isinstance(error, dict) else ""
     message = str((error or {}).get("message") or "") if isinstance(error, dict) else ""
     if code == "context_length_exceeded" or "context length" in message.lower():
         raise UpstreamError(
-            llm_id, "context_length", "the request exceeds its context", status=status
+            llm_id, Failure.CONTEXT_LENGTH, "the request exceeds its context", status=status
         )
     raise UpstreamError(
-        llm_id, "refused", f"upstream refused the request ({status})", status=status, body=body
+        llm_id,
+        Failure.REFUSED,
+        f"upstream refused the request ({status})",
+        status=status,
+        body=body,
     )

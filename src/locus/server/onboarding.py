@@ -1,0 +1,432 @@
+"""Learning while serving: scores posted for an LLM, outcomes of answers, endpoints onboarded.
+
+Scores posted for an LLM (new or known; `POST /v1/llms/{id}/scores`) refine or create its
+embedding with no retraining, visible to the next routed request and kept in the store
+(`LiveOnboarding`): they are imported like any file (source `api`, one transaction), new query
+texts are encoded, the LLM is re-embedded from all its stored non-test scores
+(`embed_workspace_llms`: the LLM encoder, loaded on the first post) and the router re-reads
+the pool.
+
+Outcomes: every chat answer carries `x-locus-request-id`; the replica that answered remembers
+which LLM answered which text for its last `capacity` requests (`OutcomeLog`). `POST
+/v1/outcomes` with `{"request_id", "score"}` (or `{"llm_id", "query_text", "score"}`, which any
+replica can take) stores the score as that LLM's on that query, in the source `outcomes`, and
+re-embeds the LLMs it concerns: at once, or on a schedule (`ServerSettings.outcome_refresh_s`:
+every that many seconds, in a background thread, the LLMs with outcomes since the last
+refresh). Replicas on one PostgreSQL store follow the new embeddings like any onboarding.
+
+Onboarding an endpoint (`OnboardJobs`): `POST /v1/llms/{id}/onboard` starts
+`locus.pipeline.onboard.onboard_llm` in a background thread; `GET /v1/llms/{id}/onboard` reads
+its progress, then its report or its error.
+
+    POST /v1/llms/{id}/onboard  {"base_url": ..., "model": ..., "api_key_env": ..., "n": 32,
+                                 "strategy": "random"}     -> 202 {"status": "running", ...}
+    GET  /v1/llms/{id}/onboard  -> {"status": "running" | "done" | "failed", "asked", "total",
+                                    "report" | "error"}
+
+The API key of the endpoint is never sent in a request: `api_key_env` names the server's
+environment variable holding it (as the catalog does). When the job is done the router re-reads
+the pool and the gateway its catalog, so the next request can route to the new LLM. Every
+write needs an API key (`create_app`); a server without a workspace answers them 501.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import anyio
+import pandas as pd
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
+
+from locus.data.batch import ImportBatch
+from locus.data.llm_catalog import Endpoint
+from locus.data.query_identity import text_hash
+from locus.errors import LocusError, LocusInputError
+from locus.server.http_io import BadRequest, error_response, read_json_body
+from locus.server.service_router import ServiceRouter
+from locus.server.settings import ServerSettings
+from locus.store import Store
+
+__all__ = [
+    "LiveOnboarding",
+    "OnboardJobs",
+    "OutcomeLog",
+    "add_onboarding_routes",
+    "endpoint_onboarding",
+    "parse_outcomes",
+]
+
+NO_WORKSPACE = "this server was started without a workspace to write to"
+SOURCE = "api"
+OUTCOMES = "outcomes"  # the source of scores learned from production outcomes
+
+
+class LiveOnboarding:
+    """`post(llm_id, rows)` for the service; one post at a time (they write the store)."""
+
+    def __init__(
+        self,
+        store: Store,
+        router: Any,
+        artifact: str,
+        *,
+        max_rows: int,
+        refresh_every_s: float = 0.0,
+    ) -> None:
+        self.store, self.router, self.artifact, self.max_rows = store, router, artifact, max_rows
+        self.refresh_every_s = refresh_every_s
+        self._lock = threading.Lock()
+        self._pending: set[str] = set()  # LLMs with outcomes not yet in their embedding
+        self._timer: threading.Timer | None = None
+
+    def validate(self, llm_id: str, body: Any) -> pd.DataFrame:
+        """The posted scores as canonical rows; LocusInputError names the first bad one."""
+        rows = body.get("scores") if isinstance(body, dict) else None
+        if not isinstance(rows, list) or not rows:
+            raise LocusInputError(
+                "scores: expected a non-empty list of {query_text, score} objects"
+            )
+        if len(rows) > self.max_rows:
+            raise LocusInputError(f"scores: {len(rows):,} rows; at most {self.max_rows:,} per post")
+        records = []
+        for i, row in enumerate(rows):
+            if not isinstance(row, dict):
+                raise LocusInputError(f"scores[{i}]: expected an object with query_text and score")
+            text, score = row.get("query_text"), row.get("score")
+            if not isinstance(text, str) or not text.strip():
+                raise LocusInputError(f"scores[{i}]: query_text must be non-empty text")
+            if (
+                isinstance(score, bool)
+                or not isinstance(score, (int, float))
+                or not 0 <= score <= 1
+            ):
+                raise LocusInputError(f"scores[{i}]: score {score!r}; expected a number in [0, 1]")
+            query_id = row.get("query_id") or text_hash(text)[:16]
+            records.append(
+                {"llm_id": llm_id, "query_id": str(query_id), "query_text": text,
+                 "score": float(score)}
+            )  # fmt: skip
+        return pd.DataFrame(records)
+
+    def post(self, llm_id: str, body: Any) -> dict[str, Any]:
+        frame = self.validate(llm_id, body)
+        from locus.pipeline.embed import embed_workspace_llms
+        from locus.text.cache import encode_missing
+
+        with self._lock:
+            batch = ImportBatch.from_long(
+                frame, source=SOURCE, origin=f"POST /v1/llms/{llm_id}/scores"
+            )
+            imported = self.store.write_batch(batch, kind="table", replace=True)
+            encode_missing(self.store, self.router.vectors.text_encoder)
+            [report] = embed_workspace_llms(self.store, [llm_id], name=self.artifact)
+            self.router.refresh()
+        return {
+            "llm_id": llm_id,
+            "posted": len(frame),
+            "new_scores": imported.new_scores,
+            "replaced_scores": imported.replaced_scores,
+            "embedding": report.as_dict(),
+        }
+
+    def add_outcomes(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
+        """Store outcome rows {llm_id, query_text, score} (source `outcomes`; a later outcome
+        for the same LLM and text overwrites the earlier) and re-embed their LLMs: at once, or
+        within `refresh_every_s` in the background."""
+        if len(rows) > self.max_rows:
+            raise LocusInputError(f"outcomes: {len(rows):,} rows; at most {self.max_rows:,}")
+        from locus.text.cache import encode_missing
+
+        frame = pd.DataFrame(rows)
+        frame["query_id"] = [text_hash(t)[:16] for t in frame["query_text"]]
+        llms = sorted(set(frame["llm_id"]))
+        with self._lock:
+            batch = ImportBatch.from_long(frame, source=OUTCOMES, origin="POST /v1/outcomes")
+            imported = self.store.write_batch(batch, kind="table", replace=True)
+            encode_missing(self.store, self.router.vectors.text_encoder)
+            self._pending.update(llms)
+            if self.refresh_every_s <= 0:
+                refreshed = self._refresh_pending()
+            else:
+                refreshed = []
+                if self._timer is None:
+                    self._timer = threading.Timer(self.refresh_every_s, self._scheduled)
+                    self._timer.daemon = True
+                    self._timer.start()
+        return {
+            "recorded": len(frame),
+            "llms": llms,
+            "new_scores": imported.new_scores,
+            "replaced_scores": imported.replaced_scores,
+            "refreshed": refreshed,
+            "refresh_in_s": None if refreshed else self.refresh_every_s,
+        }
+
+    def _refresh_pending(self) -> list[str]:
+        """Re-embed the LLMs with outcomes since the last refresh (called under the lock)."""
+        from locus.pipeline.embed import embed_workspace_llms
+
+        llms = sorted(self._pending)
+        if llms:
+            embed_workspace_llms(self.store, llms, name=self.artifact)
+            self.router.refresh()
+        self._pending.clear()
+        return llms
+
+    def _scheduled(self) -> None:
+        with self._lock:
+            self._timer = None
+            self._refresh_pending()
+
+
+class OutcomeLog:
+    """request id -> (llm_id, query text) of the last `capacity` answers."""
+
+    def __init__(self, capacity: int = 100_000) -> None:
+        self.capacity = capacity
+        self._answers: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def record(self, llm_id: str, text: str) -> str:
+        request_id = uuid.uuid4().hex
+        with self._lock:
+            self._answers[request_id] = (llm_id, text)
+            while len(self._answers) > self.capacity:
+                self._answers.popitem(last=False)
+        return request_id
+
+    def resolve(self, request_id: str) -> tuple[str, str] | None:
+        with self._lock:
+            return self._answers.get(request_id)
+
+
+def parse_outcomes(body: Any, log: OutcomeLog) -> list[dict[str, Any]]:
+    """The outcomes of a POST body as rows {llm_id, query_text, score}.
+
+    Raises:
+        ValueError: a malformed body, a score outside [0, 1], an unknown request id (the
+            message says what is wrong, for a 400 or 404).
+        KeyError: a request id this replica does not remember (a 404).
+    """
+    items = body.get("outcomes") if isinstance(body, dict) and "outcomes" in body else [body]
+    if not isinstance(items, list) or not items:
+        raise ValueError("outcomes: expected a non-empty list of {request_id, score} objects")
+    rows = []
+    for i, item in enumerate(items):
+        where = f"outcomes[{i}]" if isinstance(body, dict) and "outcomes" in body else "outcome"
+        if not isinstance(item, dict):
+            raise ValueError(f"{where}: expected an object with request_id and score")
+        unknown = sorted(set(item) - {"request_id", "llm_id", "query_text", "score"})
+        if unknown:
+            raise ValueError(f"{where}: unknown field {unknown[0]!r}")
+        score = item.get("score")
+        if isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1:
+            raise ValueError(f"{where}: score {score!r}; expected a number in [0, 1]")
+        if "request_id" in item:
+            found = log.resolve(str(item["request_id"]))
+            if found is None:
+                raise KeyError(
+                    f"{where}: unknown request_id {item['request_id']!r}; this server remembers "
+                    f"its last {log.capacity:,} answers (another replica answered it, or it is "
+                    "older): post llm_id and query_text instead"
+                )
+            llm_id, text = found
+        else:
+            given_llm, given_text = item.get("llm_id"), item.get("query_text")
+            if (
+                not isinstance(given_llm, str)
+                or not isinstance(given_text, str)
+                or not given_text.strip()
+            ):
+                raise ValueError(f"{where}: expected request_id, or llm_id and query_text")
+            llm_id, text = given_llm, given_text
+        rows.append({"llm_id": llm_id, "query_text": text, "score": float(score)})
+    return rows
+
+
+FIELDS = {"base_url", "model", "api_key_env", "n", "strategy", "seed"}
+
+
+class OnboardJobs:
+    """One onboarding job per LLM at a time; `run(job)` does the work (in a thread)."""
+
+    def __init__(self, run: Callable[[str, dict[str, Any], Callable[..., Any]], dict[str, Any]]):
+        self._run = run
+        self._jobs: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def start(self, llm_id: str, body: Any) -> dict[str, Any]:
+        """Validate `body` and start the job; its first status.
+
+        Raises:
+            LocusInputError: a malformed body.
+            KeyError: a job for `llm_id` is running.
+        """
+        options = _options(body)
+        with self._lock:
+            if self._jobs.get(llm_id, {}).get("status") == "running":
+                raise KeyError(llm_id)
+            job: dict[str, Any] = {
+                "llm_id": llm_id, "status": "running", "asked": 0, "total": None,
+                "started_at": time.time(), "options": options,
+            }  # fmt: skip
+            self._jobs[llm_id] = job
+        threading.Thread(target=self._work, args=(llm_id, job), daemon=True).start()
+        return self.status(llm_id) or {}
+
+    def status(self, llm_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            job = self._jobs.get(llm_id)
+            return None if job is None else {k: v for k, v in job.items() if k != "options"}
+
+    def _work(self, llm_id: str, job: dict[str, Any]) -> None:
+        @contextmanager
+        def progress(description: str, total: int | None = None) -> Iterator[Any]:
+            with self._lock:
+                job["total"] = total
+
+            def advance(n: int) -> None:
+                with self._lock:
+                    job["asked"] += n
+
+            yield advance
+
+        outcome: dict[str, Any]
+        try:
+            report = self._run(llm_id, job["options"], progress)
+        except LocusError as error:
+            outcome = {"status": "failed", "error": " ".join(str(error).split())}
+        except Exception as error:  # the job's thread must say why it ended
+            outcome = {"status": "failed", "error": f"{type(error).__name__}: {error}"}
+        else:
+            outcome = {"status": "done", "report": report}
+        with self._lock:
+            job.update(outcome, finished_at=time.time())
+
+
+def _options(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise LocusInputError("onboard: expected a JSON object with base_url (and model, n)")
+    unknown = sorted(set(body) - FIELDS)
+    if unknown:
+        raise LocusInputError(
+            f"onboard: unknown field {unknown[0]!r}; expected {', '.join(sorted(FIELDS))}"
+        )
+    base_url = body.get("base_url")
+    if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+        raise LocusInputError("onboard: base_url must be an http(s) URL of an OpenAI-style API")
+    for name in ("model", "api_key_env", "strategy"):
+        if body.get(name) is not None and not isinstance(body[name], str):
+            raise LocusInputError(f"onboard: {name} must be text")
+    for name, low, high in (("n", 1, 1000), ("seed", 0, 2**31)):
+        value = body.get(name)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high
+        ):
+            raise LocusInputError(f"onboard: {name} must be an integer in [{low}, {high}]")
+    return dict(body)
+
+
+def endpoint_onboarding(
+    store: Store, artifact: str, router: Any, reload_catalog: Callable[[], Any]
+) -> Callable[[str, dict[str, Any], Callable[..., Any]], dict[str, Any]]:
+    """What an `OnboardJobs` job runs: `onboard_llm` on the endpoint of its options, then the
+    `router` (the workspace router) re-reads the pool and the gateway its catalog."""
+
+    def onboard(llm_id: str, options: dict[str, Any], progress: Any) -> dict[str, Any]:
+        from locus.pipeline.onboard import onboard_llm
+
+        key_env = options.get("api_key_env")
+        api_key = os.environ.get(key_env) if key_env else None
+        if key_env and not api_key:
+            raise LocusInputError(
+                f"onboard: api_key_env {key_env} is not set in the server's environment"
+            )
+        report = onboard_llm(
+            store, llm_id, Endpoint(options["base_url"], options.get("model") or llm_id, key_env),
+            api_key=api_key, n=options.get("n", 32), strategy=options.get("strategy", "random"),
+            seed=options.get("seed", 0), artifact=artifact, progress=progress,
+        )  # fmt: skip
+        router.refresh()
+        reload_catalog()
+        return report.as_dict()
+
+    return onboard
+
+
+def add_onboarding_routes(
+    app: FastAPI,
+    *,
+    settings: ServerSettings,
+    router: ServiceRouter,
+    known: set[str],
+    outcome_log: OutcomeLog,
+    onboarding: LiveOnboarding | None,
+    jobs: OnboardJobs | None,
+) -> None:
+    """POST /v1/llms/{id}/scores, POST /v1/outcomes, POST and GET /v1/llms/{id}/onboard on
+    `app` (501 where the server has no workspace to write to). `known`: the LLMs a chat's
+    `unavailable` may name; one whose scores are posted joins it."""
+
+    def unsupported() -> Response:
+        return error_response(501, NO_WORKSPACE, "unsupported")
+
+    @app.post("/v1/outcomes")
+    async def post_outcomes(request: Request) -> dict[str, Any]:
+        if onboarding is None:
+            raise BadRequest(501, NO_WORKSPACE, "unsupported")
+        data = await read_json_body(request, settings.max_body_bytes)
+        try:
+            rows = parse_outcomes(data, outcome_log)
+        except KeyError as error:
+            raise BadRequest(404, str(error.args[0]), "not_found") from None
+        except ValueError as error:
+            raise BadRequest(400, str(error), "invalid_request") from None
+        unknown = sorted({row["llm_id"] for row in rows} - set(router.llm_ids))
+        if unknown:
+            raise BadRequest(400, f"outcome for unknown LLM {unknown[0]!r}", "invalid_request")
+        result: dict[str, Any] = await anyio.to_thread.run_sync(onboarding.add_outcomes, rows)
+        return result
+
+    @app.post("/v1/llms/{llm_id}/scores")
+    async def post_scores(llm_id: str, request: Request) -> dict[str, Any]:
+        if onboarding is None:
+            raise BadRequest(501, NO_WORKSPACE, "unsupported")
+        data = await read_json_body(request, settings.max_body_bytes)
+        onboarding.validate(llm_id, data)  # bad input answers before any thread work
+        report = await anyio.to_thread.run_sync(onboarding.post, llm_id, data)
+        known.add(llm_id)
+        return report
+
+    @app.post("/v1/llms/{llm_id}/onboard")
+    async def post_onboard(llm_id: str, request: Request) -> Response:
+        if jobs is None:
+            return unsupported()
+        try:
+            body = await request.json()
+        except ValueError:
+            return error_response(400, "malformed JSON body", "invalid_request")
+        try:
+            return JSONResponse(jobs.start(llm_id, body), status_code=202)
+        except KeyError:
+            return error_response(
+                409, f"an onboarding of {llm_id!r} is running; GET it for its progress",
+                "conflict",
+            )  # fmt: skip
+
+    @app.get("/v1/llms/{llm_id}/onboard")
+    async def get_onboard(llm_id: str) -> Response:
+        if jobs is None:
+            return unsupported()
+        status = jobs.status(llm_id)
+        if status is None:
+            return error_response(404, f"no onboarding of {llm_id!r} was started", "not_found")
+        return JSONResponse(status)
