@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import httpx
 import pytest
 
+from locus.errors import LocusInputError
 from locus.routing.router import RankedLLM, RouteDecision
 from locus.server.app import create_app
 from locus.server.gateway import Gateway
@@ -633,6 +634,42 @@ def test_the_model_list_names_only_what_the_gateway_serves() -> None:
         assert names == ["locus", "a", "b"]  # b has no price: no cost rule
         assert post(app, "/v1/chat/completions", CHAT).headers["x-locus-llm"] == "b"
         assert [m["id"] for m in post(app, "/v1/models").json()["data"]] == ["locus", "b"]
+
+
+class PriceCheckingRouter(RankedRouter):
+    """b alone priced; a cost rule over an unpriced candidate is refused, as the workspace
+    router refuses it."""
+
+    costs: ClassVar[dict[str, float]] = {"b": 0.003}
+
+    def route_texts(self, texts: Sequence[str], **options: Any) -> list[RouteDecision]:
+        rule = options.get("quality") is not None or options.get("budget") is not None
+        if rule or options.get("cost_weight"):
+            unavailable = options.get("unavailable") or ()
+            unpriced = [llm for llm in self.llm_ids if llm not in (*unavailable, *self.costs)]
+            if unpriced:
+                raise LocusInputError(f"no cost for {unpriced[0]!r}")
+        return super().route_texts(texts, **options)
+
+
+def test_a_cost_rule_the_model_list_names_routes_among_the_llms_it_priced() -> None:
+    """The LLMs a cost rule weighs are decided once: a retired LLM without a price leaves the
+    cost rules' candidates when it leaves the model list (a cost rule was listed, then
+    refused with a 400 naming the retired LLM's missing cost)."""
+    with fake_upstreams({"a": ["404"], "b": ["ok"]}) as fake:
+        router = ServiceRouter(PriceCheckingRouter())
+        gateway = Gateway(
+            router.rank, Upstreams(fake.endpoints()), settings=PATIENT,
+            llm_ids=lambda: router.llm_ids,
+        )  # fmt: skip
+        app = create_app(router, gateway, settings=PATIENT)
+        assert [m["id"] for m in post(app, "/v1/models").json()["data"]] == ["locus", "a", "b"]
+        assert post(app, "/v1/chat/completions", CHAT).headers["x-locus-llm"] == "b"  # a retired
+        names = [m["id"] for m in post(app, "/v1/models").json()["data"]]
+        assert "locus:cost=10" in names and "a" not in names
+        priced = post(app, "/v1/chat/completions", {**CHAT, "model": "locus:cost=10"})
+        assert priced.status_code == 200, priced.text
+        assert priced.headers["x-locus-llm"] == "b" and fake.requests == {"a": 1, "b": 2}
 
 
 def stream(
