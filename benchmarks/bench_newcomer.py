@@ -43,14 +43,14 @@ from _common import REPO_ROOT, write_results
 
 from locus.artifact import read_for_routing
 from locus.locus import Locus
-from locus.metrics import correctness_metrics, routing_choices
+from locus.metrics import correctness_metrics
 from locus.nn import TrainingConfig
 from locus.pipeline import fit_workspace, workspace_table
 from locus.pipeline.probes import first_scored, probe_order
 from locus.pipeline.workspace_artifacts import artifact_path
 from locus.pool import artifact_pools
 from locus.routing import Evidence, IRTRouter, MFRouter, StackedRouter
-from locus.routing.guard import guarded_proba
+from locus.routing.decision import RouteRequest, choose
 from locus.routing.locus_router import NumpyLocusRouter
 from locus.store import Store
 
@@ -117,9 +117,10 @@ def _hit(
     columns = [list(router.llm_ids).index(llm) for llm in ids]
     proba = np.asarray(router.predict_proba(vectors), np.float64)[:, columns]
     guard = router.guard
+    bound = None
     if guard is not None and guard.default in ids:
-        proba = guarded_proba(proba, ids.index(guard.default), guard.margin)
-    choice = routing_choices(proba, truth)
+        bound = (ids.index(guard.default), guard.margin)
+    choice = choose(proba, None, RouteRequest(), allowed=~np.isnan(truth), guard=bound)
     kept = choice >= 0
     hits = truth[np.flatnonzero(kept), choice[kept]]
     return float(np.mean(hits)), [ids[c] if c >= 0 else "" for c in choice]

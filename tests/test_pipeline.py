@@ -284,8 +284,8 @@ def test_cli_route_quality_and_budget(run_cli: Run, trained: Path, tmp_path: Pat
     unpriced = run_cli("route", query, "-w", trained, "--quality", "0.9")
     assert unpriced.exit_code == 2 and "quality needs each LLM's cost" in unpriced.stderr
     for flag, value, message in [
-        ("--quality", "1.5", "quality must lie in (0, 1]"),
-        ("--quality", "0", "quality must lie in (0, 1]"),
+        ("--quality", "1.5", "quality must lie in [0, 1]"),
+        ("--quality", "-0.5", "quality must lie in [0, 1]"),
         ("--budget", "-1", "budget must be a number > 0"),
         ("--cost-weight", "-2", "cost_weight must be a finite number >= 0"),
     ]:

@@ -10,7 +10,8 @@ import pytest
 
 from locus.errors import LocusInputError
 from locus.routing import Router
-from locus.routing.guard import Guard, fit_guard, guarded_proba
+from locus.routing.decision import RouteRequest, choose
+from locus.routing.guard import Guard, fit_guard
 
 LLMS = ["steady", "coder", "poet"]
 
@@ -41,7 +42,7 @@ def test_real_specialists_clear_the_guard() -> None:
     assert 0.2 < guard.validation["moved"] < 0.45  # about the coder's third
     # on fresh queries the guarded router keeps the gain
     test_proba, test_truth = _specialists(np.random.default_rng(1), 2000)
-    choice = guarded_proba(test_proba, 0, guard.margin).argmax(axis=1)
+    choice = choose(test_proba, None, RouteRequest(), guard=(0, guard.margin))
     assert test_truth[np.arange(2000), choice].mean() > test_truth[:, 0].mean() + 0.05
 
 
@@ -54,8 +55,7 @@ def test_noise_keeps_every_query_on_the_default() -> None:
     assert guard.validation["unguarded_moved"] > 0.5
     assert guard.validation["unguarded_hit@1"] < guard.validation["default_hit@1"]
     assert guard.validation["hit@1"] == guard.validation["default_hit@1"]
-    ranked = guarded_proba(proba, 0, guard.margin)
-    assert (ranked.argmax(axis=1) == 0).all()
+    assert (choose(proba, None, RouteRequest(), guard=(0, guard.margin)) == 0).all()
 
 
 def test_a_guard_round_trips_through_json() -> None:
@@ -86,22 +86,29 @@ class _Fixed(Router):
         return np.tile([0.70, 0.74, 0.95], (len(query_vectors), 1))
 
 
+def _guarded(guard: Guard) -> _Fixed:
+    router = _Fixed()
+    router.guard = guard
+    return router
+
+
 def test_route_holds_the_default_within_the_margin() -> None:
     router, query = _Fixed(), np.zeros((1, 4))
     assert router.route(query)[0].llm_id == "poet"
     # poet clears a 0.1 margin over steady; coder (0.04 better) would not
-    decision = router.route(query, guard=Guard("steady", 0.1))[0]
+    decision = _guarded(Guard("steady", 0.1)).route(query)[0]
     assert decision.llm_id == "poet" and not decision.held
-    held = router.route(query, guard=Guard("steady", 0.3))[0]
+    held = _guarded(Guard("steady", 0.3)).route(query)[0]
+    assert _guarded(Guard("steady", 0.3)).route(query, guarded=False)[0].llm_id == "poet"
     assert held.llm_id == "steady" and held.held and held.as_dict()["held"]
     # the fallback order behind the default is the usual one, utilities unchanged
     assert [c.llm_id for c in held.ranked] == ["steady", "poet", "coder"]
     assert held.ranked[0].utility == pytest.approx(0.70)
     # the default down: no guard, the best available answers
-    down = router.route(query, guard=Guard("steady", math.inf), unavailable=["steady"])[0]
+    down = _guarded(Guard("steady", math.inf)).route(query, unavailable=["steady"])[0]
     assert down.llm_id == "poet" and not down.held
     # a cost rule decides alone: the guard's margin was chosen for accuracy routing, and the
     # cost suite measures the rules unguarded (poet 0.95 - 0.3 x 1 = 0.65 < coder 0.74)
     costs = {"steady": 0.0, "coder": 0.0, "poet": 1.0}
-    priced = router.route(query, costs=costs, cost_weight=0.3, guard=Guard("steady", 0.3))[0]
+    priced = _guarded(Guard("steady", 0.3)).route(query, costs=costs, cost_weight=0.3)[0]
     assert priced.llm_id == "coder" and not priced.held

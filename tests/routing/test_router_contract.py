@@ -235,9 +235,11 @@ def test_quality_rule_takes_the_cheapest_llm_within_the_share_of_the_best(
     assert [d.llm_id for d in same] == [
         d.llm_id for d in router.route(vectors, costs=costs, quality=0.8)
     ]
-    for bad in (0.0, -0.5, 1.5, float("nan")):
-        with pytest.raises(LocusInputError, match=r"quality must lie in \(0, 1\]"):
+    for bad in (-0.5, 1.5, float("nan")):
+        with pytest.raises(LocusInputError, match=r"quality must lie in \[0, 1\]"):
             router.route(vectors, costs=costs, quality=bad)
+    cheapest = min(costs.values())  # quality 0: a cheapest LLM
+    assert {costs[d.llm_id] for d in router.route(vectors, costs=costs, quality=0.0)} == {cheapest}
     with pytest.raises(LocusInputError, match="choose one decision rule"):
         router.route(vectors, costs=costs, quality=0.9, cost_weight=1.0)
     with pytest.raises(

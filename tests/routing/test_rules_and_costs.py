@@ -10,7 +10,8 @@ import pytest
 
 from locus.errors import LocusArtifactError, LocusInputError, LocusNotFittedError
 from locus.routing.costs import CostModel
-from locus.routing.rules import DecisionRule, pick_cost_weight, pick_quality, tune_cost_weight
+from locus.routing.decision import RouteRequest, choose
+from locus.routing.rules import DecisionRule, tune_cost_weight
 
 
 def test_rules_parse_from_gateway_names_and_refuse_bad_values() -> None:
@@ -41,15 +42,15 @@ def test_rules_parse_from_gateway_names_and_refuse_bad_values() -> None:
 def test_picks_follow_the_rules_on_planted_rows() -> None:
     proba = np.array([[0.90, 0.88, 0.40], [0.90, 0.50, 0.45], [0.20, 0.21, 0.19]])
     costs = np.array([[10.0, 1.0, 0.1], [10.0, 1.0, 0.1], [10.0, 1.0, 0.1]])
-    assert pick_cost_weight(proba, costs, 0.0).tolist() == [0, 0, 1]
-    assert pick_cost_weight(proba, costs, 1.0).tolist() == [2, 2, 2]
+    assert choose(proba, costs, RouteRequest(cost_weight=0.0)).tolist() == [0, 0, 1]
+    assert choose(proba, costs, RouteRequest(cost_weight=1.0)).tolist() == [2, 2, 2]
     # within 95% of the best: row 0 the mid LLM (0.88 >= 0.855), row 1 the best only, row 2
     # the mid one again (0.19 < 0.95 x 0.21)
-    assert pick_quality(proba, costs, 0.95).tolist() == [1, 0, 1]
-    assert pick_quality(proba, costs, 0.4).tolist() == [2, 2, 2]
+    assert choose(proba, costs, RouteRequest(quality=0.95)).tolist() == [1, 0, 1]
+    assert choose(proba, costs, RouteRequest(quality=0.4)).tolist() == [2, 2, 2]
     unknown = costs.copy()
     unknown[:, 2] = np.nan  # never chosen without a price
-    assert pick_quality(proba, unknown, 0.4).tolist() == [1, 1, 1]
+    assert choose(proba, unknown, RouteRequest(quality=0.4)).tolist() == [1, 1, 1]
 
 
 def test_a_budget_is_the_smallest_cost_weight_that_keeps_under_it() -> None:
@@ -59,10 +60,11 @@ def test_a_budget_is_the_smallest_cost_weight_that_keeps_under_it() -> None:
     rows = np.arange(400)
     for budget in (0.008, 0.004, 0.001, 0.0003):
         weight = tune_cost_weight(proba, costs, budget)
-        spent = costs[rows, pick_cost_weight(proba, costs, weight)].mean()
+        spent = costs[rows, choose(proba, costs, RouteRequest(cost_weight=weight))].mean()
         assert spent <= budget
         if weight > 0:  # a little less weight overspends: the smallest that fits
-            slack = costs[rows, pick_cost_weight(proba, costs, weight * 0.98)].mean()
+            less = RouteRequest(cost_weight=weight * 0.98)
+            slack = costs[rows, choose(proba, costs, less)].mean()
             assert slack > budget
     assert tune_cost_weight(proba, costs, 1.0) == 0.0  # accuracy routing already fits
     with pytest.raises(LocusInputError, match="below the cheapest routing"):

@@ -47,7 +47,8 @@ from locus.metrics import (
 from locus.pipeline import WorkspaceTable
 from locus.ray_cluster import RaySession
 from locus.routing import KNNRouter, LocusRouter, PerTaskRouter, Router, StackedRouter
-from locus.routing.guard import fit_default_guard, guarded_proba
+from locus.routing.decision import RouteRequest, choose
+from locus.routing.guard import fit_default_guard
 
 __all__ = ["DEFAULT_EVIDENCE", "evidence_fold", "fitted_proba", "run_anchors"]
 
@@ -215,9 +216,13 @@ def _guarded(
         moved = float(np.mean(routing_choices(proba["test"], truth) != default))
         return routing_accuracy(proba["test"], truth), 0.0, moved
     default = ids.index(guard.default)
-    ranked = guarded_proba(proba["test"], default, guard.margin)
-    moved = float(np.mean(routing_choices(ranked, truth) != default))
-    return routing_accuracy(ranked, truth), guard.as_dict()["margin"], moved
+    evaluated = ~np.isnan(truth)
+    choice = choose(
+        proba["test"], None, RouteRequest(), allowed=evaluated, guard=(default, guard.margin)
+    )
+    moved = float(np.mean(choice != default))
+    rows = np.flatnonzero(choice >= 0)
+    return float(np.mean(truth[rows, choice[rows]])), guard.as_dict()["margin"], moved
 
 
 def run_anchors(

@@ -55,8 +55,9 @@ from locus.metrics import correctness_metrics
 from locus.pipeline import WorkspaceTable
 from locus.ray_cluster import RaySession
 from locus.routing.costs import CostModel
+from locus.routing.decision import RouteRequest, choose
 from locus.routing.frontier import RULES, frontier_metrics, hull, sweep, sweep_settings
-from locus.routing.rules import pick_cost_weight, tune_cost_weight
+from locus.routing.rules import tune_cost_weight
 
 __all__ = ["COST_METHODS", "COST_MODELS", "run_cost"]
 
@@ -140,7 +141,7 @@ def _moved(
     would not have got more right)."""
     best: dict[str, float] = {}
     for weight in sweep_settings("cost-weight", predicted):
-        chosen = pick_cost_weight(proba, predicted, float(weight))
+        chosen = choose(proba, predicted, RouteRequest(cost_weight=float(weight)))
         moved = chosen != strong
         if not best or abs(moved.mean() - 0.5) < abs(best["share"] - 0.5):
             rows = np.flatnonzero(moved)
@@ -174,7 +175,8 @@ def _budget_check(
             for fold in folds:
                 weight = tune_cost_weight(fold["val_proba"][method], fold["val_costs"], budget)
                 rows = fold["test"]
-                chosen[rows] = pick_cost_weight(proba[rows], predicted[rows], weight)
+                resolved = RouteRequest(budget=budget).with_cost_weight(weight)
+                chosen[rows] = choose(proba[rows], predicted[rows], resolved)
         except LocusInputError as error:
             skipped[f"{share:g}"] = str(error)
             continue

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from locus.cli._app import ArtifactOption, JsonOption, WorkspaceOption, app, open_store
 from locus.cli._render import print_json, stderr_console, stdout_console
 from locus.errors import LocusInputError, LocusNotFoundError, did_you_mean
+
+if TYPE_CHECKING:
+    from locus.routing.decision import RouteRequest
 
 
 @app.command("route")
@@ -25,7 +28,7 @@ def route_command(
         typer.Option(
             "--quality",
             help="The cheapest LLM whose P(correct) is at least this share of the best LLM's "
-            "on the query, in (0, 1] (e.g. 0.95).",
+            "on the query, in [0, 1] (e.g. 0.95; 0: the cheapest LLM).",
         ),
     ] = None,
     budget: Annotated[
@@ -64,42 +67,39 @@ def route_command(
     as_json: JsonOption = False,
 ) -> None:
     """Send each query to the LLM most likely to answer it correctly."""
-    route_and_render(
-        route_texts(query, file),
-        workspace=workspace,
-        artifact=artifact,
+    from locus.routing.decision import RouteRequest  # not at start-up: it loads routing
+
+    request = RouteRequest(
         top=top,
         cost_weight=cost_weight,
-        max_cost=max_cost,
         quality=quality,
         budget=budget,
-        unavailable=unavailable or (),
+        max_cost=max_cost,
+        unavailable=frozenset(unavailable or ()),
         guarded=not no_guard,
-        as_json=as_json,
+    )
+    route_and_render(
+        route_texts(query, file), request, workspace=workspace, artifact=artifact, as_json=as_json
     )
 
 
 def route_and_render(
     texts: list[str],
+    request: RouteRequest | None = None,
     *,
     workspace: str | None,
     artifact: str = "default",
-    top: int = 3,
-    cost_weight: float = 0.0,
-    max_cost: float | None = None,
-    quality: float | None = None,
-    budget: float | None = None,
-    unavailable: tuple[str, ...] | list[str] = (),
-    guarded: bool = True,
     as_json: bool = False,
 ) -> None:
     """Load the workspace router once, route every text, print the choices."""
     from locus.pipeline.workspace_router import WorkspaceRouter
+    from locus.routing.decision import RouteRequest
 
     started = time.perf_counter()
     with open_store(workspace, create=False) as store:
         router = WorkspaceRouter(store, artifact)
-        strangers = [llm for llm in unavailable if llm not in set(router.llm_ids)]
+        request = request or RouteRequest()
+        strangers = sorted(request.unavailable - set(router.llm_ids))
         if strangers:
             raise LocusNotFoundError(
                 f"unknown LLM {strangers[0]!r} for --unavailable"
@@ -107,16 +107,7 @@ def route_and_render(
                 f"{len(router.llm_ids)} LLMs (see `locus llms`)"
             )
         loaded = time.perf_counter()
-        decisions = router.route_texts(
-            texts,
-            top=top,
-            cost_weight=cost_weight,
-            max_cost=max_cost,
-            quality=quality,
-            budget=budget,
-            unavailable=unavailable,
-            guarded=guarded,
-        )
+        decisions = router.route_texts(texts, request)
         routed = time.perf_counter()
     if len(texts) > 1:
         stderr_console().print(

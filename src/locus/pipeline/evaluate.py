@@ -17,9 +17,8 @@ from locus.errors import LocusInputError
 from locus.pipeline.data import workspace_table
 from locus.pipeline.workspace_artifacts import DEFAULT_ARTIFACT
 from locus.pipeline.workspace_router import WorkspaceRouter
+from locus.routing.decision import RouteRequest, choose, rank
 from locus.routing.frontier import frontier_metrics, frontier_of, hull
-from locus.routing.guard import guarded_proba
-from locus.routing.rules import pick_cost_weight, pick_quality
 from locus.store import Store
 
 __all__ = [
@@ -231,32 +230,36 @@ def evaluate_workspace(
     best_index, best_single = metrics.best_single_accuracy(table.scores[train_rows], truth)
     unguarded = metrics.routing_accuracy(proba, truth)
     guard = router.router.guard
-    routed, moved = proba, None
+    bound, moved = None, None
     if guard is not None and guard.default in llm_ids:
-        default = llm_ids.index(guard.default)
-        routed = guarded_proba(proba, default, guard.margin)
-        moved = float(np.mean(metrics.routing_choices(routed, truth) != default))
+        bound = (llm_ids.index(guard.default), guard.margin)
+    # accuracy routing as `locus route` decides it (the guard where the artifact has one),
+    # among the LLMs evaluated on each query
+    order = rank(proba, None, RouteRequest(top=5), allowed=~np.isnan(truth), guard=bound).order
+    choice = order[:, 0]
+    if bound is not None:
+        moved = float(np.mean(choice != bound[0]))
     per_task: dict[str, TaskEvaluation] = {}
     task_array = np.asarray(tasks, dtype=object)
     for task in sorted({t for t in tasks if t is not None}):
         mask = task_array == task
         per_task[task] = TaskEvaluation(
             queries=int(mask.sum()),
-            hit_at_1=metrics.routing_accuracy(routed[mask], truth[mask]),
+            hit_at_1=_hit(order[mask], truth[mask], 1),
             best_single_llm=metrics.best_single_accuracy(table.scores[train_rows], truth[mask])[1],
             oracle=metrics.oracle_accuracy(truth[mask]),
         )
     correctness = metrics.correctness_metrics(proba, truth)
-    se, gain, gain_se = _noise(routed, truth, best_index)
+    se, gain, gain_se = _noise(choice, truth, best_index)
     return Evaluation(
         artifact=name,
         split=split,
         queries=len(rows),
         llms=len(llm_ids),
         routing=RoutingMetrics(
-            hit_at_1=metrics.routing_accuracy(routed, truth),
-            hit_at_3=metrics.top_k_hit(routed, truth, 3) if len(llm_ids) > 3 else None,
-            hit_at_5=metrics.top_k_hit(routed, truth, 5) if len(llm_ids) > 5 else None,
+            hit_at_1=_hit(order, truth, 1),
+            hit_at_3=_hit(order, truth, 3) if len(llm_ids) > 3 else None,
+            hit_at_5=_hit(order, truth, 5) if len(llm_ids) > 5 else None,
             unguarded_hit_at_1=unguarded,
             moved=moved,
             guard=None if guard is None else guard.as_dict(),
@@ -281,16 +284,28 @@ def evaluate_workspace(
             random=float(np.nanmean(np.nanmean(truth, axis=1))),
         ),
         per_task=per_task,
-        savings=_savings(router, table, data.vectors[rows], rows, columns, proba, routed, truth),
+        savings=_savings(router, table, data.vectors[rows], rows, columns, proba, choice, truth),
     )
 
 
+def _hit(order: np.ndarray, truth: np.ndarray, k: int) -> float:
+    """hit@k: the mean best true score among each query's first k candidates of `order`
+    (n_queries, >= k; -1: none), over the queries with a candidate."""
+    top = order[:, :k]
+    valid = top[:, 0] >= 0
+    if not valid.any():
+        return float("nan")
+    picked = np.take_along_axis(truth[valid], np.maximum(top[valid], 0), axis=1)
+    picked = np.where((top[valid] >= 0) & ~np.isnan(picked), picked, -np.inf)
+    return float(np.mean(picked.max(axis=1)))
+
+
 def _noise(
-    routed: np.ndarray, truth: np.ndarray, best: int
+    choice: np.ndarray, truth: np.ndarray, best: int
 ) -> tuple[float | None, float | None, float | None]:
     """(standard error of hit@1, gain over the LLM `best`, the gain's paired standard error)
-    over the queries; None where fewer than two queries allow one."""
-    choice = metrics.routing_choices(routed, truth)
+    over the queries (`choice`: the routed column of each, -1: none); None where fewer than
+    two queries allow one."""
     rows = np.flatnonzero(choice >= 0)
     if len(rows) < 2:
         return None, None, None
@@ -314,7 +329,7 @@ def _savings(
     rows: np.ndarray,
     columns: list[int],
     proba: np.ndarray,
-    routed: np.ndarray,
+    choice: np.ndarray,
     truth: np.ndarray,
 ) -> CostSavings | None:
     """`CostSavings` on the queries every LLM was scored and priced on (`columns`: the
@@ -346,14 +361,15 @@ def _savings(
         }
 
     # accuracy routing as `locus route` does it: with the guard where the artifact has one
-    rules = [row("accuracy", None, np.argmax(routed[complete], axis=1))]
-    rules += [row("quality", s, pick_quality(p, c, s)) for s in QUALITY_SETTINGS]
+    rules = [row("accuracy", None, choice[complete])]
+    rules += [row("quality", s, choose(p, c, RouteRequest(quality=s))) for s in QUALITY_SETTINGS]
     for share in BUDGET_SHARES:
         try:
             weight = router.cost_weight_for_budget(share * strong_cost)
         except LocusInputError:
             continue  # below the cheapest routing, or no validation queries kept
-        rules.append(row("budget", share * strong_cost, pick_cost_weight(p, c, weight)))
+        resolved = RouteRequest(budget=share * strong_cost).with_cost_weight(weight)
+        rules.append(row("budget", share * strong_cost, choose(p, c, resolved)))
     curve = frontier_of(p, c, y, r)
     points = np.array(list(singles.values()))
     high = float(points[:, 0].max())

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,10 +34,11 @@ from locus.pipeline.data import workspace_table
 from locus.pipeline.workspace_artifacts import DEFAULT_ARTIFACT, trained_artifact
 from locus.pool import artifact_pools
 from locus.routing.costs import COST_FOLDER, CostModel
+from locus.routing.decision import RouteRequest
 from locus.routing.evidence import ROUTER_FILE
 from locus.routing.locus_router import NumpyLocusRouter
-from locus.routing.router import RouteDecision, Router
-from locus.routing.rules import DecisionRule, tune_cost_weight, unpriced_error
+from locus.routing.router import RouteDecision
+from locus.routing.rules import tune_cost_weight, unpriced_error
 from locus.routing.stacked import StackedRouter
 from locus.store import Store
 from locus.text.protocol import TextEncoder
@@ -45,7 +47,7 @@ from locus.text.query_vectors import QueryVectors
 __all__ = ["WorkspaceRouter"]
 
 
-class WorkspaceRouter(Router):
+class WorkspaceRouter:
     """The workspace's fitted router, loaded once and reused for every query.
 
     Args:
@@ -67,7 +69,6 @@ class WorkspaceRouter(Router):
             text is charged its own estimated prompt tokens.
         cost_model: the artifact's per-query cost model, None for a workspace without
             per-query costs or an artifact fitted before it.
-        loads: how many times the artifact was loaded (1 for the router's lifetime).
     """
 
     def __init__(
@@ -108,12 +109,12 @@ class WorkspaceRouter(Router):
         if (folder / COST_FOLDER).is_dir():
             self._validation_vectors = CostModel.validation_vectors(folder / COST_FOLDER)
         self._tuned: dict[tuple[float, frozenset[str]], float] = {}
-        self.loads = 1
         self._joined_with: dict[str, str] = {}  # LLM -> digest of the scores it joined with
         self._join_newcomers()
 
     @property
-    def llm_ids(self) -> Sequence[str]:  # type: ignore[override]
+    def llm_ids(self) -> Sequence[str]:
+        """The pool's LLMs, in the column order of `predict_proba`."""
         return self.pool.llm_ids
 
     def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
@@ -178,42 +179,25 @@ class WorkspaceRouter(Router):
         return self._tuned[key]
 
     def route_texts(
-        self,
-        texts: Sequence[str],
-        *,
-        top: int = 3,
-        cost_weight: float = 0.0,
-        max_cost: float | None = None,
-        quality: float | None = None,
-        budget: float | None = None,
-        unavailable: Collection[str] = (),
-        guarded: bool = True,
+        self, texts: Sequence[str], request: RouteRequest | None = None, **options: Any
     ) -> list[RouteDecision]:
-        """Route query texts with each LLM's expected cost on each (`expected_costs`) and,
-        for accuracy routing unless `guarded` is False, the artifact's guard (the default LLM
-        unless another clears the margin chosen at fit time). `budget`: a mean USD per query
-        to stay under, as the cost weight tuned on the fit's validation queries
-        (`cost_weight_for_budget`); see `Router.route` for the other knobs.
+        """Route query texts by `request` (`RouteRequest`; keyword `options` build or change
+        one) with each LLM's expected cost on each text (`expected_costs`) and, for accuracy
+        routing unless the request says `guarded=False`, the artifact's guard (the default LLM
+        unless another clears the margin chosen at fit time). A `budget` is routed as the cost
+        weight tuned on the fit's validation queries (`cost_weight_for_budget`).
 
         Raises:
-            LocusInputError: more than one of cost_weight, quality and budget, a bad value, or
-                an LLM without a cost where the rule needs one.
+            LocusInputError: a bad request, or an LLM without a cost where the rule needs one.
         """
-        DecisionRule(cost_weight=cost_weight, quality=quality, budget=budget)  # one, valid
-        if budget is not None:
-            cost_weight = self.cost_weight_for_budget(budget, unavailable)
+        request = RouteRequest.of(request, **options)
+        if request.budget is not None:
+            weight = self.cost_weight_for_budget(request.budget, request.unavailable)
+            request = request.with_cost_weight(weight)
         vectors = self.vectors_for(texts)
         known = self.cost_model is not None or bool(self.costs)
-        return self.router.route(
-            vectors,
-            top=top,
-            costs=self.expected_costs(vectors, texts) if known else None,
-            cost_weight=cost_weight,
-            max_cost=max_cost,
-            quality=quality,
-            unavailable=unavailable,
-            guarded=guarded and budget is None,
-        )
+        costs = self.expected_costs(vectors, texts) if known else None
+        return self.router.route(vectors, request, costs=costs)
 
     def refresh(self) -> None:
         """Re-read the pool and costs from the workspace (LLMs onboarded since loading)."""

@@ -3,9 +3,12 @@
 Routing works on query vectors and never imports the store; texts become vectors, and the
 fitted router meets a workspace, in `locus.pipeline.workspace_router`.
 
-router.py         Router (predict_proba -> route once: top-k, the decision rules, max cost,
-                  unavailable), RouteDecision, RankedLLM
-rules.py          DecisionRule (accuracy, cost weight, quality, budget), tune_cost_weight
+decision.py       the decision rule, once: RouteRequest (top, rule, max cost, unavailable,
+                  guarded), rank / choose (P(correct) and costs -> the choice), which route,
+                  every evaluation, sweep and benchmark call
+router.py         Router (predict_proba -> route once, through decision.py), RouteDecision,
+                  RankedLLM
+rules.py          tune_cost_weight (a budget as a cost weight), DecisionRule (the gateway's)
 costs.py          CostModel: each LLM's cost on a query, from the nearest training queries
 frontier.py       accuracy against cost: sweeps, hull, AIQ / cost shares / APGR, the plot
 guard.py          Guard: stay with the best single LLM unless another clears a margin
@@ -35,6 +38,7 @@ from locus.routing.baselines import (
     RandomRouter,
 )
 from locus.routing.costs import CostModel
+from locus.routing.decision import RouteRequest
 from locus.routing.evidence import Evidence
 from locus.routing.learned import IRTRouter, MFRouter
 from locus.routing.locus_router import LocusRouter, LogitRouter, NumpyLocusRouter
@@ -63,6 +67,7 @@ __all__ = [
     "RandomRouter",
     "RankedLLM",
     "RouteDecision",
+    "RouteRequest",
     "Router",
     "StackedRouter",
     "load_router",

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from locus.errors import LocusInputError
-from locus.routing.rules import pick_cost_weight, pick_quality
+from locus.routing.decision import RouteRequest, choose
 
 __all__ = [
     "RULES",
@@ -105,10 +105,14 @@ def sweep(
     """(mean real cost, accuracy) of `rule` ("cost-weight" or "quality") at each setting from
     the most accurate routing to the cheapest; every array (n_queries, n_llms), no gaps."""
     rows = np.arange(len(proba))
-    pick = pick_cost_weight if rule == "cost-weight" else pick_quality
     points = []
     for setting in sweep_settings(rule, predicted):
-        chosen = pick(proba, predicted, float(setting))
+        request = (
+            RouteRequest(cost_weight=float(setting))
+            if rule == "cost-weight"
+            else RouteRequest(quality=float(setting))
+        )
+        chosen = choose(proba, predicted, request)
         points.append((float(real[rows, chosen].mean()), float(truth[rows, chosen].mean())))
     return np.array(points)
 

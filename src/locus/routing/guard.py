@@ -11,8 +11,9 @@ best; where none clears, the margin is infinite and the router always answers wi
 default.
 
     >>> import numpy as np
+    >>> from locus.routing.decision import RouteRequest, choose
     >>> proba = np.array([[0.9, 0.2], [0.5, 0.6], [0.4, 0.9]])
-    >>> guarded_proba(proba, default_column=0, margin=0.2).argmax(axis=1).tolist()
+    >>> choose(proba, None, RouteRequest(), guard=(0, 0.2)).tolist()
     [0, 0, 1]
 """
 
@@ -26,9 +27,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from locus.errors import LocusInputError
-from locus.metrics import best_single_accuracy, routing_choices
+from locus.metrics import best_single_accuracy
+from locus.routing.decision import RouteRequest, choose
 
-__all__ = ["Guard", "fit_default_guard", "fit_guard", "guarded_proba", "rechosen_default"]
+__all__ = ["Guard", "fit_default_guard", "fit_guard", "rechosen_default"]
 
 
 @dataclass(frozen=True)
@@ -73,22 +75,14 @@ class Guard:
         )
 
 
-def guarded_proba(
-    proba: NDArray[np.floating[Any]], default_column: int, margin: float
-) -> NDArray[np.float64]:
-    """`proba` with `margin` added to the default's column: the ranking the guard routes by
-    (argmax per row). An infinite margin ranks the default first wherever it was evaluated."""
-    ranked = np.array(proba, dtype=np.float64, copy=True)
-    ranked[:, default_column] += margin
-    return ranked
-
-
 def _paired_gain(
     proba: NDArray[np.float64], truth: NDArray[np.float64], default_column: int, margin: float
 ) -> tuple[float, float, float]:
     """(mean gain of guarded routing over the default, its standard error, share moved) on
     the queries where the default was evaluated."""
-    choice = routing_choices(guarded_proba(proba, default_column, margin), truth)
+    evaluated = ~np.isnan(truth)
+    guard = (default_column, margin)
+    choice = choose(proba, None, RouteRequest(), allowed=evaluated, guard=guard)
     rows = np.arange(len(truth))
     diff = truth[rows, choice] - truth[:, default_column]
     if len(diff) < 2:

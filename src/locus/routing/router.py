@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -29,8 +29,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from locus.errors import LocusInputError, LocusNotFoundError
-from locus.routing.guard import Guard, guarded_proba
-from locus.routing.rules import DecisionRule, unpriced_error
+from locus.routing import decision
+from locus.routing.decision import RouteRequest
+from locus.routing.guard import Guard
+from locus.routing.posterior import spread
+from locus.routing.rules import unpriced_error
 
 __all__ = ["Costs", "RankedLLM", "RouteDecision", "Router", "TextRouter", "cost_matrix"]
 
@@ -143,49 +146,47 @@ class Router(ABC):
     def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
         """P(correct) (n_queries, n_llms) of every LLM of `llm_ids` on each query vector."""
 
+    guard: Guard | None = None  # a fitted router's guard (`StackedRouter`); None: unguarded
+
+    def evidence_counts(self) -> NDArray[np.float64] | None:
+        """(n_llms,) how many scores each LLM's P(correct) rests on, where the router knows:
+        each candidate then carries its `uncertainty`. None: not known."""
+        return None
+
     def route(
         self,
         query_vectors: NDArray[np.float32],
+        request: RouteRequest | None = None,
         *,
-        top: int = 3,
         costs: Costs | None = None,
-        cost_weight: float = 0.0,
-        max_cost: float | None = None,
-        quality: float | None = None,
-        unavailable: Collection[str] = (),
-        guard: Guard | None = None,
+        **options: Any,
     ) -> list[RouteDecision]:
-        """Send each query to an LLM by one decision rule.
+        """Send each query to an LLM by one decision rule (`locus.routing.decision`):
 
-        - accuracy (the default): the highest P(correct);
+        - accuracy (the default): the highest P(correct), held on the router's `guard`
+          default unless another clears its margin (`guarded=False`: no guard);
         - `cost_weight` w > 0: the highest utility P(correct) - w x cost, w in P(correct) per
           USD per query (0.5: half a percentage point of success is worth 1 cent per query);
-        - `quality` s in (0, 1]: the cheapest LLM whose P(correct) is at least s x the best
+        - `quality` s in [0, 1]: the cheapest LLM whose P(correct) is at least s x the best
           candidate's on that query (s = 1: the best, cheapest among ties).
         A mean cost per query (a budget) is a cost weight tuned on validation queries:
         `locus.routing.rules.tune_cost_weight`, or the workspace router's `budget`.
 
         Args:
             query_vectors: (n_queries, dq).
-            top: candidates to report per query (the chosen one first).
+            request: the `RouteRequest` (top, rule, max_cost, unavailable, guarded); keyword
+                `options` build or change one (`route(v, top=5, quality=0.95)`).
             costs: USD per query of each LLM: a mapping (the same for every query) or an array
                 (n_queries, n_llms) in `llm_ids` order (a `CostModel`'s prediction, NaN where
                 unknown). Needed by `cost_weight`, `quality` (every candidate must have one)
                 and `max_cost` (an LLM without a cost is no candidate).
-            cost_weight: P(correct) traded per USD per query; 0 ignores cost.
-            max_cost: an LLM whose cost on a query is higher is no candidate for it.
-            quality: the share of the best candidate's P(correct) the cheapest LLM must reach.
-            unavailable: LLMs never to choose (down, rate-limited, not allowed).
-            guard: accuracy routing only: stay on `guard.default` unless another candidate's
-                P(correct) is higher by more than `guard.margin` (`locus.routing.guard`); no
-                effect when the default is not a candidate, or with a cost rule.
 
         Raises:
-            LocusInputError: a bad knob, unknown costs, or no candidate left.
+            LocusInputError: a bad option, unknown costs, or no candidate left.
         """
-        DecisionRule(cost_weight=cost_weight, quality=quality)  # one rule, valid values
+        request = RouteRequest.of(request, **options)
         ids = list(self.llm_ids)  # read once: a live pool may grow while this call runs
-        candidates = self._candidates(ids, top, costs, cost_weight, max_cost, quality, unavailable)
+        candidates = self._candidates(ids, costs, request)
         proba = np.asarray(self.predict_proba(query_vectors), dtype=np.float64)
         if proba.ndim != 2 or proba.shape[1] != len(ids):
             raise ValueError(
@@ -196,44 +197,29 @@ class Router(ABC):
         names = [llm for _, llm in candidates]
         cost = cost_matrix(costs, ids, len(proba))[:, columns]  # (n_queries, n_cand)
         chosen_proba = proba[:, columns]  # (n_queries, n_candidates)
-        allowed = np.ones_like(chosen_proba, dtype=bool)
-        if max_cost is not None:
-            allowed = cost <= max_cost * (1 + 1e-12)  # NaN: unknown, never allowed
-            empty = np.flatnonzero(~allowed.any(axis=1))
-            if len(empty):
-                raise LocusInputError(
-                    f"no LLM costs at most {max_cost:g} USD on query {int(empty[0])} (the "
-                    f"cheapest there costs {np.nanmin(cost[empty[0]]):.6g}); raise max_cost"
-                )
-        priced = np.nan_to_num(cost, nan=0.0)
-        utility = chosen_proba - cost_weight * priced
-        ranking, held = np.where(allowed, utility, -np.inf), np.zeros(len(utility), dtype=bool)
-        if quality is not None:
-            best = np.where(allowed, chosen_proba, -np.inf).max(axis=1, keepdims=True)
-            eligible = allowed & (chosen_proba >= quality * best - 1e-12)
-            # eligible LLMs by cost (then P(correct)), the others by P(correct), barred last
-            group = np.where(eligible, 0, np.where(allowed, 1, 2))
-            within = np.where(eligible, priced, -chosen_proba)
-            order = np.lexsort((-chosen_proba, within, group), axis=1)[:, :top]
-        else:
-            no_cost_rule = cost_weight == 0
-            if guard is not None and no_cost_rule and guard.default in names:
-                default = names.index(guard.default)
-                guarded = guarded_proba(ranking, default, guard.margin)
-                held = (guarded.argmax(axis=1) == default) & (ranking.argmax(axis=1) != default)
-                ranking = guarded
-            order = np.argsort(-ranking, axis=1, kind="stable")[:, :top]
+        guard = self.guard
+        bound = None
+        if guard is not None and guard.default in names:
+            bound = (names.index(guard.default), guard.margin)
+        ranking = decision.rank(chosen_proba, cost, request, guard=bound)
+        counts = self.evidence_counts()  # in `llm_ids` order, read now (a live pool grows)
+        evidence = (
+            None if counts is None else dict(zip(self.llm_ids, counts.tolist(), strict=False))
+        )
         decisions = []
-        for row, ranked in enumerate(order):
+        for row, ranked in enumerate(ranking.order):
+            if ranked[0] < 0:
+                raise decision.no_candidate_error(request, cost, row)
             entries = tuple(
                 RankedLLM(
                     llm_id=names[c],
                     p_correct=float(chosen_proba[row, c]),
                     cost_usd=None if math.isnan(cost[row, c]) else float(cost[row, c]),
-                    utility=float(utility[row, c]),
+                    utility=float(ranking.utility[row, c]),
+                    uncertainty=_uncertainty(float(chosen_proba[row, c]), names[c], evidence),
                 )
                 for c in ranked
-                if allowed[row, c]  # over max_cost on this query: not even a fallback
+                if c >= 0  # over max_cost on this query: not even a fallback
             )
             first = entries[0]
             decisions.append(
@@ -242,27 +228,17 @@ class Router(ABC):
                     p_correct=first.p_correct,
                     cost_usd=first.cost_usd,
                     ranked=entries,
-                    held=bool(held[row]),
+                    held=bool(ranking.held[row]),
                 )
             )
         return decisions
 
     def _candidates(
-        self,
-        ids: list[str],
-        top: int,
-        costs: Costs | None,
-        cost_weight: float,
-        max_cost: float | None,
-        quality: float | None,
-        unavailable: Collection[str],
+        self, ids: list[str], costs: Costs | None, request: RouteRequest
     ) -> list[tuple[int, str]]:
-        """(column, llm_id) of every LLM that may be chosen, after validating the knobs."""
-        if max_cost is not None and not max_cost >= 0:
-            raise LocusInputError(f"max_cost must be >= 0 USD per query, found {max_cost}")
-        if top < 1:
-            raise LocusInputError(f"top must be >= 1, found {top}")
-        known, down = set(ids), set(unavailable)
+        """(column, llm_id) of every LLM that may be chosen, after checking the request
+        against the pool and the costs."""
+        known, down = set(ids), request.unavailable
         strangers = sorted(down - known)
         if strangers:
             raise LocusNotFoundError(
@@ -270,19 +246,17 @@ class Router(ABC):
                 f"{', '.join(ids[:5])}{', ...' if len(known) > 5 else ''}"
             )
         priced = _priced_llms(costs, ids)
-        rule = (
-            "cost_weight" if cost_weight > 0 else "quality" if quality is not None else "max_cost"
-        )
-        if (cost_weight > 0 or quality is not None or max_cost is not None) and not priced:
+        rule = request.rule or "max_cost"
+        if (request.uses_cost or request.max_cost is not None) and not priced:
             raise LocusInputError(
                 f"{rule} needs each LLM's cost per query; import scores with a cost_usd column "
                 "or give prices in the LLM catalog (cost_per_query, or price_in_per_mtok and "
                 "price_out_per_mtok: `locus import llms`); library: costs={llm_id: usd}"
             )
         candidates = [(i, llm) for i, llm in enumerate(ids) if llm not in down]
-        if max_cost is not None:
+        if request.max_cost is not None:
             candidates = [(i, llm) for i, llm in candidates if llm in priced]
-        if cost_weight > 0 or quality is not None:
+        if request.uses_cost:
             unpriced = [llm for _, llm in candidates if llm not in priced]
             if unpriced:
                 raise unpriced_error(rule, unpriced)
@@ -291,7 +265,7 @@ class Router(ABC):
                 "no LLM is left to route to"
                 + (
                     "; none has a known cost for max_cost"
-                    if max_cost is not None and priced
+                    if request.max_cost is not None and priced
                     else "; every LLM is unavailable"
                 )
             )
@@ -300,6 +274,11 @@ class Router(ABC):
     def save(self, path: str | Path) -> Path:
         """Write the fitted router to the folder `path` (JSON + safetensors/npz, no pickle)."""
         raise NotImplementedError(f"{type(self).__name__} cannot be saved")
+
+
+def _uncertainty(p: float, llm_id: str, evidence: Mapping[str, float] | None) -> float | None:
+    n = None if evidence is None else evidence.get(llm_id)
+    return None if n is None else spread(p, n)
 
 
 class TextRouter(Protocol):
@@ -314,16 +293,7 @@ class TextRouter(Protocol):
     def costs(self) -> Mapping[str, float]: ...
 
     def route_texts(
-        self,
-        texts: Sequence[str],
-        *,
-        top: int = 3,
-        cost_weight: float = 0.0,
-        max_cost: float | None = None,
-        quality: float | None = None,
-        budget: float | None = None,
-        unavailable: Collection[str] = (),
-        guarded: bool = True,
+        self, texts: Sequence[str], request: RouteRequest | None = None, **options: Any
     ) -> list[RouteDecision]: ...
 
     def refresh(self) -> None: ...

@@ -28,12 +28,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from locus.errors import LocusInputError
+from locus.routing.decision import RouteRequest, choose
 
 __all__ = [
     "RULE_KEYS",
     "DecisionRule",
-    "pick_cost_weight",
-    "pick_quality",
     "tune_cost_weight",
     "unpriced_error",
 ]
@@ -134,27 +133,6 @@ def unpriced_error(rule: str, unpriced: Sequence[str]) -> LocusInputError:
     )
 
 
-def pick_cost_weight(
-    proba: NDArray[np.floating[Any]], costs: NDArray[np.floating[Any]], weight: float
-) -> NDArray[np.int64]:
-    """(n_queries,) the column of the best P(correct) - `weight` x cost per row (NaN cost:
-    never chosen); arrays (n_queries, n_llms). `Router.route` decides the same way."""
-    utility = np.asarray(proba, np.float64) - weight * np.asarray(costs, np.float64)
-    return np.argmax(np.where(np.isnan(utility), -np.inf, utility), axis=1)
-
-
-def pick_quality(
-    proba: NDArray[np.floating[Any]], costs: NDArray[np.floating[Any]], share: float
-) -> NDArray[np.int64]:
-    """(n_queries,) the column of the cheapest LLM whose P(correct) is at least `share` x the
-    row's best (NaN cost: never chosen). `Router.route` decides the same way."""
-    p, c = np.asarray(proba, np.float64), np.asarray(costs, np.float64)
-    priced = ~np.isnan(c)
-    best = np.where(priced, p, -np.inf).max(axis=1, keepdims=True)
-    eligible = priced & (p >= share * best - 1e-12)
-    return np.argmin(np.where(eligible, c, np.inf), axis=1)
-
-
 def tune_cost_weight(
     proba: NDArray[np.floating[Any]], costs: NDArray[np.floating[Any]], budget: float
 ) -> float:
@@ -184,8 +162,11 @@ def tune_cost_weight(
         )
     rows = np.arange(len(p))
 
-    def spent(weight: float) -> float:
-        return float(c[rows, pick_cost_weight(p, np.where(np.isinf(c), np.nan, c), weight)].mean())
+    known, priced = np.where(np.isinf(c), np.nan, c), np.isfinite(c)
+
+    def spent(weight: float) -> float:  # an unpriced LLM is never chosen, at weight 0 too
+        chosen = choose(p, known, RouteRequest(cost_weight=weight), allowed=priced)
+        return float(c[rows, chosen].mean())
 
     if spent(0.0) <= budget:
         return 0.0

@@ -18,9 +18,8 @@ a message to re-fit.
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +33,7 @@ from locus.routing.evidence import Evidence
 from locus.routing.guard import Guard, fit_default_guard, rechosen_default
 from locus.routing.locus_router import LocusRouter, LogitRouter
 from locus.routing.neighbours import KNNRouter
-from locus.routing.posterior import posterior_votes, spread
-from locus.routing.router import Costs, RankedLLM, RouteDecision
+from locus.routing.posterior import posterior_votes
 from locus.routing.stack import (
     STACK_KS,
     Stack,
@@ -85,7 +83,7 @@ class StackedRouter(LogitRouter):
         locus: LOCUS over the pool (`LocusRouter` with torch, `NumpyLocusRouter` without).
         knn: the kNN router the stack reads; None with `stack` None: LOCUS alone.
         stack: how LOCUS's logits and the kNN votes combine.
-        guard: applied by `route` to accuracy routing unless `guarded` is False.
+        guard: applied by `route` to accuracy routing unless the request says `guarded=False`.
 
     An LLM onboarded since the fit joins the votes from its own scores (`join`): its task
     vote is its own per-task rates; its kNN votes are posteriors, the mean of the scores a
@@ -227,39 +225,7 @@ class StackedRouter(LogitRouter):
             proba[:, stacked[0]] = sigmoid(stacked[1])
         return proba
 
-    def route(  # type: ignore[override]
-        self,
-        query_vectors: NDArray[np.float32],
-        *,
-        top: int = 3,
-        costs: Costs | None = None,
-        cost_weight: float = 0.0,
-        max_cost: float | None = None,
-        quality: float | None = None,
-        unavailable: Collection[str] = (),
-        guarded: bool = True,
-    ) -> list[RouteDecision]:
-        """`Router.route` with this router's guard (which binds accuracy routing only) unless
-        `guarded` is False; every candidate with its `uncertainty` (`evidence_counts`)."""
-        decisions = super().route(
-            query_vectors,
-            top=top,
-            costs=costs,
-            cost_weight=cost_weight,
-            max_cost=max_cost,
-            quality=quality,
-            unavailable=unavailable,
-            guard=self.guard if guarded else None,
-        )
-        counts = dict(zip(self.llm_ids, self.evidence_counts().tolist(), strict=True))
-
-        def sure(candidate: RankedLLM) -> RankedLLM:
-            n = counts.get(candidate.llm_id, self.prior_strength)
-            return dataclasses.replace(candidate, uncertainty=spread(candidate.p_correct, n))
-
-        return [dataclasses.replace(d, ranked=tuple(sure(c) for c in d.ranked)) for d in decisions]
-
-    def evidence_counts(self) -> NDArray[np.float64]:
+    def evidence_counts(self) -> NDArray[np.float64]:  # (n_llms,), never None here
         """(n_llms,) how many scores each LLM's P(correct) rests on, in `llm_ids`' order: an
         LLM of the fit the scores its kNN votes read (at most the largest k of the stack), one
         joined since its scores plus LOCUS's `prior_strength`, one with LOCUS alone

@@ -1,0 +1,330 @@
+"""The decision rule, once: `RouteRequest` (what a caller asks for) and `rank` / `choose` (how
+P(correct) and costs become a choice). `Router.route`, the workspace router, the gateway, and
+every evaluation, sweep and benchmark decide through this module, so a figure measured with
+`choose` is what `locus route` does (a property test pins it, ties included).
+
+The rules:
+
+- accuracy (the default): the highest P(correct), with the guard where one is given (stay on
+  its default LLM unless another clears its margin);
+- `cost_weight` w > 0: the highest utility P(correct) - w x USD per query;
+- `quality` s in [0, 1]: the cheapest LLM whose P(correct) is at least s x the best
+  candidate's on that query (ties: the higher P(correct)); s = 0 is the cheapest LLM;
+- `budget` B: a mean USD per query, resolved to the cost weight that routes a set of
+  validation queries within it (`locus.routing.rules.tune_cost_weight`) before deciding.
+
+Ties go to the lower column (the router's `llm_ids` order) under every rule.
+
+    >>> import numpy as np
+    >>> p = np.array([[0.9, 0.85, 0.5]])
+    >>> costs = np.array([[1.0, 0.1, 0.01]])
+    >>> choose(p, costs, RouteRequest()).tolist()
+    [0]
+    >>> choose(p, costs, RouteRequest(quality=0.9)).tolist()
+    [1]
+    >>> RouteRequest.parse_rule("cost=2").cost_weight
+    2.0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from locus.errors import LocusInputError
+
+__all__ = ["RULE_KEYS", "Ranking", "RouteRequest", "choose", "rank"]
+
+# each rule's name in a gateway model name (`locus:<name>=<value>`) and in `parse_rule`
+RULE_KEYS = {"cost": "cost_weight", "quality": "quality", "budget": "budget"}
+_RULE_FIELDS = ("cost_weight", "quality", "budget")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class RouteRequest:
+    """Everything a caller can ask of routing, validated once where it enters (the CLI, an
+    HTTP body, a gateway model name, a Python call) and passed whole.
+
+    Attributes:
+        top: candidates to report per query, the chosen one first (the fallback order).
+        cost_weight: P(correct) traded per USD per query; 0 ignores cost.
+        quality: the share of the best candidate's P(correct) the cheapest LLM must reach.
+        budget: a mean USD per query to stay under (tuned into a cost weight).
+        max_cost: an LLM whose cost on a query is higher is no candidate for it (an LLM
+            without a cost neither).
+        unavailable: LLMs never to choose (down, rate-limited, not allowed).
+        guarded: apply the router's guard to accuracy routing.
+
+    Raises:
+        LocusInputError: more than one of cost_weight, quality and budget, or a value out of
+            its range.
+    """
+
+    top: int = 3
+    cost_weight: float = 0.0
+    quality: float | None = None
+    budget: float | None = None
+    max_cost: float | None = None
+    unavailable: frozenset[str] = field(default_factory=frozenset)
+    guarded: bool = True
+
+    def __post_init__(self) -> None:
+        if isinstance(self.unavailable, str) or not isinstance(self.unavailable, Collection):
+            raise LocusInputError(
+                f"unavailable must be a list of llm_ids, found {self.unavailable!r}"
+            )
+        object.__setattr__(self, "unavailable", frozenset(str(llm) for llm in self.unavailable))
+        if not isinstance(self.top, int) or isinstance(self.top, bool) or self.top < 1:
+            raise LocusInputError(f"top must be an integer >= 1, found {self.top!r}")
+        weight = self.cost_weight
+        if not _number(weight) or not math.isfinite(weight) or weight < 0:
+            raise LocusInputError(f"cost_weight must be a finite number >= 0, found {weight!r}")
+        if self.quality is not None and not (_number(self.quality) and 0 <= self.quality <= 1):
+            raise LocusInputError(
+                f"quality must lie in [0, 1] (a share of the best LLM's P(correct), e.g. "
+                f"0.95), found {self.quality!r}"
+            )
+        if self.budget is not None and not (
+            _number(self.budget) and math.isfinite(self.budget) and self.budget > 0
+        ):
+            raise LocusInputError(
+                f"budget must be a number > 0 (mean USD per query, e.g. 0.001 for 1 USD per "
+                f"1,000 queries), found {self.budget!r}"
+            )
+        if self.max_cost is not None and not (_number(self.max_cost) and self.max_cost >= 0):
+            raise LocusInputError(f"max_cost must be >= 0 USD per query, found {self.max_cost!r}")
+        chosen = [name for name in _RULE_FIELDS if self._is_set(name)]
+        if len(chosen) > 1:
+            raise LocusInputError(
+                f"choose one decision rule: {' or '.join(chosen)}, not {len(chosen)} at once"
+            )
+
+    def _is_set(self, name: str) -> bool:
+        return bool(self.cost_weight) if name == "cost_weight" else getattr(self, name) is not None
+
+    @classmethod
+    def of(cls, request: RouteRequest | None = None, **options: Any) -> RouteRequest:
+        """`request` with `options` changed (a Python call's keywords), or a new request.
+
+        Raises:
+            LocusInputError: an unknown option, or a bad value.
+        """
+        names = {f.name for f in dataclasses.fields(cls)}
+        strangers = sorted(set(options) - names)
+        if strangers:
+            raise LocusInputError(
+                f"unknown routing option {strangers[0]!r}; expected some of "
+                f"{', '.join(sorted(names))}"
+            )
+        if request is None:
+            return cls(**options)
+        return dataclasses.replace(request, **options) if options else request
+
+    @classmethod
+    def parse_rule(cls, text: str, **options: Any) -> RouteRequest:
+        """A request with the rule `cost=W`, `quality=S` or `budget=B` (a gateway model
+        name's part after `locus:`).
+
+        Raises:
+            LocusInputError: another form, or a value out of range.
+        """
+        key, equals, value = str(text).partition("=")
+        name = RULE_KEYS.get(key.strip())
+        try:
+            number = float(value) if equals else math.nan
+        except ValueError:
+            number = math.nan
+        if name is None or math.isnan(number):
+            raise LocusInputError(
+                f"decision rule {text!r}: expected cost=W (W >= 0), quality=S (0 <= S <= 1) "
+                "or budget=B (USD per query > 0)"
+            )
+        return cls(**{**options, name: number})
+
+    @property
+    def uses_cost(self) -> bool:
+        """True for every rule but accuracy routing (max_cost aside)."""
+        return self.cost_weight > 0 or self.quality is not None or self.budget is not None
+
+    @property
+    def rule(self) -> str:
+        """The rule's field: "cost_weight", "quality", "budget", or "" for accuracy."""
+        return next((name for name in _RULE_FIELDS if self._is_set(name)), "")
+
+    @property
+    def rule_name(self) -> str:
+        """`cost=W`, `quality=S`, `budget=B`, or "" for accuracy routing."""
+        for key, name in RULE_KEYS.items():
+            if self._is_set(name):
+                return f"{key}={getattr(self, name):g}"
+        return ""
+
+    def with_cost_weight(self, weight: float) -> RouteRequest:
+        """The request with its budget resolved to the cost weight `weight` (the guard off:
+        a budget is a cost rule even where its weight is 0)."""
+        return dataclasses.replace(self, budget=None, cost_weight=float(weight), guarded=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["unavailable"] = sorted(self.unavailable)
+        return out
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Where each query goes, as columns of the arrays `rank` was given.
+
+    Attributes:
+        order: (n_queries, top) the candidates best first; -1 pads a row with fewer allowed
+            (a row of -1: no LLM allowed for that query, `no_candidate_error` says why).
+        utility: (n_queries, n_llms) P(correct) - cost weight x cost (unknown cost: 0).
+        held: (n_queries,) True where the guard kept the query on its default LLM although
+            another's P(correct) was higher.
+    """
+
+    order: NDArray[np.int64]
+    utility: NDArray[np.float64]
+    held: NDArray[np.bool_]
+
+
+def _check(request: RouteRequest, proba: NDArray[np.float64], costs: NDArray[np.float64]) -> None:
+    if request.budget is not None:
+        raise LocusInputError(
+            "a budget is decided as a cost weight tuned on validation queries: resolve it "
+            "first (`RouteRequest.with_cost_weight(tune_cost_weight(...))`, or route through "
+            "the workspace router)"
+        )
+    if proba.ndim != 2 or costs.shape != proba.shape:
+        raise LocusInputError(
+            f"proba {proba.shape} and costs {costs.shape} must both be (n_queries, n_llms)"
+        )
+
+
+def _allowed(
+    request: RouteRequest, costs: NDArray[np.float64], allowed: NDArray[np.bool_] | None
+) -> NDArray[np.bool_]:
+    """(n_queries, n_llms) the cells that may be chosen: `allowed`, priced under a cost rule
+    or a maximum cost, within the maximum cost."""
+    out = np.ones(costs.shape, dtype=bool) if allowed is None else np.array(allowed, dtype=bool)
+    if request.uses_cost or request.max_cost is not None:
+        out &= ~np.isnan(costs)
+    if request.max_cost is not None:
+        out &= costs <= request.max_cost * (1 + 1e-12)
+    return out
+
+
+def _guard_column(
+    request: RouteRequest, guard: tuple[int, float] | None
+) -> tuple[int, float] | None:
+    """(column, margin) of the guard where it binds: accuracy routing, guarded."""
+    if guard is None or not request.guarded or request.uses_cost:
+        return None
+    return guard
+
+
+def rank(
+    proba: NDArray[np.floating[Any]],
+    costs: NDArray[np.floating[Any]] | None,
+    request: RouteRequest,
+    *,
+    allowed: NDArray[np.bool_] | None = None,
+    guard: tuple[int, float] | None = None,
+) -> Ranking:
+    """The candidates of each query, best first, by `request`'s rule.
+
+    Args:
+        proba: (n_queries, n_llms) P(correct).
+        costs: (n_queries, n_llms) USD per query, NaN where unknown (never chosen under a
+            cost rule or a maximum cost); None: no costs known.
+        request: the rule (a budget resolved already), `top`; `unavailable` is the caller's
+            to drop from the columns.
+        allowed: (n_queries, n_llms) cells that may be chosen at all (e.g. the evaluated ones).
+        guard: (default column, margin): accuracy routing stays on the default unless another
+            candidate's P(correct) is higher by more than the margin.
+
+    Raises:
+        LocusInputError: an unresolved budget, or shapes that differ.
+    """
+    p = np.asarray(proba, dtype=np.float64)
+    c = np.full(p.shape, np.nan) if costs is None else np.asarray(costs, dtype=np.float64)
+    _check(request, p, c)
+    ok = _allowed(request, c, allowed)
+    priced = np.nan_to_num(c, nan=0.0)
+    utility = p - request.cost_weight * priced
+    held = np.zeros(len(p), dtype=bool)
+    top = min(request.top, p.shape[1])
+    if request.quality is not None:
+        best = np.where(ok, p, -np.inf).max(axis=1, keepdims=True)
+        eligible = ok & (p >= request.quality * best - 1e-12)
+        # eligible LLMs by cost (then P(correct)), the others by P(correct), barred last
+        group = np.where(eligible, 0, np.where(ok, 1, 2))
+        within = np.where(eligible, priced, -p)
+        order = np.lexsort((-p, within, group), axis=1)[:, :top]
+    else:
+        ranking = np.where(ok, utility, -np.inf)
+        bound = _guard_column(request, guard)
+        if bound is not None:
+            column, margin = bound
+            guarded = ranking.copy()
+            guarded[ok[:, column], column] += margin  # a barred default stays barred
+            held = (guarded.argmax(axis=1) == column) & (ranking.argmax(axis=1) != column)
+            ranking = guarded
+        order = np.argsort(-ranking, axis=1, kind="stable")[:, :top]
+    order = np.where(np.take_along_axis(ok, order, axis=1), order, -1)
+    return Ranking(order=order.astype(np.int64), utility=utility, held=held)
+
+
+def choose(
+    proba: NDArray[np.floating[Any]],
+    costs: NDArray[np.floating[Any]] | None,
+    request: RouteRequest,
+    *,
+    allowed: NDArray[np.bool_] | None = None,
+    guard: tuple[int, float] | None = None,
+) -> NDArray[np.int64]:
+    """(n_queries,) the column `rank` puts first (-1 where `allowed` leaves a query no LLM),
+    in one pass per query instead of a sort: what sweeps call hundreds of times.
+
+    Raises:
+        LocusInputError: as `rank`.
+    """
+    p = np.asarray(proba, dtype=np.float64)
+    c = np.full(p.shape, np.nan) if costs is None else np.asarray(costs, dtype=np.float64)
+    _check(request, p, c)
+    ok = _allowed(request, c, allowed)
+    if request.quality is not None:
+        best = np.where(ok, p, -np.inf).max(axis=1, keepdims=True)
+        eligible = ok & (p >= request.quality * best - 1e-12)
+        cheapest = np.where(eligible, c, np.inf).min(axis=1, keepdims=True)
+        tied = eligible & (c == cheapest)
+        chosen = np.argmax(np.where(tied, p, -np.inf), axis=1)
+    else:
+        ranking = np.where(ok, p - request.cost_weight * np.nan_to_num(c, nan=0.0), -np.inf)
+        bound = _guard_column(request, guard)
+        if bound is not None:
+            column, margin = bound
+            ranking[ok[:, column], column] += margin
+        chosen = np.argmax(ranking, axis=1)
+    return np.where(ok.any(axis=1), chosen, -1).astype(np.int64)
+
+
+def no_candidate_error(
+    request: RouteRequest, costs: NDArray[np.floating[Any]], row: int
+) -> LocusInputError:
+    """Why query `row` (of the `costs` given to `rank`) has no LLM to go to."""
+    if request.max_cost is not None and np.isfinite(costs[row]).any():
+        return LocusInputError(
+            f"no LLM costs at most {request.max_cost:g} USD on query {row} (the cheapest there "
+            f"costs {np.nanmin(costs[row]):.6g}); raise max_cost"
+        )
+    return LocusInputError(f"no LLM is left to route query {row} to")
