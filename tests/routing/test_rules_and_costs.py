@@ -1,8 +1,7 @@
-"""Decision rules (`locus.routing.rules`) and the per-query cost model (`locus.routing.costs`)."""
+"""Decision rules (`locus.routing.decision`) and the cost model (`locus.routing.costs`)."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
@@ -10,33 +9,7 @@ import pytest
 
 from locus.errors import LocusArtifactError, LocusInputError, LocusNotFittedError
 from locus.routing.costs import CostModel
-from locus.routing.decision import RouteRequest, choose
-from locus.routing.rules import DecisionRule, tune_cost_weight
-
-
-def test_rules_parse_from_gateway_names_and_refuse_bad_values() -> None:
-    assert DecisionRule.parse("quality=0.95") == DecisionRule(quality=0.95)
-    assert DecisionRule.parse("budget=0.002").budget == 0.002
-    assert DecisionRule.parse("cost=10").cost_weight == 10.0
-    assert DecisionRule().name == "" and not DecisionRule().uses_cost
-    assert DecisionRule(quality=0.9).name == "quality=0.9" and DecisionRule(quality=0.9).uses_cost
-    for text in ("quality", "quality=x", "speed=1", "cost=", "=3"):
-        with pytest.raises(LocusInputError, match="expected cost=W"):
-            DecisionRule.parse(text)
-    bad_values = [
-        {"quality": 0.0},
-        {"quality": 1.01},
-        {"quality": math.nan},
-        {"budget": 0.0},
-        {"budget": math.inf},
-        {"cost_weight": -1.0},
-        {"cost_weight": math.inf},
-    ]
-    for bad in bad_values:
-        with pytest.raises(LocusInputError, match="must"):
-            DecisionRule(**bad)  # type: ignore[arg-type]
-    with pytest.raises(LocusInputError, match="choose one decision rule: quality or budget"):
-        DecisionRule(quality=0.9, budget=0.01)
+from locus.routing.decision import RouteRequest, choose, tune_cost_weight
 
 
 def test_picks_follow_the_rules_on_planted_rows() -> None:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import httpx
 import pytest
 
 from locus.errors import LocusInputError
+from locus.routing.decision import RouteRequest
 from locus.routing.router import RankedLLM, RouteDecision
 from locus.server.app import create_app
 from locus.server.gateway import Gateway
@@ -50,15 +51,15 @@ class RankedRouter:
     costs: ClassVar[dict[str, float]] = {"a": 0.004, "b": 0.003, "c": 0.002, "d": 0.001}
 
     def route_texts(
-        self, texts: Sequence[str], *, top: int = 3, cost_weight: float = 0.0,
-        quality: float | None = None, budget: float | None = None,
-        max_cost: float | None = None, unavailable: Collection[str] = (), guarded: bool = True,
-    ) -> list[RouteDecision]:  # fmt: skip
-        ranked = [llm for llm in self.llm_ids if llm not in unavailable]
-        if not guarded:  # unguarded, the planted router prefers b
+        self, texts: Sequence[str], request: RouteRequest | None = None, **options: Any
+    ) -> list[RouteDecision]:
+        request = RouteRequest.of(request, **options)
+        ranked = [llm for llm in self.llm_ids if llm not in request.unavailable]
+        if not request.guarded:  # unguarded, the planted router prefers b
             ranked.sort(key=lambda llm: llm != "b")
-        if quality is not None or budget is not None or cost_weight:
+        if request.uses_cost:
             ranked = ranked[::-1]  # any cost rule: the cheapest first
+        top = request.top
         candidates = tuple(
             RankedLLM(llm, 0.9 - 0.1 * i, self.costs.get(llm), 0.9 - 0.1 * i)
             for i, llm in enumerate(ranked)
@@ -296,9 +297,9 @@ class CountingRouter(RankedRouter):
     def __init__(self) -> None:
         self.calls = 0
 
-    def route_texts(self, texts: Any, **options: Any) -> Any:
+    def route_texts(self, texts: Any, request: Any = None, **options: Any) -> Any:
         self.calls += 1
-        return super().route_texts(texts, **options)
+        return super().route_texts(texts, request, **options)
 
 
 @pytest.mark.parametrize("streamed", [False, True])
@@ -425,8 +426,8 @@ def test_a_429_with_retry_after_holds_the_llm() -> None:
         ),
         ("/v1/chat/completions", {**CHAT, "model": "gpt-9"}, 400, "unknown model 'gpt-9'"),
         ("/v1/chat/completions", {**CHAT, "model": "locus:cost=x"}, 400, "expected cost=W"),
-        ("/v1/chat/completions", {**CHAT, "model": "locus:quality=1.5"}, 400, "(0, 1]"),
-        ("/v1/chat/completions", {**CHAT, "model": "locus:quality=0"}, 400, "(0, 1]"),
+        ("/v1/chat/completions", {**CHAT, "model": "locus:quality=1.5"}, 400, "[0, 1]"),
+        ("/v1/chat/completions", {**CHAT, "model": "locus:quality=-1"}, 400, "[0, 1]"),
         ("/v1/chat/completions", {**CHAT, "model": "locus:budget=-1"}, 400, "budget must"),
         ("/v1/chat/completions", {**CHAT, "model": "locus:speed=1"}, 400, "quality=S"),
         (
@@ -436,7 +437,7 @@ def test_a_429_with_retry_after_holds_the_llm() -> None:
             "unknown parameter 'temperatur' (did you mean 'temperature'?); expected an OpenAI",
         ),
         ("/v1/chat/completions", {**CHAT, "queries": 1}, 400, "unknown parameter 'queries';"),
-        ("/v1/route", {"text": "q", "quality": 1.5}, 400, "quality must lie in (0, 1]"),
+        ("/v1/route", {"text": "q", "quality": 1.5}, 400, "quality must lie in [0, 1]"),
         ("/v1/route", {"text": "q", "quality": 0.9, "budget": 0.1}, 400, "choose one"),
         ("/v1/route", {"text": "q", "budget": 0}, 400, "budget must be a number > 0"),
         ("/v1/route", {"text": "q", "guarded": "no"}, 400, "guarded: expected true or false"),
@@ -642,14 +643,16 @@ class PriceCheckingRouter(RankedRouter):
 
     costs: ClassVar[dict[str, float]] = {"b": 0.003}
 
-    def route_texts(self, texts: Sequence[str], **options: Any) -> list[RouteDecision]:
-        rule = options.get("quality") is not None or options.get("budget") is not None
-        if rule or options.get("cost_weight"):
-            unavailable = options.get("unavailable") or ()
-            unpriced = [llm for llm in self.llm_ids if llm not in (*unavailable, *self.costs)]
+    def route_texts(
+        self, texts: Sequence[str], request: RouteRequest | None = None, **options: Any
+    ) -> list[RouteDecision]:
+        request = RouteRequest.of(request, **options)
+        if request.uses_cost:
+            skipped = (*request.unavailable, *self.costs)
+            unpriced = [llm for llm in self.llm_ids if llm not in skipped]
             if unpriced:
                 raise LocusInputError(f"no cost for {unpriced[0]!r}")
-        return super().route_texts(texts, **options)
+        return super().route_texts(texts, request)
 
 
 def test_a_cost_rule_the_model_list_names_routes_among_the_llms_it_priced() -> None:
@@ -747,8 +750,10 @@ class UnsureRouter(RankedRouter):
 
     spread: ClassVar[dict[str, float]] = {"a": 0.005, "b": 0.005, "c": 0.2, "d": 0.005}
 
-    def route_texts(self, texts: Sequence[str], **options: Any) -> list[RouteDecision]:
-        decisions = super().route_texts(texts, **options)
+    def route_texts(
+        self, texts: Sequence[str], request: RouteRequest | None = None, **options: Any
+    ) -> list[RouteDecision]:
+        decisions = super().route_texts(texts, request, **options)
         return [
             dataclasses.replace(
                 d,

@@ -91,7 +91,7 @@ def test_the_service_routes_and_answers_over_real_http(
                 assert 0 < routed["uncertainty"] < 0.5
                 assert all(0 < c["uncertainty"] < 0.5 for c in routed["ranked"])
                 too_low = client.post("/v1/route", json={"text": "cell enzyme", "quality": 1.5})
-                assert too_low.status_code == 400 and "(0, 1]" in too_low.text
+                assert too_low.status_code == 400 and "[0, 1]" in too_low.text
 
 
 def test_the_gateways_cost_rules_price_llms_by_their_tokens(

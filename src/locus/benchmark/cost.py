@@ -55,9 +55,8 @@ from locus.metrics import correctness_metrics
 from locus.pipeline import WorkspaceTable
 from locus.ray_cluster import RaySession
 from locus.routing.costs import CostModel
-from locus.routing.decision import RouteRequest, choose
+from locus.routing.decision import RouteRequest, choose, tune_cost_weight
 from locus.routing.frontier import RULES, frontier_metrics, hull, sweep, sweep_settings
-from locus.routing.rules import tune_cost_weight
 
 __all__ = ["COST_METHODS", "COST_MODELS", "run_cost"]
 

@@ -34,11 +34,10 @@ from locus.pipeline.data import workspace_table
 from locus.pipeline.workspace_artifacts import DEFAULT_ARTIFACT, trained_artifact
 from locus.pool import artifact_pools
 from locus.routing.costs import COST_FOLDER, CostModel
-from locus.routing.decision import RouteRequest
+from locus.routing.decision import RouteRequest, tune_cost_weight, unpriced_error
 from locus.routing.evidence import ROUTER_FILE
 from locus.routing.locus_router import NumpyLocusRouter
 from locus.routing.router import RouteDecision
-from locus.routing.rules import tune_cost_weight, unpriced_error
 from locus.routing.stacked import StackedRouter
 from locus.store import Store
 from locus.text.protocol import TextEncoder

@@ -5,10 +5,9 @@ fitted router meets a workspace, in `locus.pipeline.workspace_router`.
 
 decision.py       the decision rule, once: RouteRequest (top, rule, max cost, unavailable,
                   guarded), rank / choose (P(correct) and costs -> the choice), which route,
-                  every evaluation, sweep and benchmark call
+                  every evaluation, sweep and benchmark call; tune_cost_weight (a budget)
 router.py         Router (predict_proba -> route once, through decision.py), RouteDecision,
                   RankedLLM
-rules.py          tune_cost_weight (a budget as a cost weight), DecisionRule (the gateway's)
 costs.py          CostModel: each LLM's cost on a query, from the nearest training queries
 frontier.py       accuracy against cost: sweeps, hull, AIQ / cost shares / APGR, the plot
 guard.py          Guard: stay with the best single LLM unless another clears a margin
@@ -38,14 +37,13 @@ from locus.routing.baselines import (
     RandomRouter,
 )
 from locus.routing.costs import CostModel
-from locus.routing.decision import RouteRequest
+from locus.routing.decision import RouteRequest, tune_cost_weight
 from locus.routing.evidence import Evidence
 from locus.routing.learned import IRTRouter, MFRouter
 from locus.routing.locus_router import LocusRouter, LogitRouter, NumpyLocusRouter
 from locus.routing.neighbours import ClusterRouter, KNNRouter
 from locus.routing.registry import BASELINE_ROUTERS, load_router, make_baseline
 from locus.routing.router import RankedLLM, RouteDecision, Router
-from locus.routing.rules import DecisionRule, tune_cost_weight
 from locus.routing.stacked import StackedRouter
 
 __all__ = [
@@ -54,7 +52,6 @@ __all__ = [
     "BestSingleRouter",
     "ClusterRouter",
     "CostModel",
-    "DecisionRule",
     "Evidence",
     "IRTRouter",
     "KNNRouter",

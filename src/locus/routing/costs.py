@@ -138,7 +138,7 @@ class CostModel:
     @staticmethod
     def save_validation(path: str | Path, vectors: NDArray[np.floating[Any]]) -> None:
         """Keep the fit's validation query vectors (n, dq) beside a saved cost model: what a
-        budget is tuned on (`locus.routing.router.tune_cost_weight`)."""
+        budget is tuned on (`locus.routing.decision.tune_cost_weight`)."""
         from safetensors.numpy import save_file
 
         array = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32))

@@ -11,7 +11,10 @@ The rules:
 - `quality` s in [0, 1]: the cheapest LLM whose P(correct) is at least s x the best
   candidate's on that query (ties: the higher P(correct)); s = 0 is the cheapest LLM;
 - `budget` B: a mean USD per query, resolved to the cost weight that routes a set of
-  validation queries within it (`locus.routing.rules.tune_cost_weight`) before deciding.
+  validation queries within it (`tune_cost_weight`: RouteLLM calibrates its threshold to a
+  share of strong-LLM calls the same way) before deciding.
+
+The gateway names them `locus`, `locus:cost=W`, `locus:quality=S` and `locus:budget=B`.
 
 Ties go to the lower column (the router's `llm_ids` order) under every rule.
 
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +42,16 @@ from numpy.typing import NDArray
 
 from locus.errors import LocusInputError
 
-__all__ = ["RULE_KEYS", "Ranking", "RouteRequest", "choose", "rank"]
+__all__ = [
+    "RULE_KEYS",
+    "Ranking",
+    "RouteRequest",
+    "choose",
+    "no_candidate_error",
+    "rank",
+    "tune_cost_weight",
+    "unpriced_error",
+]
 
 # each rule's name in a gateway model name (`locus:<name>=<value>`) and in `parse_rule`
 RULE_KEYS = {"cost": "cost_weight", "quality": "quality", "budget": "budget"}
@@ -328,3 +340,63 @@ def no_candidate_error(
             f"costs {np.nanmin(costs[row]):.6g}); raise max_cost"
         )
     return LocusInputError(f"no LLM is left to route query {row} to")
+
+
+def unpriced_error(rule: str, unpriced: Sequence[str]) -> LocusInputError:
+    """The one-line error for a rule that needs a cost of LLMs that have none."""
+    return LocusInputError(
+        f"{rule} needs a cost for every candidate LLM; {len(unpriced)} have none, e.g. "
+        f"{unpriced[0]!r}: give its price (price_in_per_mtok and price_out_per_mtok, or "
+        "cost_per_query, in the LLM catalog: `locus import llms`; or scores with cost_usd), or "
+        "pass it as unavailable"
+    )
+
+
+def tune_cost_weight(
+    proba: NDArray[np.floating[Any]], costs: NDArray[np.floating[Any]], budget: float
+) -> float:
+    """The smallest cost weight whose routing of these queries costs at most `budget` USD per
+    query on average: P(correct) (n_queries, n_llms) and predicted costs of the same shape
+    (NaN: unknown, never chosen), on a router's validation queries. 0 when accuracy routing is
+    already within the budget.
+
+        >>> round(tune_cost_weight(np.array([[0.9, 0.6]]), np.array([[1.0, 0.1]]), 0.5), 4)
+        0.3333
+
+    Raises:
+        LocusInputError: a budget below what the cheapest LLM on every query costs, or shapes
+            that differ.
+    """
+    p, c = np.asarray(proba, np.float64), np.asarray(costs, np.float64)
+    if p.shape != c.shape or p.ndim != 2 or len(p) == 0:
+        raise LocusInputError(f"tune_cost_weight: proba {p.shape} and costs {c.shape} differ")
+    if not budget >= 0:
+        raise LocusInputError(f"a budget must be >= 0 USD per query, found {budget}")
+    c = np.where(np.isnan(c), np.inf, c)
+    floor = float(c.min(axis=1).mean())
+    if not budget >= floor * (1 - 1e-6):  # costs stored as float32 round by ~1e-7
+        raise LocusInputError(
+            f"a budget of {budget:.6g} USD per query is below the cheapest routing's "
+            f"{floor:.6g} (the cheapest LLM on every query); raise the budget"
+        )
+    rows = np.arange(len(p))
+
+    known, priced = np.where(np.isinf(c), np.nan, c), np.isfinite(c)
+
+    def spent(weight: float) -> float:  # an unpriced LLM is never chosen, at weight 0 too
+        chosen = choose(p, known, RouteRequest(cost_weight=weight), allowed=priced)
+        return float(c[rows, chosen].mean())
+
+    if spent(0.0) <= budget:
+        return 0.0
+    finite = c[np.isfinite(c)]
+    low, high = 0.0, 1.0 / max(float(np.ptp(finite)), 1e-12)
+    while spent(high) > budget and high < 1e15:
+        low, high = high, high * 4
+    for _ in range(60):  # spent() falls in steps as the weight grows: bisect to its edge
+        middle = (low + high) / 2
+        if spent(middle) > budget:
+            low = middle
+        else:
+            high = middle
+    return high

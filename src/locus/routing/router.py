@@ -30,10 +30,9 @@ from numpy.typing import NDArray
 
 from locus.errors import LocusInputError, LocusNotFoundError
 from locus.routing import decision
-from locus.routing.decision import RouteRequest
+from locus.routing.decision import RouteRequest, unpriced_error
 from locus.routing.guard import Guard
 from locus.routing.posterior import spread
-from locus.routing.rules import unpriced_error
 
 __all__ = ["Costs", "RankedLLM", "RouteDecision", "Router", "TextRouter", "cost_matrix"]
 
@@ -170,7 +169,7 @@ class Router(ABC):
         - `quality` s in [0, 1]: the cheapest LLM whose P(correct) is at least s x the best
           candidate's on that query (s = 1: the best, cheapest among ties).
         A mean cost per query (a budget) is a cost weight tuned on validation queries:
-        `locus.routing.rules.tune_cost_weight`, or the workspace router's `budget`.
+        `locus.routing.decision.tune_cost_weight`, or the workspace router's `budget`.
 
         Args:
             query_vectors: (n_queries, dq).

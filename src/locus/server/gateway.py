@@ -22,15 +22,15 @@ import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
 import numpy as np
 
+from locus.routing.decision import RouteRequest
 from locus.routing.explore import Exploration
 from locus.routing.router import RankedLLM
-from locus.routing.rules import DecisionRule
 from locus.server.fallback import FallbackWalk, GatewayError
 from locus.server.health import CircuitBreaker, LatencyTracker
 from locus.server.metrics import Metrics
@@ -81,8 +81,8 @@ class Gateway:
     """Chat requests through the router to the LLMs' endpoints.
 
     Args:
-        route: texts + unavailable + a decision rule's keywords -> the ranked candidates per
-            text (`ServiceRouter.rank`: the workspace router's ranking).
+        route: texts + a `RouteRequest` -> the ranked candidates per text
+            (`ServiceRouter.rank`: the workspace router's ranking).
         upstreams: the endpoints.
         prices: llm_id -> metadata with price_in_per_mtok / price_out_per_mtok /
             cost_per_query, for the cost of an answer.
@@ -94,7 +94,7 @@ class Gateway:
 
     def __init__(
         self,
-        route: Callable[..., list[list[RankedLLM]]],
+        route: Callable[[Sequence[str], RouteRequest], list[list[RankedLLM]]],
         upstreams: Upstreams,
         *,
         prices: Mapping[str, Mapping[str, Any]] | None = None,
@@ -155,21 +155,20 @@ class Gateway:
         self,
         text: str,
         fixed: str | None,
-        rule: DecisionRule,
-        unavailable: Sequence[str] = (),
+        request: RouteRequest,
         max_latency_ms: float | None = None,
         explore: float | None = None,
     ) -> tuple[list[RankedLLM], bool]:
-        """The candidates to try for one text, first choice first, and whether the first was
-        drawn by exploration: those with an endpoint; on an explored request (`explore`, else
-        the server's share) the drawn LLM first; with `max_latency_ms`, those whose recent
-        median latency meets it first (in that order), then the others."""
-        if rule.uses_cost:
-            pool = self.llm_ids()
-            weighed = set(self.cost_candidates(pool))
-            idle = [llm for llm in pool if llm not in weighed and llm not in unavailable]
-            unavailable = [*unavailable, *idle]
-        [ranked] = self.route([text], unavailable=unavailable, **rule.as_kwargs())
+        """The candidates to try for one text under `request` (its rule and unavailable
+        LLMs), first choice first, and whether the first was drawn by exploration: those with
+        an endpoint; on an explored request (`explore`, else the server's share) the drawn
+        LLM first; with `max_latency_ms`, those whose recent median latency meets it first
+        (in that order), then the others."""
+        if request.uses_cost:
+            weighed = set(self.cost_candidates(self.llm_ids()))
+            idle = {llm for llm in self.llm_ids() if llm not in weighed}
+            request = replace(request, unavailable=request.unavailable | idle)
+        [ranked] = self.route([text], request)
         if fixed:
             ranked = sorted(ranked, key=lambda candidate: candidate.llm_id != fixed)
             if not any(candidate.llm_id == fixed for candidate in ranked):
@@ -178,7 +177,7 @@ class Gateway:
         ranked = [c for c in ranked if c.llm_id in served and c.llm_id not in self.retired]
         explored = False
         exploration = self.exploration.with_share(explore)
-        if not fixed and rule.quality is None and exploration.share > 0:
+        if not fixed and request.quality is None and exploration.share > 0:
             with self._rng_lock:
                 ranked, explored = exploration.reorder(ranked, self.rng)
         if max_latency_ms is not None:
@@ -207,9 +206,10 @@ class Gateway:
         (which encodes a new text: milliseconds of CPU) is computed only when a fallback is
         needed; otherwise at once, off the event loop."""
         fixed, rule = parse_model(body.get("model"), self.upstreams.endpoints)
+        request = replace(rule, unavailable=frozenset(unavailable))
 
         def order() -> tuple[list[RankedLLM], bool]:
-            return self.fallback_order(text, fixed, rule, unavailable, max_latency_ms, explore)
+            return self.fallback_order(text, fixed, request, max_latency_ms, explore)
 
         if fixed is not None and self._pinned_first(fixed, max_latency_ms):
 

@@ -19,8 +19,8 @@ import anyio
 from fastapi import FastAPI, Request
 
 from locus.errors import LocusInputError
+from locus.routing.decision import RouteRequest
 from locus.routing.router import RankedLLM, RouteDecision, TextRouter
-from locus.routing.rules import DecisionRule
 from locus.server.http_io import BadRequest, non_negative, read_json_body, unavailable_llms
 from locus.server.settings import ServerSettings
 
@@ -96,48 +96,22 @@ class ServiceRouter:
             return None
         return {llm: float(costs[llm]) for llm in chosen}
 
-    def decide(
-        self,
-        texts: Sequence[str],
-        *,
-        top: int,
-        cost_weight: float = 0.0,
-        quality: float | None = None,
-        budget: float | None = None,
-        max_cost: float | None = None,
-        unavailable: Sequence[str] = (),
-        guarded: bool = True,
-    ) -> list[RouteDecision]:
+    def decide(self, texts: Sequence[str], request: RouteRequest) -> list[RouteDecision]:
+        """The routing decision of each text under `request`, one call at a time."""
         with self._lock:
             self._follow_store()
-            return list(
-                self.router.route_texts(
-                    list(texts), top=top, cost_weight=cost_weight, quality=quality,
-                    budget=budget, max_cost=max_cost, unavailable=unavailable,
-                    guarded=guarded,
-                )
-            )  # fmt: skip
+            return list(self.router.route_texts(list(texts), request))
 
-    def rank(
-        self,
-        texts: Sequence[str],
-        *,
-        cost_weight: float = 0.0,
-        quality: float | None = None,
-        budget: float | None = None,
-        unavailable: Sequence[str] = (),
-    ) -> list[list[RankedLLM]]:
+    def rank(self, texts: Sequence[str], request: RouteRequest) -> list[list[RankedLLM]]:
         """Every candidate per text, best first (the gateway's fallback order)."""
-        decisions = self.decide(
-            texts, top=len(self.llm_ids), cost_weight=cost_weight, quality=quality,
-            budget=budget, unavailable=unavailable,
-        )  # fmt: skip
+        decisions = self.decide(texts, replace(request, top=len(self.llm_ids)))
         return [list(d.ranked) for d in decisions]
 
 
-def parse_model(name: object, llm_ids: Collection[str]) -> tuple[str | None, DecisionRule]:
-    """The model name -> (a fixed llm_id or None to route, the decision rule): `locus`
-    (accuracy), `locus:cost=W`, `locus:quality=S`, `locus:budget=B` (`locus.routing.rules`).
+def parse_model(name: object, llm_ids: Collection[str]) -> tuple[str | None, RouteRequest]:
+    """The model name -> (a fixed llm_id or None to route, the request with its decision
+    rule): `locus` (accuracy), `locus:cost=W`, `locus:quality=S`, `locus:budget=B`
+    (`locus.routing.decision`).
 
     Raises:
         LocusInputError: not a string, an unknown model, a malformed or out-of-range rule.
@@ -148,13 +122,13 @@ def parse_model(name: object, llm_ids: Collection[str]) -> tuple[str | None, Dec
             "'locus:cost=W' or an llm_id"
         )
     if name in llm_ids:
-        return name, DecisionRule()
+        return name, RouteRequest()
     if name == ROUTING_MODEL:
-        return None, DecisionRule()
+        return None, RouteRequest()
     head, sep, tail = name.partition(":")
     if head == ROUTING_MODEL and sep:
         try:
-            return None, DecisionRule.parse(tail)
+            return None, RouteRequest.parse_rule(tail)
         except LocusInputError as error:
             raise LocusInputError(f"model {name!r}: {error}") from None
     shown = ", ".join(sorted(llm_ids)[:5])
@@ -167,18 +141,12 @@ def parse_model(name: object, llm_ids: Collection[str]) -> tuple[str | None, Dec
 
 @dataclass(frozen=True)
 class RouteQuery:
-    """What a /v1/route body asks: its texts (`batch`: sent as "texts", answered as a list),
-    the candidates to report, one decision rule, a cost bound, LLMs left out, the guard."""
+    """What a /v1/route body asks: its texts (`batch`: sent as "texts", answered as a list)
+    and the `RouteRequest` (its `top`: the candidates to report)."""
 
     texts: list[str]
     batch: bool
-    top: int
-    cost_weight: float
-    quality: float | None
-    budget: float | None
-    max_cost: float | None
-    unavailable: list[str]
-    guarded: bool
+    request: RouteRequest
 
 
 def parse_route_body(
@@ -225,18 +193,19 @@ def parse_route_body(
         raise BadRequest(
             400, f"top: expected a whole number >= 1, found {top!r}", "invalid_request"
         )
-    weight = non_negative(data, "cost_weight", 0.0) or 0.0
-    quality = non_negative(data, "quality", None)
-    budget = non_negative(data, "budget", None)
-    DecisionRule(cost_weight=weight, quality=quality, budget=budget)  # one rule, in range
-    max_cost = non_negative(data, "max_cost", None)
-    unavailable = unavailable_llms(known, data.get("unavailable"))
     guarded = data.get("guarded", True)
     if not isinstance(guarded, bool):
         raise BadRequest(400, "guarded: expected true or false", "invalid_request")
-    return RouteQuery(
-        texts, "texts" in data, top, weight, quality, budget, max_cost, unavailable, guarded
-    )
+    request = RouteRequest(
+        top=top,
+        cost_weight=non_negative(data, "cost_weight", 0.0) or 0.0,
+        quality=non_negative(data, "quality", None),
+        budget=non_negative(data, "budget", None),
+        max_cost=non_negative(data, "max_cost", None),
+        unavailable=frozenset(unavailable_llms(known, data.get("unavailable"))),
+        guarded=guarded,
+    )  # one rule, every value in range
+    return RouteQuery(texts, "texts" in data, request)
 
 
 def add_route_route(
@@ -249,16 +218,11 @@ def add_route_route(
         data = await read_json_body(request, settings.max_body_bytes)
         query = parse_route_body(data, known=known, max_batch=settings.max_batch, top=settings.top)
         # one routing call: the whole ranking is the fallback order, its head the answer
-        decisions = await anyio.to_thread.run_sync(
-            lambda: router.decide(
-                query.texts, top=len(router.llm_ids), cost_weight=query.cost_weight,
-                quality=query.quality, budget=query.budget, max_cost=query.max_cost,
-                unavailable=query.unavailable, guarded=query.guarded,
-            )
-        )  # fmt: skip
+        whole = replace(query.request, top=len(router.llm_ids))
+        decisions = await anyio.to_thread.run_sync(lambda: router.decide(query.texts, whole))
         answers = [
             {
-                **replace(d, ranked=d.ranked[: query.top]).as_dict(),
+                **replace(d, ranked=d.ranked[: query.request.top]).as_dict(),
                 "fallback_order": [c.llm_id for c in d.ranked],
             }
             for d in decisions
