@@ -40,6 +40,7 @@ def demo_command(
     import_command("mmlu-pro", None, workspace=workspace, quiet=quiet)
     console.rule("2. encode the queries (cached)")
     encode_command(encoder=encoder, workspace=workspace, quiet=quiet)
+    example_prices(workspace)
     console.rule("3. the pool")
     llms_command(workspace=workspace)
     console.rule("4. train LOCUS (or reuse the artifact trained on the same data)")
@@ -53,12 +54,47 @@ def demo_command(
     evaluate_command(workspace=workspace)
     console.rule("6. route three new queries")
     route_and_render(list(DEMO_QUERIES), workspace=workspace)
+    from locus.routing.decision import RouteRequest  # not at start-up: it loads routing
+
+    console.rule("7. the cheapest LLM within 95% of the best one's P(correct)")
+    route_and_render(list(DEMO_QUERIES), RouteRequest(quality=0.95), workspace=workspace)
     console.rule("next")
     console.print(
         "the map of the pool: [bold]locus atlas --out atlas.html[/] (one page, opens from disk); "
         "[bold]locus similar gemini-1.5-pro-002[/], [bold]locus portfolio --k 5[/], "
         "[bold]locus proxy LLM[/], [bold]locus search --profile math=0.8,law=0.3[/]"
     )
+
+
+EXAMPLE_PRICES = "mmlu-pro-prices.yaml"  # in locus/data/examples: source and date inside
+
+
+def example_prices(workspace: str | None) -> None:
+    """Import the example price list of the MMLU-Pro pool (per-token list prices; see the
+    file) unless an LLM of the workspace has a price already: the user's own are kept."""
+    from importlib.resources import as_file, files
+
+    from locus.data.llm_catalog import read_llm_catalog
+
+    with open_store(workspace, create=False) as store:
+        metadata = store.llm_metadata()
+        priced = [
+            llm
+            for llm, fields in metadata.items()
+            if any(fields.get(k) is not None for k in PRICE_FIELDS)
+        ]
+        if priced:
+            return
+        with as_file(files("locus.data.examples") / EXAMPLE_PRICES) as path:
+            records = [r for r in read_llm_catalog(path) if r.llm_id in metadata]
+        store.upsert_llm_metadata([(r.llm_id, r.metadata()) for r in records])
+    stdout_console().print(
+        f"example prices for {len(records)} LLMs (list prices of late 2024, not a quote: "
+        f"locus/data/examples/{EXAMPLE_PRICES}; yours: `locus import llms FILE`)"
+    )
+
+
+PRICE_FIELDS = ("price_in_per_mtok", "price_out_per_mtok", "cost_per_query")
 
 
 def artifact_is_current(store: Any) -> bool:

@@ -187,7 +187,9 @@ def evaluate_command(
         if result.savings is None:
             raise LocusInputError(
                 "--plot draws accuracy against cost: the workspace needs per-query costs (a "
-                "cost_usd column) and an artifact fitted with them"
+                "cost_usd column, and an artifact fitted with them) or a price for every LLM "
+                "(`locus import llms`: price_in_per_mtok and price_out_per_mtok, or "
+                "cost_per_query)"
             )
         _plot_savings(result, plot)
     if as_json:
@@ -224,7 +226,13 @@ def _render_savings(savings: Any) -> None:
     strong, cheapest = savings.strong, savings.cheapest
     table = Table(
         title=f"what each decision rule costs on {savings.queries:,} queries every LLM was "
-        f"scored and priced on (cost share: of {strong['llm_id']}'s, the most accurate)",
+        f"scored and priced on (cost share: of {strong['llm_id']}'s, the most accurate)"
+        + (
+            "; costs estimated: catalog prices on each query's tokens (~4 characters a "
+            "token, 256 completion tokens unless recorded)"
+            if savings.estimated
+            else ""
+        ),
         title_justify="left",
     )
     for column in ("rule", "accuracy", "USD/query", "cost share"):

@@ -138,9 +138,11 @@ class CostSavings:
         frontier: `locus.routing.frontier.frontier_metrics` of the router's frontier (both
             rules swept); static_mix: the same of the best static mix of single LLMs.
         singles: {llm_id: (cost, accuracy)}; hull: the router's frontier [(cost, accuracy)].
+        estimated: the costs are catalog prices on estimated tokens, not recorded costs.
     """
 
     queries: int
+    estimated: bool
     strong: dict[str, Any]
     cheapest: dict[str, Any]
     rules: list[dict[str, Any]]
@@ -333,12 +335,20 @@ def _savings(
     truth: np.ndarray,
 ) -> CostSavings | None:
     """`CostSavings` on the queries every LLM was scored and priced on (`columns`: the
-    router's column of each LLM of `table`); None without costs."""
-    if table.costs is None or router.cost_model is None:
+    router's column of each LLM of `table`); None without costs. Real costs are the scores'
+    own (cost_usd); without them, each LLM's catalog price on the query's estimated tokens,
+    which is then also what the router expects (`estimated`)."""
+    if table.costs is not None and router.cost_model is not None:
+        real = table.costs[rows].astype(np.float64)
+        predicted = router.expected_costs(vectors)[:, columns]
+        estimated = False
+    elif router.costs:  # catalog prices: the router's expected cost is the only cost known
+        texts = [table.query_texts[i] or "" for i in rows] if table.query_texts else None
+        real = predicted = router.expected_costs(vectors, texts)[:, columns]
+        estimated = True
+    else:
         return None
-    real = table.costs[rows].astype(np.float64)
     complete = ~np.isnan(truth).any(axis=1) & ~np.isnan(real).any(axis=1)
-    predicted = router.expected_costs(vectors)[:, columns]
     llm_ids = list(table.llm_ids)
     complete &= ~np.isnan(predicted).any(axis=1)
     if complete.sum() < 2:
@@ -375,6 +385,7 @@ def _savings(
     high = float(points[:, 0].max())
     return CostSavings(
         queries=int(complete.sum()),
+        estimated=estimated,
         strong={"llm_id": strong, "accuracy": singles[strong][1], "cost": strong_cost},
         cheapest={
             "llm_id": cheapest,

@@ -1,0 +1,1 @@
+"""Example inputs shipped with locus (the demo's price list)."""
