@@ -374,20 +374,57 @@ def test_a_retention_above_everything_is_said_plainly() -> None:
     )
 
 
-def test_the_png_map_colours_families_as_the_html_page_does() -> None:
-    """One palette, one order: the page's JS PALETTE is the PNG's, categories in natural order,
-    unknown last and grey."""
-    import re
-    from pathlib import Path
+def test_the_png_map_names_every_llm_without_overlap_in_the_page_colours() -> None:
+    """The issue's pool on the PNG: every LLM named beside its point or numbered (its number
+    keyed to its name at the side), no two labels overlapping, none outside the map; the
+    colours are the page's legend, the numbers the page's."""
+    from matplotlib.colors import to_rgb
 
-    from locus.atlas import plots
+    from locus.atlas.html import atlas_html
+    from locus.atlas.plots import llm_numbers, map_figure
+    from locus.palette import family_colour
+    from tests.test_atlas_html import MMLU_PRO_FAMILIES, embedded_payload, pool_payload
 
-    script = (Path(plots.__file__).parent / "assets" / "atlas.js").read_text(encoding="utf-8")
-    block = script[
-        script.index("const PALETTE") : script.index("];", script.index("const PALETTE"))
-    ]
-    assert tuple(re.findall(r'"(#[0-9a-f]{6})"', block)) == plots.PALETTE
-    assert plots.UNKNOWN in script
-    colours = plots.category_colours(["llama", "gpt", None, "llama", "claude-10", "claude-9"])
-    assert list(colours) == ["claude-9", "claude-10", "gpt", "llama", "unknown"]
-    assert colours["claude-9"] == plots.PALETTE[0] and colours["unknown"] == plots.UNKNOWN
+    payload = embedded_payload(atlas_html(pool_payload(MMLU_PRO_FAMILIES)))
+    ids = [llm["llm_id"] for llm in payload["llms"]]
+    coords = np.array([payload["projections"]["t-SNE"][llm] for llm in ids])
+    families = [llm["family"] for llm in payload["llms"]]
+    accuracy = np.array([llm["accuracy"] for llm in payload["llms"]])
+    colours = payload["colours"]["family"]
+    figure = map_figure(coords, ids, families, accuracy, colours=colours, llm_ids=ids)
+    try:
+        axis, key = figure.axes
+        renderer = figure.canvas.get_renderer()
+        frame = axis.get_window_extent(renderer)
+        # the labels beside points (the line under the map is placed on the axes' frame)
+        labels = [t for t in axis.texts if t.get_transform() is not axis.transAxes]
+        boxes = [t.get_window_extent(renderer) for t in labels]
+        assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[:i] if a.overlaps(b)], (
+            "labels overlap"
+        )
+        assert all(frame.contains(b.x0, b.y0) and frame.contains(b.x1, b.y1) for b in boxes)
+        numbers = dict(zip(ids, llm_numbers(ids), strict=True))
+        texts = {t.get_text() for t in labels}
+        named = texts & set(ids)
+        numbered = {llm for llm, n in numbers.items() if str(n) in texts}
+        assert named | numbered == set(ids)
+        keyed = " ".join(t.get_text() for t in key.texts)
+        assert all(f"{numbers[llm]}  {llm}" in keyed for llm in numbered - named)
+        drawn = {
+            tuple(np.round(c.get_facecolor()[0][:3], 3))
+            for c in axis.collections
+            if len(c.get_offsets())
+        }
+        expected = {tuple(np.round(to_rgb(family_colour(f)), 3)) for f in set(families)}
+        assert drawn == expected
+    finally:
+        from locus._plotting import pyplot
+
+        pyplot().close(figure)
+
+
+def test_map_numbers_are_the_lists_natural_order() -> None:
+    from locus.atlas.plots import llm_numbers
+
+    names = ["Yi-34B", "yi-6b", "Llama-2-13b", "Llama-2-7b", "llama-2-70b"]
+    assert llm_numbers(names) == [5, 4, 2, 1, 3]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -173,6 +174,15 @@ def test_atlas_commands(trained: Path, run_cli: Run, tmp_path: Path) -> None:
     page = html.read_text(encoding="utf-8")
     assert all(f'"{llm}"' in page for llm in planted_rows()["llm_id"].unique())
     assert (tmp_path / "map.png").stat().st_size > 10_000
+    # the PNG draws what the page shows first: its projection and its colouring
+    summary = made.json()
+    assert isinstance(summary, dict)
+    shown = page.split('id="atlas-data">', 1)[1]
+    first = json.loads(shown.split("</script>", 1)[0])
+    assert summary["projection"] == next(iter(first["projections"]))
+    assert summary["colour_by"] == first["colour_by"][0] == "cluster"
+    help_text = " ".join(run_cli("atlas", "--help").stdout.replace("│", " ").split())
+    assert "the page's default view" in help_text and "t-SNE map" not in help_text
 
 
 def test_identify_and_search_commands(trained: Path, run_cli: Run, tmp_path: Path) -> None:
@@ -281,3 +291,107 @@ def test_the_default_view_is_the_projection_that_keeps_the_most_neighbours(train
         in (payload["subtitle"])
     )
     assert payload["projection_k"] == 5  # 12 LLMs: at most half the other 11
+
+
+@pytest.fixture
+def copied(trained: Path, tmp_path: Path) -> Path:
+    """A copy of the trained planted workspace, for a test that changes it."""
+    import shutil
+
+    return Path(shutil.copytree(trained, tmp_path / "copy"))
+
+
+def test_an_onboarded_llm_without_test_scores_maps_without_warnings(copied: Path) -> None:
+    """The issue's "Mean of empty slice": an LLM onboarded from a few training queries has no
+    test score, and its proxies' measured means were a numpy warning (an error under -W error);
+    now they are None and the page builds."""
+    import warnings
+
+    from locus.atlas.page import atlas_payload
+    from locus.data.batch import ImportBatch
+    from locus.pipeline.embed import embed_workspace_llms
+
+    with Store.open(copied) as store:
+        atlas = WorkspaceAtlas(store)
+        train = {atlas.data.table.query_ids[i] for i in atlas.data.rows("train")}
+        rows = planted_rows()
+        newcomer = rows[(rows["llm_id"] == "law-0") & rows["query_id"].isin(train)].head(40)
+        store.write_batch(
+            ImportBatch.from_long(
+                newcomer.assign(llm_id="newcomer"), source="onboard:newcomer", origin="probe.csv"
+            ),
+            kind="table",
+        )
+        embed_workspace_llms(store, ["newcomer"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with Store.open(copied) as store:
+            atlas = WorkspaceAtlas(store)
+            assert "newcomer" in atlas.llm_ids
+            column = atlas.llm_ids.index("newcomer")
+            assert np.isnan(atlas.test_scores[:, column]).all()  # no test score at all
+            near = atlas.proxies("math-0", len(atlas.llm_ids) - 1, by="predicted")
+            assert {row["llm_id"]: row["measured"] for row in near}["newcomer"] is None
+            payload = atlas_payload(atlas, max_portfolio=3)
+    assert "newcomer" in {llm["llm_id"] for llm in payload["llms"]}
+
+
+def test_families_come_from_the_catalog_and_a_guess_says_it_is_one(
+    copied: Path, run_cli: Run, tmp_path: Path
+) -> None:
+    from locus.atlas.page import GUESSED_FAMILY, atlas_payload
+    from locus.palette import family_colour
+
+    with Store.open(copied) as store:
+        guessed = atlas_payload(WorkspaceAtlas(store), max_portfolio=2)
+    # no catalog: coloured by cluster, and the page says why; the names' guess is labelled one
+    assert guessed["colour_by"] == ["cluster", GUESSED_FAMILY]
+    assert "the LLM catalog gives no families" in guessed["colour_notes"]["cluster"]
+    assert "guess" in guessed["colour_notes"][GUESSED_FAMILY]
+    assert all("family" not in llm for llm in guessed["llms"])
+    catalog = tmp_path / "catalog.csv"
+    names = {"math": "Euler", "law": "Solon", "biology": "Darwin"}
+    lines = ["llm_id,family"] + [f"{g}-{i},{names[g]}" for g in names for i in range(4)]
+    catalog.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert run_cli("import", "llms", catalog, "-w", copied).exit_code == 0
+    with Store.open(copied) as store:
+        atlas = WorkspaceAtlas(store)
+        payload = atlas_payload(atlas, max_portfolio=2)
+    assert payload["colour_by"] == ["family", "cluster"]  # no guess where the catalog says
+    assert {llm["llm_id"]: llm["family"] for llm in payload["llms"]} == {
+        llm: names[group(llm)] for llm in atlas.llm_ids
+    }
+    assert payload["colours"]["family"] == {name: family_colour(name) for name in names.values()}
+    assert payload["colour_notes"]["family"] == "from the LLM catalog: 3 families"
+
+
+def _pool(families: list[str | None]) -> object:
+    """What `colourings` reads of a WorkspaceAtlas."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        llm_ids=[f"acme/{i}" for i in range(len(families))],
+        catalog_families=families,
+        guessed_families=["acme"] * len(families),
+    )
+
+
+@pytest.mark.parametrize(
+    ("families", "default", "why"),
+    [
+        ([f"family-{i}" for i in range(20)], "cluster", "20 families are too many"),
+        (["a", "b", "c"] + [None] * 9, "cluster", "families for only 3 of 12 LLMs"),
+        (["a", "b"] * 5 + [None] * 2, "family", None),
+    ],
+)
+def test_the_default_colouring_is_families_only_when_they_fit_a_legend(
+    families: list[str | None], default: str, why: str | None
+) -> None:
+    from locus.atlas.page import GUESSED_FAMILY, colourings
+
+    found = colourings(_pool(families), [i % 3 for i in range(len(families))])  # type: ignore[arg-type]
+    assert found.default == default
+    if why is not None:
+        assert why in found.notes["cluster"]
+    assert len(found.colours("family")) <= 12
+    assert (GUESSED_FAMILY in found.fields) == (None in families)

@@ -21,10 +21,20 @@ Payload keys (required unless marked optional):
                        neighbours [{llm_id, distance, agreement (0..1 or None)}] (optional,
                        nearest first), proxies [same] (optional, fallback order)}, ...]
     portfolios       {method: {"k": [llm_id, ...]}}, may be empty {}
+    colours          {field: {category: "#rrggbb"}} (optional): each colouring's legend, in
+                     order; categories left out are drawn as "other". Where a field has none,
+                     `locus.palette.legend_colours` gives it (at most 12 entries): families by
+                     name, clusters by number, the same on every page
+    colour_notes     {field: str} (optional): what a colouring is, shown under its legend
+
+The page draws every LLM: its name beside the point where it fits without overlapping another
+label or point, else (pools of at most 100) its number, which is its place in the list beside
+the map; the list holds every LLM, and a search box finds one by name (highlighted on the map).
 
 In the page, `window.locusAtlas` (set once the plot is drawn, with `document.body.dataset.ready`
 set to "1") scripts it: `highlight(llm_id)`, `clear()`, `portfolio(method, k)`,
-`setProjection(name)`, `setColourBy(field)`, `llmIds`.
+`setProjection(name)`, `setColourBy(field)`, `search(text)` (the ids found),
+`showGroup(category)`, `labels()` ({named, numbered, total}), `llmIds`.
 
     >>> page = atlas_html({
     ...     "title": "demo",
@@ -51,11 +61,14 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from locus.errors import LocusInputError
+from locus.palette import legend_colours
 
-__all__ = ["atlas_html", "write_atlas_html"]
+__all__ = ["MAX_LEGEND", "atlas_html", "colour_kind", "write_atlas_html"]
 
 _REQUIRED_KEYS = ("title", "projections", "colour_by", "llms", "portfolios")
-_OPTIONAL_KEYS = ("subtitle", "projection_kept", "projection_k")
+_OPTIONAL_KEYS = ("subtitle", "projection_kept", "projection_k", "colours", "colour_notes")
+_COLOUR = re.compile(r"^#[0-9a-fA-F]{6}$")
+MAX_LEGEND = 12
 # Fields of an LLM entry that are not a scalar property and so cannot colour the points.
 _STRUCTURED_FIELDS = ("llm_id", "display_name", "metadata", "neighbours", "proxies")
 
@@ -74,7 +87,11 @@ def atlas_html(payload: Mapping[str, Any]) -> str:
     plotly_js = re.sub(r"</(script)", r"<\\/\1", get_plotlyjs(), flags=re.IGNORECASE)
     title = html.escape(data["title"])
     subtitle = data.get("subtitle")
-    subtitle_html = f'<p id="subtitle">{html.escape(subtitle)}</p>' if subtitle else ""
+    subtitle_html = (
+        f'<p id="subtitle" title="{html.escape(subtitle)}">{html.escape(subtitle)}</p>'
+        if subtitle
+        else ""
+    )
     return "".join(
         [
             '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n',
@@ -181,7 +198,42 @@ def _validated(payload: Mapping[str, Any]) -> dict[str, Any]:
     if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 0):
         _fail(f"'projection_k' must be a whole number >= 0, got {k!r}")
     _check_portfolios(data["portfolios"], llm_ids)
+    data["colours"] = _colours(data.get("colours"), data["colour_by"], data["llms"])
+    notes = data.get("colour_notes")
+    if notes is not None and not (
+        isinstance(notes, dict) and all(isinstance(v, str) for v in notes.values())
+    ):
+        _fail(f"'colour_notes' must map colour_by fields to text, got {notes!r}")
     return data
+
+
+def colour_kind(field: str) -> str:
+    """How a colouring's categories take their colours (`locus.palette.category_colour`)."""
+    if field == "cluster":
+        return "cluster"
+    return "family" if field.startswith("family") else "category"
+
+
+def _colours(given: Any, fields: list[str], llms: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each colour_by field's legend: as given, else from `locus.palette`."""
+    if given is None:
+        given = {}
+    if not isinstance(given, dict):
+        _fail(f"'colours' must map colour_by fields to {{category: colour}}, got {given!r}")
+    colours: dict[str, Any] = {}
+    for field, table in given.items():
+        if field not in fields:
+            _fail(f"'colours' names {field!r}, which is not in 'colour_by' {fields!r}")
+        if not isinstance(table, dict) or not all(
+            isinstance(c, str) and _COLOUR.match(c) for c in table.values()
+        ):
+            _fail(f"'colours' {field!r} must map categories to '#rrggbb' colours, got {table!r}")
+        colours[field] = table
+    for field in fields:
+        if field not in colours:
+            values = [llm.get(field) for llm in llms]
+            colours[field] = legend_colours(values, kind=colour_kind(field), limit=MAX_LEGEND)
+    return colours
 
 
 def _check_llms(llms: Any) -> set[str]:

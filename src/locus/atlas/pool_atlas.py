@@ -72,7 +72,10 @@ class WorkspaceAtlas:
             P(correct) on the test split.
         accuracy: (n_llms,) mean score on the non-test queries.
         metadata: per LLM, the metadata fields set for it.
-        families: per LLM, its family: from metadata, else what its name says.
+        catalog_families: per LLM, its family in the LLM catalog (`locus import llms`), None
+            where the catalog gives none.
+        guessed_families: per LLM, the family its name suggests (`locus.data.families`).
+        families: per LLM, its catalog family, else the guess from its name.
     """
 
     def __init__(
@@ -107,12 +110,16 @@ class WorkspaceAtlas:
         proba = self.router.predict_proba(self.data.vectors[test])
         self.test_proba = np.asarray(proba)[:, [pool_column[llm] for llm in self.llm_ids]]
         evidence = np.where(self.data.splits[:, None] == "test", np.nan, scores)
-        with np.errstate(invalid="ignore"):
-            self.accuracy = np.nanmean(evidence, axis=0)
+        self.accuracy = _column_means(evidence)
         stored = store.llm_metadata()
         self.metadata = [dict(stored.get(llm, {})) for llm in self.llm_ids]
-        self.families = [str(m.get("family") or family_of(llm)) for llm, m in self._items()]
-        self.families_from_metadata = any(m.get("family") for m in self.metadata)
+        self.catalog_families = [_catalog_family(m) for m in self.metadata]
+        self.guessed_families = [family_of(llm) for llm in self.llm_ids]
+        self.families = [
+            catalog or guess
+            for catalog, guess in zip(self.catalog_families, self.guessed_families, strict=True)
+        ]
+        self.families_from_metadata = any(self.catalog_families)
 
     def _items(self) -> list[tuple[str, dict[str, Any]]]:
         return list(zip(self.llm_ids, self.metadata, strict=True))
@@ -280,9 +287,9 @@ class WorkspaceAtlas:
         i = self.index(llm_id)
         routed = routing_choices(self.test_proba, self.test_scores) == i
         rows = routed if routed.any() else np.ones(len(self.test_proba), dtype=bool)
-        with np.errstate(invalid="ignore"):
-            p_correct = self.test_proba[rows].mean(axis=0)
-            measured = np.nanmean(self.test_scores[rows], axis=0)
+        p_correct = self.test_proba[rows].mean(axis=0)
+        # an onboarded LLM has no test scores: its measured mean is None, not a warning
+        measured = _column_means(self.test_scores[rows])
         ranked = {row["llm_id"]: row for row in self.similar(llm_id, len(self.llm_ids) - 1)}
         order = [j for j in np.argsort(-p_correct, kind="stable") if j != i][:k]
         return [
@@ -384,3 +391,18 @@ class WorkspaceAtlas:
             rows=train,
             metric=self.metric,
         )
+
+
+def _catalog_family(metadata: Mapping[str, Any]) -> str | None:
+    family = str(metadata.get("family") or "").strip()
+    return family or None
+
+
+def _column_means(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
+    """(n_llms,) mean of each column's scores, NaN where a column has none: `np.nanmean`
+    without its "Mean of empty slice" warning (an LLM onboarded from a few training queries
+    has no test score)."""
+    scored = ~np.isnan(matrix)
+    counts = scored.sum(axis=0)
+    totals = np.where(scored, matrix, 0.0).sum(axis=0)
+    return np.divide(totals, counts, out=np.full(counts.shape, np.nan), where=counts > 0)

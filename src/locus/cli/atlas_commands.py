@@ -191,7 +191,13 @@ def atlas_command(
         "atlas.html"
     ),
     png: Annotated[
-        Path | None, typer.Option("--png", help="Also write the t-SNE map as a PNG here.")
+        Path | None,
+        typer.Option(
+            "--png",
+            help="Also write the map as a PNG here: the page's default view (the projection "
+            "that keeps the most true neighbours) and colouring, names where they fit, the "
+            "others numbered and keyed at the side.",
+        ),
     ] = None,
     metric: MetricOption = "euclidean",
     artifact: ArtifactOption = "default",
@@ -208,28 +214,54 @@ def atlas_command(
             payload = atlas_payload(atlas)
             advance(1)
         if png is not None:
-            import numpy as np
-
-            from locus.atlas.plots import map_png
-
-            coords = next(iter(payload["projections"].values()))  # the page's default view
-            xy = np.array([coords[llm] for llm in atlas.llm_ids])
-            map_png(xy, atlas.llm_ids, atlas.families, atlas.accuracy, png)
+            _map_png(payload, atlas.accuracy, png)
     write_atlas_html(payload, out)
+    colour = payload["colour_by"][0]
     summary = {
         "html": str(out),
         "png": None if png is None else str(png),
         "llms": len(payload["llms"]),
         "neighbours_kept": payload["projection_kept"],
         "neighbours_k": payload["projection_k"],
+        "projection": next(iter(payload["projections"])),
+        "colour_by": colour,
+        "colour_note": payload["colour_notes"].get(colour),
     }
     if as_json:
         print_json(summary)
         return
     kept = ", ".join(f"{name} {share:.0%}" for name, share in payload["projection_kept"].items())
-    stdout_console().print(
+    console = stdout_console()
+    console.print(
         f"wrote {out} ({len(payload['llms'])} LLMs; share of {payload['projection_k']} true "
         f"nearest neighbours each map keeps: {kept})" + (f" and {png}" if png else "")
+    )
+    note = summary["colour_note"]
+    console.print(f"colour: {colour}" + (f": {note}" if note else ""))
+
+
+def _map_png(payload: dict[str, Any], accuracy: Any, path: Path) -> None:
+    """The PNG of the page's default view: its first projection and first colouring, with the
+    page's colours and numbers."""
+    import numpy as np
+
+    from locus.atlas.plots import map_png
+
+    projection, coords = next(iter(payload["projections"].items()))
+    field = payload["colour_by"][0]
+    llms = payload["llms"]
+    ids = [llm["llm_id"] for llm in llms]
+    map_png(
+        np.array([coords[llm] for llm in ids]),
+        [llm.get("display_name") or llm["llm_id"] for llm in llms],
+        [llm.get(field) for llm in llms],
+        np.asarray(accuracy, dtype=np.float64),
+        path,
+        colours=payload["colours"][field],
+        llm_ids=ids,
+        title=f"{projection} map of {len(ids)} LLMs (the HTML page's default view; point "
+        "size: accuracy)",
+        colour_title=f"colour: {field}",
     )
 
 
