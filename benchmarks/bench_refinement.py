@@ -35,6 +35,7 @@ from _common import REPO_ROOT, RESULTS, write_results
 from locus import metrics
 from locus.locus import Locus
 from locus.nn import TrainingConfig, embed_many
+from locus.palette import method_colour
 
 SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 
@@ -166,6 +167,7 @@ def plot(figures: dict[str, Any], path: Path) -> None:
         means = [curve[n][f"bounded_{metric}"]["mean"] for n in sizes]
         sds = [curve[n][f"bounded_{metric}"]["sd"] for n in sizes]
         axis.errorbar(x, means, yerr=sds, fmt="-o", capsize=3, linewidth=2,
+                      color=method_colour("locus"),
                       label="evidence read in chunks (as locus does), mean ± sd")  # fmt: skip
         other = [curve[n][f"unbounded_{metric}"]["mean"] for n in sizes]
         gap = max(abs(a - b) for a, b in zip(means, other, strict=True))

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from locus._plotting import pyplot
+from locus.palette import method_colour
 
 __all__ = [
     "anchors_table",
@@ -172,13 +173,14 @@ def _plot_sweep(
             main = method.split("@")[0] in ("locus", "locus+knn")
             if len(sizes) == 1:
                 axis.bar(i, means[0], yerr=sds[0], capsize=3, label=method,
-                         alpha=1.0 if main else 0.7)  # fmt: skip
+                         color=method_colour(method), alpha=1.0 if main else 0.7)  # fmt: skip
                 continue
             style = {"linewidth": 2.6, "zorder": 5} if main else {"linewidth": 1.3}
             axis.errorbar(xs, means, yerr=sds, marker="o", markersize=3.5, capsize=2.5,
-                          label=method, **style)  # fmt: skip
+                          label=method, color=method_colour(method), **style)  # fmt: skip
         if metric == "hit@1" and "oracle" in result:
-            axis.axhline(result["oracle"], color="grey", linestyle=":", label="oracle")
+            axis.axhline(result["oracle"], color=method_colour("oracle"), linestyle=":",
+                         label="oracle")  # fmt: skip
         if len(sizes) == 1:
             axis.set_xticks(range(len(shown)), shown, rotation=30, ha="right", fontsize=8)
             axis.set_xlabel(f"{xlabel}: {sizes[0]}")

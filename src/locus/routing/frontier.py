@@ -168,6 +168,7 @@ def plot_frontiers(
         LocusInputError: matplotlib is not installed.
     """
     from locus._plotting import pyplot
+    from locus.palette import method_colour
 
     plt = pyplot()
     points = np.array(list(singles.values()), dtype=np.float64)  # (n_llms, 2)
@@ -175,17 +176,17 @@ def plot_frontiers(
     weak = points[int(np.argmin(points[:, 0]))]
     static = hull(points)
     figure, axis = plt.subplots(figsize=(10, 6.2))
-    colours = plt.get_cmap("tab10")
     for i, (name, (curve, figures)) in enumerate(frontiers.items()):
         first = i == 0
         axis.plot(
-            curve[:, 0], curve[:, 1], marker="." if first else None, color=colours(i % 10),
+            curve[:, 0], curve[:, 1], marker="." if first else None, color=method_colour(name),
             linewidth=2.6 if first else 1.2, zorder=5 if first else 3,
             label=f"{name}: AIQ {figures['aiq']:.3f}, {_reach(100, figures)}, "
             f"{_reach(95, figures)}",
         )  # fmt: skip
     mix = frontier_metrics(static, tuple(strong), tuple(weak), float(points[:, 0].max()))
-    axis.plot(static[:, 0], static[:, 1], color="grey", linestyle="--", zorder=2,
+    axis.plot(static[:, 0], static[:, 1], color=method_colour("static mix"), linestyle="--",
+              zorder=2,
               label=f"best static mix of single LLMs: AIQ {mix['aiq']:.3f}, 100% at 100%, "
               f"95% at {_share(mix['cost_share_at_95'])}")  # fmt: skip
     axis.scatter(points[:, 0], points[:, 1], color="black", s=18, zorder=6, label="single LLMs")
