@@ -496,6 +496,13 @@ def test_a_search_finds_and_highlights_an_llm(tmp_path: Path) -> None:
             page.keyboard.press("Escape")
             page.wait_for_function("window.locusAtlas.state().query === ''")
             assert page.locator("#llm-list li:not([hidden])").count() == 29
+            page.click("#legend .chip[data-category='gemini']")  # a legend entry shows its group
+            page.wait_for_function("window.locusAtlas.state().group === 'gemini'")
+            assert page.eval_on_selector_all(
+                "#llm-list li:not([hidden])", "rows => rows.map(r => r.dataset.llmId)"
+            ) == ["gemini-1.5-flash-002", "gemini-1.5-pro-002"]
+            page.keyboard.press("Escape")
+            page.wait_for_function("window.locusAtlas.state().group === null")
             # a zoom re-places the labels for the new view: still none overlapping or outside
             page.evaluate(ZOOM_JS)
             page.wait_for_function("window.locusAtlas.state().view !== null")
