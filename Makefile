@@ -16,7 +16,7 @@ NEVER_IMPORTED := /(tests?|testing|_inductor|_dynamo|sympy|transformers/models/(
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile \
-		-c constraints.txt -e '.[dev]'
+		-c constraints.txt -e '.[all,dev]'
 	$(BIN)/python -m compileall -q -j 0 -x '$(NEVER_IMPORTED)' $(VENV)/lib > /dev/null || true
 	touch $(STAMP)
 
@@ -27,7 +27,7 @@ install: $(STAMP)
 RAY_STAMP := $(VENV)/.locus-ray-installed
 $(RAY_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile \
-		-c constraints.txt -e '.[dev,ray]'
+		-c constraints.txt -e '.[all,dev,ray]'
 	$(BIN)/python -m compileall -q -j 0 -x '$(NEVER_IMPORTED)' $(VENV)/lib/python*/site-packages/ray > /dev/null || true
 	touch $(RAY_STAMP)
 

@@ -14,9 +14,10 @@ artifact, routing, pipeline, benchmark, atlas, server, cli):
     metrics.py       routing and correctness metrics on numpy arrays
     errors.py        LocusError and its kinds (input, not found, artifact, store, not fitted)
     ray_cluster.py   ray_session: Ray for `--ray` (a local instance, or a cluster's head)
+    extras.py        the optional extras, and the error naming the one a call needs
     _progress.py     progress callbacks injected into long library calls
     _plotting.py     matplotlib, loaded only when a picture is asked for
-    _version.py      the package version
+    _version.py      the package version (the one place: pyproject.toml reads it)
 """
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
-"""The package version (one place; pyproject.toml carries the same number)."""
+"""The package version: the one place it is written (pyproject.toml reads it, artifacts record
+it as `locus_version`)."""
 
 __version__ = "0.1.0"

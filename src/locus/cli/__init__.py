@@ -47,6 +47,7 @@ from locus.cli import (  # noqa: F401
 )
 from locus.cli._app import CommandInterrupted, app
 from locus.errors import LocusError
+from locus.extras import missing_extra
 
 __all__ = ["app", "main"]
 
@@ -67,6 +68,11 @@ def main() -> None:
         _fail(str(said), "KeyboardInterrupt", 130, as_json)
     except KeyboardInterrupt:  # outside a command (typer turns one inside into exit code 130)
         code = INTERRUPTED
+    except ModuleNotFoundError as error:  # a package of an extra this install lacks
+        explained = missing_extra(error, f"`locus {_command(sys.argv[1:])}`")
+        if explained is None:
+            raise
+        _fail(str(explained), type(explained).__name__, explained.exit_code, as_json)
     except Exception as error:
         # typer's own click: a usage error (bad option, missing argument) or an abort
         if hasattr(error, "format_message") and hasattr(error, "exit_code"):
@@ -96,6 +102,11 @@ def _ray_without_value(args: list[str]) -> list[str]:
         if arg == "--ray" and (i + 1 == len(args) or args[i + 1].startswith("-")):
             out.append(LOCAL)
     return out
+
+
+def _command(args: list[str]) -> str:
+    """The command's name: the first argument that is not an option."""
+    return next((arg for arg in args if not arg.startswith("-")), "")
 
 
 def _fail(message: str, kind: str, code: int, as_json: bool) -> None:

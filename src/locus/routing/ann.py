@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from locus.errors import LocusArtifactError
+from locus.extras import needs_extra
 
 __all__ = ["ANN_FROM", "SEARCH_MODES", "Graph", "GraphSlot"]
 
@@ -36,7 +37,8 @@ _MIN_BREADTH = 64  # efSearch is the depth asked, at least this
 
 
 def _faiss() -> Any:
-    import faiss  # imported when first needed: the pools under ANN_FROM never load it
+    with needs_extra(f"the approximate neighbour index (from {ANN_FROM:,} training queries)"):
+        import faiss  # imported when first needed: the pools under ANN_FROM never load it
 
     return faiss
 

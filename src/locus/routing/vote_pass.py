@@ -4,13 +4,15 @@ at least 16 such LLMs.
 
 The pass runs compiled (`locus.routing.vote_kernel`, numba), loaded in a background thread the
 first time it is needed; until then a single query runs its numpy twin (the same figures bit
-for bit), and a batch of `_KERNEL_NOW_FROM` or more queries waits for the compiled one.
+for bit), and a batch of `_KERNEL_NOW_FROM` or more queries waits for the compiled one. Without
+numba (the `fast` extra) the numpy twin serves every query.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -32,9 +34,20 @@ def _start_kernel() -> None:
         threading.Thread(target=_warm_kernel, name="locus-vote-kernel", daemon=True).start()
 
 
-def _warm_kernel() -> None:
-    from locus.routing.vote_kernel import first_k_means
+@functools.cache
+def _compiled_pass() -> Callable[..., tuple[NDArray[np.float32], NDArray[np.int64]]] | None:
+    """`vote_kernel.first_k_means`, or None where numba is not installed."""
+    try:
+        from locus.routing.vote_kernel import first_k_means
+    except ImportError:
+        return None
+    return first_k_means
 
+
+def _warm_kernel() -> None:
+    first_k_means = _compiled_pass()
+    if first_k_means is None:
+        return
     first_k_means(
         np.zeros((1, 1), dtype=np.int64),
         np.ones((1, 1), dtype=bool),
@@ -102,10 +115,10 @@ class Singles:
         order = np.argsort(-similarity, axis=1, kind="stable")
         ranked = np.take_along_axis(candidates, order, axis=1)  # (b, T) nearest first
         goals = np.minimum(np.asarray(ordered, dtype=np.int64)[:, None], self.rows[None, :])
-        if _kernel_ready.is_set() or len(ranked) >= _KERNEL_NOW_FROM:
-            # a batch: loading the compiled pass here (at most ~1 s) beats numpy's pass
-            from locus.routing.vote_kernel import first_k_means
-
+        # a batch: loading the compiled pass here (at most ~1 s) beats numpy's pass
+        soon = _kernel_ready.is_set() or len(ranked) >= _KERNEL_NOW_FROM
+        first_k_means = _compiled_pass() if soon else None
+        if first_k_means is not None:
             means, reached = first_k_means(ranked, self.observed, self.filled, goals)
         else:
             means, reached = _numpy_first_k_means(ranked, self.observed, self.filled, goals)

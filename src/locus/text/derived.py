@@ -32,6 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from locus.errors import LocusInputError
+from locus.extras import needs_extra
 
 __all__ = [
     "MINILM_NAME",
@@ -128,8 +129,9 @@ def _log(message: str) -> None:
 
 def _export_onnx(target: Path) -> None:
     """all-MiniLM-L6-v2 -> model.onnx (float32) and model-int8.onnx (dynamic int8 weights)."""
-    import torch
-    from transformers import AutoModel
+    with needs_extra("deriving the ONNX text encoder (once, into the model cache)"):
+        import torch
+        from transformers import AutoModel
 
     started = time.perf_counter()
     _log("preparing the ONNX text encoder (once): exporting all-MiniLM-L6-v2 ...")
@@ -233,7 +235,8 @@ class OnnxEncoder:
         return self._folder / ("model-int8.onnx" if self.quantized else "model.onnx")
 
     def _new_session(self, threads: int) -> Any:
-        import onnxruntime
+        with needs_extra("the ONNX text encoder"):
+            import onnxruntime
 
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
@@ -249,7 +252,8 @@ class OnnxEncoder:
     def _load(self) -> None:
         if self._session is not None:
             return
-        from tokenizers import Tokenizer
+        with needs_extra("the ONNX text encoder"):
+            from tokenizers import Tokenizer
 
         self._session = self._new_session(self._threads)
         assert self._folder is not None

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from locus.errors import LocusInputError
+from locus.extras import needs_extra
 from locus.text.derived import bundled_minilm_path, quiet_transformers
 
 __all__ = ["SentenceTransformerEncoder"]
@@ -74,7 +75,8 @@ class SentenceTransformerEncoder:
 
     def _load(self) -> Any:
         if self._model is None:
-            from sentence_transformers import SentenceTransformer
+            with needs_extra(f"the text encoder {self._spec!r}"):
+                from sentence_transformers import SentenceTransformer
 
             source = _bundled_path(self._spec) or self._spec
             try:

@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from locus.errors import LocusInputError
+from locus.extras import needs_extra
 from locus.text.derived import (
     _build_once,
     _log,
@@ -45,7 +46,8 @@ def _closing_leaked_files() -> Iterator[None]:
 
 def _distill_static(target: Path) -> None:
     """all-MiniLM-L6-v2 -> a model2vec static model (PCA to 256 dimensions)."""
-    from model2vec.distill import distill
+    with needs_extra("distilling the static text encoder"):
+        from model2vec.distill import distill
 
     started = time.perf_counter()
     _log(
@@ -78,7 +80,8 @@ class StaticEncoder:
 
     def _load(self) -> Any:
         if self._model is None:
-            from model2vec import StaticModel
+            with needs_extra("the static text encoder"):
+                from model2vec import StaticModel
 
             folder = self._path or _build_once(
                 model_cache_dir() / f"all-MiniLM-L6-v2-static-{_PCA_DIMS}",
