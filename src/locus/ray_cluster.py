@@ -3,8 +3,9 @@ independent fits. Optional: `pip install 'locus[ray]'`.
 
 `ray_session(address)` connects to a cluster for the length of a `with` block:
 
-- ``"local"`` (the CLI's `--ray` without a value): starts a Ray instance on this machine, on
-  loopback only, and stops it afterwards;
+- ``"local"`` (the CLI's `--ray` without a value): starts a Ray instance on this machine, every
+  server of it (GCS, raylet, object manager, agents, workers) on 127.0.0.1 only, and stops it
+  afterwards;
 - ``"auto"``: the cluster this machine already belongs to (`ray start` ran here);
 - ``"HOST:PORT"`` or ``"ray://HOST:PORT"``: that cluster's head (Ray Client for ``ray://``).
 
@@ -15,6 +16,7 @@ object store, so nothing needs a shared disk.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,12 +25,14 @@ from typing import Any
 
 from locus.errors import LocusInputError
 
-__all__ = ["LOCAL", "RaySession", "import_ray", "ray_session"]
+__all__ = ["LOCAL", "SINGLE_NODE", "RaySession", "import_ray", "ray_session"]
 
 LOCAL = "local"
-# a Ray instance locus starts itself is single-machine: Ray then binds every server to loopback
-# (with cluster mode on, it listens on every interface for other nodes to join)
-_SINGLE_NODE = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+# A Ray instance locus starts itself is single-machine. With cluster mode on (Linux's default)
+# Ray replaces a loopback node address by the machine's own, and its servers listen there or on
+# every interface for other nodes to join; with it off, the node address is 127.0.0.1 and every
+# server listens on it alone. Ray reads this when it is imported.
+SINGLE_NODE = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
 
 def import_ray() -> Any:
@@ -76,6 +80,19 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
         ) from None
 
 
+def _check_loopback(ray: Any) -> None:
+    """A local instance would take the node address Ray gives this process: 127.0.0.1, unless
+    Ray was imported in cluster mode before `ray_session` could turn it off."""
+    node = ray.util.get_node_ip_address()
+    if not ipaddress.ip_address(node).is_loopback:
+        raise LocusInputError(
+            f"a local Ray instance would listen on {node}, not on loopback only: Ray was "
+            "imported in cluster mode before locus could turn it off; set "
+            "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 before Ray is imported, or start a head "
+            "yourself (`ray start --head`) and pass its HOST:PORT"
+        )
+
+
 @contextmanager
 def ray_session(address: str | None = LOCAL, *, cpus: int | None = None) -> Iterator[RaySession]:
     """Connect to Ray for the block (see the module's docstring for `address`); a local instance
@@ -83,17 +100,19 @@ def ray_session(address: str | None = LOCAL, *, cpus: int | None = None) -> Iter
     (``ray.is_initialized()``) is used as it is and left open.
 
     Raises:
-        LocusInputError: Ray not installed, or the cluster cannot be reached.
+        LocusInputError: Ray not installed, the cluster cannot be reached, or a local instance
+            would not be on loopback only.
     """
     address = (address or LOCAL).strip() or LOCAL
     local = address == LOCAL
     if local:
-        for name, value in _SINGLE_NODE.items():
-            os.environ.setdefault(name, value)
+        os.environ.update(SINGLE_NODE)
     ray = import_ray()
     opened = False
     if not ray.is_initialized():
-        if not local:
+        if local:
+            _check_loopback(ray)
+        else:
             _check_reachable(address)
         options: dict[str, Any] = {
             "include_dashboard": False,
