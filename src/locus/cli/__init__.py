@@ -2,6 +2,7 @@
 
     _app.py             the typer app and shared options
     _render.py          consoles, progress bars, JSON, number formats
+    _help.py            `locus --help` in working order (grouped by the job)
     import_commands.py  import FORMAT PATH... (auto, table, lm-eval, inspect, helm, ...)
     data_commands.py    llms, stats, encode
     model_commands.py   fit, embed, evaluate, probes
@@ -46,8 +47,11 @@ from locus.cli import (  # noqa: F401
     sources_commands,
 )
 from locus.cli._app import CommandInterrupted, app
+from locus.cli._help import arrange_help
 from locus.errors import LocusError
 from locus.extras import missing_extra
+
+arrange_help(app)  # `locus --help` in working order, once every command is registered
 
 __all__ = ["app", "main"]
 
