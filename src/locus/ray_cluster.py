@@ -16,7 +16,6 @@ object store, so nothing needs a shared disk.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -81,14 +80,17 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
 
 
 def _check_loopback(ray: Any) -> None:
-    """A local instance would take the node address Ray gives this process: 127.0.0.1, unless
-    Ray was imported in cluster mode before `ray_session` could turn it off."""
-    node = ray.util.get_node_ip_address()
-    if not ipaddress.ip_address(node).is_loopback:
+    """A local instance takes 127.0.0.1 as its node address only where Ray runs single-node:
+    refused where Ray was imported in cluster mode before `ray_session` could turn it off.
+    Read from Ray's setting, not by asking Ray for the node address: in cluster mode that
+    lookup opens a UDP socket towards a public address, and nothing here may reach outside."""
+    from ray._private import ray_constants
+
+    if getattr(ray_constants, "ENABLE_RAY_CLUSTER", False):
         raise LocusInputError(
-            f"a local Ray instance would listen on {node}, not on loopback only: Ray was "
-            "imported in cluster mode before locus could turn it off; set "
-            "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 before Ray is imported, or start a head "
+            "a local Ray instance would listen on this machine's network address, not on "
+            "loopback only: Ray was imported in cluster mode before locus could turn it off; "
+            "set RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 before Ray is imported, or start a head "
             "yourself (`ray start --head`) and pass its HOST:PORT"
         )
 
