@@ -31,7 +31,7 @@ from locus.pipeline import (
     workspace_table,
 )
 from locus.pipeline.workspace_artifacts import artifact_path
-from locus.routing import Evidence, LocusRouter, StackedRouter
+from locus.routing import Evidence, LocusRouter, StackedRouter, router_artifact
 from locus.store import Store
 from locus.store.ingest import import_path
 from locus.text import get_text_encoder
@@ -110,12 +110,19 @@ def summarise(values: list[float]) -> dict[str, float]:
 
 def restack(store: Store, model: Locus, name: str) -> None:
     """Refit the artifact `name`'s router (kNN, stack, guard) on its LOCUS, as `locus fit`
-    does after training, and write it into the artifact."""
+    does after training, and write the artifact again with it (its costs kept)."""
     data = workspace_table(store, split_seed=model.manifest.split_seed)
     table = data.table.select_llms(list(model.llm_ids_))
     train, val = (Evidence.from_table(table, data.vectors, data.rows(s)) for s in ("train", "val"))
     router = StackedRouter.fit(LocusRouter(model), train, val)
-    router.save_parts(artifact_path(store, name))
+    folder = artifact_path(store, name)
+    kept = router_artifact.load(folder, LocusRouter(model))
+    router_artifact.save(
+        folder,
+        router,
+        cost_model=kept.cost_model,
+        validation_vectors=kept.validation_vectors,
+    )
 
 
 def main() -> None:

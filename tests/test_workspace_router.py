@@ -337,12 +337,11 @@ def test_a_fit_past_the_graph_threshold_routes_through_its_saved_graph(
 ) -> None:
     from safetensors.numpy import load_file
 
-    from locus.routing import ann, neighbours
+    from locus.routing import ann
 
-    monkeypatch.setattr(neighbours, "ANN_FROM", 50)  # the planted pool's queries are "many"
     path = build_planted_workspace(tmp_path / "ws")
     with Store.open(path) as store:
-        fit_workspace(store, small_config(max_steps=30))
+        fit_workspace(store, small_config(max_steps=30), ann_from=50)  # the planted: "many"
     assert "graph" in load_file(str(path / "artifacts" / "default" / "knn" / "arrays.safetensors"))
     built = []
     monkeypatch.setattr(ann.Graph, "build", classmethod(lambda cls, v: built.append(v)))

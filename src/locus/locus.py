@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -347,9 +347,11 @@ class Locus:
 
     # -- persistence (`locus.artifact`) ----------------------------------------------------
 
-    def save(self, path: str | Path, *, also: Callable[[Path], None] | None = None) -> Path:
-        """Write the artifact folder (config.json, anchors.json, weights.safetensors);
-        `also(folder)` adds files to it before it replaces the old one."""
+    def save(self, path: str | Path) -> Path:
+        """Write the networks' artifact folder (config.json, anchors.json,
+        weights.safetensors), replacing the folder whole. The fitted router beside them (kNN
+        part, stack, guard, costs) is saved with them by `locus.routing.router_artifact.save`,
+        which `locus fit` calls."""
         self._check_fitted()
         artifact = Artifact(
             encoder=self.encoder_,
@@ -367,7 +369,7 @@ class Locus:
             manifest=self.manifest,
             reference_queries=self.reference_queries_,
         )
-        return save_artifact(artifact, path, also=also)
+        return save_artifact(artifact, path)
 
     @classmethod
     def load(

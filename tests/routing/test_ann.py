@@ -63,13 +63,16 @@ def test_graph_search_finds_what_exact_search_finds(layout: str) -> None:
         assert (near.argmax(axis=1) == approx.argmax(axis=1)).mean() >= 0.9
 
 
-def test_auto_search_uses_the_graph_from_the_threshold_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    from locus.routing import neighbours
-
-    train, _ = _pool("dense")
+def test_auto_search_uses_the_graph_from_the_threshold_on(tmp_path: Path) -> None:
+    train, queries = _pool("dense")
     assert KNNRouter(k=5).fit(train)._graph() is None  # 3,000 training queries: exact
-    monkeypatch.setattr(neighbours, "ANN_FROM", 2000)
-    assert KNNRouter(k=5).fit(train)._graph() is not None
+    router = KNNRouter(k=5, ann_from=2000).fit(train)
+    assert router._graph() is not None
+    # the threshold is saved with the router: read back, it searches the same graph
+    router.save(tmp_path / "knn")
+    loaded = load_router(tmp_path / "knn")
+    assert isinstance(loaded, KNNRouter) and loaded.ann_from == 2000
+    np.testing.assert_array_equal(loaded.predict_proba(queries), router.predict_proba(queries))
     with pytest.raises(LocusInputError, match="one of auto, exact, graph"):
         KNNRouter(search="hnsw")
 
@@ -116,17 +119,19 @@ def test_routers_saved_before_the_graph_load_with_auto_search(tmp_path: Path) ->
     router = KNNRouter(k=5).fit(train)
     router.save(tmp_path / "old")
     description = json.loads((tmp_path / "old" / "router.json").read_text())
-    description.pop("search")
-    (tmp_path / "old" / "router.json").write_text(json.dumps(description))
+    for added in ("search", "ann_from"):  # router folder format 1, as written before them
+        description.pop(added)
+    (tmp_path / "old" / "router.json").write_text(json.dumps({**description, "format": 1}))
     loaded = load_router(tmp_path / "old")
     assert isinstance(loaded, KNNRouter) and loaded.search == "auto"
+    assert loaded.ann_from == 100_000
     np.testing.assert_array_equal(loaded.predict_proba(queries), router.predict_proba(queries))
 
 
 def test_the_cost_model_searches_a_graph_from_the_threshold_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from locus.routing import CostModel, costs
+    from locus.routing import CostModel
 
     rng = np.random.default_rng(4)
     vectors = _clustered(rng, 3060)
@@ -134,8 +139,7 @@ def test_the_cost_model_searches_a_graph_from_the_threshold_on(
     prices = np.exp(vectors[:, :3] @ rng.normal(size=(3, 3))) * 1e-3  # smooth in the vector
     exact = CostModel().fit(vectors, prices, ("a", "b", "c"))
     assert exact._graph() is None
-    monkeypatch.setattr(costs, "ANN_FROM", 2000)
-    near = CostModel().fit(vectors, prices, ("a", "b", "c"))
+    near = CostModel(ann_from=2000).fit(vectors, prices, ("a", "b", "c"))
     assert near._graph() is not None
     relative = np.abs(near.predict(queries) - exact.predict(queries)) / exact.predict(queries)
     assert relative.mean() < 0.01

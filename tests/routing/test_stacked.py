@@ -83,9 +83,9 @@ def test_a_pool_over_the_bound_reads_votes_on_a_sample_and_keeps_every_neighbour
         return real_votes(knn, vectors, ids, ks)
 
     monkeypatch.setattr(stacked, "knn_votes", counting)
-    monkeypatch.setattr(stacked, "STACK_MAX_CELLS", 30 * train.n_llms)
-    monkeypatch.setattr(stacked, "STACK_MIN_ROWS", 20)
-    router = StackedRouter.fit(locus, train, val, cross_fit_below=0)  # the validation path
+    router = StackedRouter.fit(  # the validation path
+        locus, train, val, cross_fit_below=0, max_cells=30 * train.n_llms, min_rows=20
+    )
     assert val.n_queries > 30 and read == [30, 30]  # votes of 30 training, 30 validation queries
     assert router.knn is not None and len(router.knn.vectors_) == train.n_queries
     # the default is still the best LLM over every training query
@@ -98,7 +98,6 @@ def test_a_pool_over_the_bound_reads_votes_on_a_sample_and_keeps_every_neighbour
     assert float(np.nanmean(truth[np.arange(len(test)), proba.argmax(axis=1)])) > 0.8
     # under the bound nothing is sampled
     read.clear()
-    monkeypatch.setattr(stacked, "STACK_MAX_CELLS", 10**9)
     StackedRouter.fit(locus, train, val, cross_fit_below=0)
     assert read == [train.n_queries, val.n_queries]
 

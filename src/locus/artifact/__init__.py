@@ -1,14 +1,19 @@
 """The artifact: what `locus fit` writes, its typed manifest, its readers with and without torch.
 
-layout.py            the folder's files and format versions; torch-free checks and readers of
-                     config.json and the weights; artifact_is_current
+formats.py           every versioned file's format (locus-artifact/N, locus-stacked/N, the router
+                     folder's N), what each version added, and the one upgrade step that reads
+                     an older version as the current one (else a clear error)
+layout.py            the folder's files; torch-free readers and writers: config.json (upgraded),
+                     the weights, router folders (router.json + arrays.safetensors),
+                     replaced_folder (a folder replaced whole); artifact_is_current
 manifest.py          Manifest: what a fit records (fit id, split seed, calibration, evidence
                      means, checksums), typed; the only reader of config.json's metadata
 numpy_predictor.py   NumpyPredictor, read_for_routing: the predictor and fit-time pool in numpy
                      (routing never imports torch)
 torch_io.py          Artifact, save_artifact, load_artifact: the networks in torch
 
-The fitted router's own files (stacked.json, knn/, costs/) are written by `locus.routing`.
+The whole folder, the fitted router's files (stacked.json, knn/, costs/) with the networks, is
+written and read by `locus.routing.router_artifact` (`save`, `load`).
 
     >>> from locus.artifact import Manifest, read_for_routing             # doctest: +SKIP
     >>> read_for_routing("artifacts/default").manifest.split_seed
@@ -16,12 +21,8 @@ The fitted router's own files (stacked.json, knn/, costs/) are written by `locus
 
 from typing import TYPE_CHECKING, Any
 
-from locus.artifact.layout import (
-    ARTIFACT_FORMAT,
-    READABLE_FORMATS,
-    artifact_is_current,
-    check_same_encoder,
-)
+from locus.artifact.formats import ARTIFACT_FORMAT, READABLE_FORMATS
+from locus.artifact.layout import artifact_is_current, check_same_encoder
 from locus.artifact.manifest import Manifest
 from locus.artifact.numpy_predictor import NumpyPredictor, RoutingArtifact, read_for_routing
 

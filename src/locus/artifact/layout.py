@@ -1,4 +1,4 @@
-"""The artifact folder's files, its format versions, and the torch-free checks of what it holds.
+"""The artifact folder's files, and the torch-free readers and writers of what it holds.
 
     config.json           format, locus and torch versions, text encoder (name, dim), network
                           shapes, training hyper-parameters, the evidence bound, llm_ids,
@@ -6,32 +6,50 @@
     anchors.json          per LLM, the text hashes of its anchor queries
     weights.safetensors   encoder.*, predictor.* (standardisation buffers included),
                           llm_embeddings (n_llms, d), reference_queries (R, dq)
-    stacked.json, knn/    the fitted router's stack, guard and kNN part
-                          (`locus.routing.stacked`)
-    costs/                the per-query cost model and validation query vectors
-                          (`locus.routing.costs`)
+    stacked.json          the fitted router's stack and guard, and where its kNN part is
+    knn/                  the kNN router (a router folder: router.json + arrays.safetensors)
+    costs/                the per-query cost model (a router folder; only where the workspace
+                          had per-query costs) and validation.safetensors (the fit's validation
+                          query vectors, which a budget is tuned on)
 
-No pickle: loading reads JSON and tensors and runs no code from the artifact.
+The whole folder is written and read by `locus.routing.router_artifact` (`save`, `load`);
+each file's versions, and how an older one is read, are in `locus.artifact.formats`. No
+pickle: loading reads JSON and tensors and runs no code from the artifact.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+import shutil
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from locus.artifact.formats import (
+    ARTIFACT_FORMAT,
+    READABLE_FORMATS,
+    ROUTER_FOLDER_FORMAT,
+    upgrade_config,
+    upgrade_router_folder,
+)
 from locus.errors import LocusArtifactError
 
 __all__ = [
     "ANCHORS_FILE",
+    "ARRAYS_FILE",
     "ARTIFACT_FORMAT",
     "CONFIG_FILE",
+    "COST_FOLDER",
+    "KNN_FOLDER",
     "READABLE_FORMATS",
     "REFERENCE_QUERIES",
+    "ROUTER_FILE",
+    "STACKED_FILE",
+    "VALIDATION_FILE",
     "WEIGHTS_FILE",
     "artifact_is_current",
     "check_reference_queries",
@@ -39,17 +57,23 @@ __all__ = [
     "read_artifact_config",
     "read_json",
     "read_pool_header",
+    "read_router_folder",
     "read_weights",
+    "replaced_folder",
+    "write_json",
+    "write_router_folder",
 ]
 
-ARTIFACT_FORMAT = "locus-artifact/3"
-# format 1: network fields flat inside "training" and no recorded evidence bound; format 2: the
-# fitted router's stack and guard inside the metadata (`ensemble`, `guard`), not stacked.json
-READABLE_FORMATS = ("locus-artifact/1", "locus-artifact/2", ARTIFACT_FORMAT)
 CONFIG_FILE = "config.json"
 ANCHORS_FILE = "anchors.json"
 WEIGHTS_FILE = "weights.safetensors"
 REFERENCE_QUERIES = "reference_queries"  # tensor name: the calibration's reference queries
+STACKED_FILE = "stacked.json"
+KNN_FOLDER = "knn"
+COST_FOLDER = "costs"  # the cost model (where the workspace had per-query costs), validation
+VALIDATION_FILE = "validation.safetensors"  # inside COST_FOLDER
+ROUTER_FILE = "router.json"  # a router folder's description
+ARRAYS_FILE = "arrays.safetensors"  # a router folder's learned arrays
 
 
 def read_json(path: Path) -> Any:
@@ -65,16 +89,44 @@ def read_json(path: Path) -> Any:
         raise LocusArtifactError(f"{path}: unreadable ({error}); re-run locus fit") from error
 
 
+def write_json(path: Path, payload: Any) -> None:
+    """A JSON file of an artifact, written whole (a temporary file renamed into place)."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(json.dumps(payload, indent=1) + "\n")
+    temporary.replace(path)
+
+
+@contextmanager
+def replaced_folder(path: str | Path) -> Iterator[Path]:
+    """A fresh staging folder to write into; when the block ends without an error, it takes the
+    place of the folder `path` whole (a crash leaves the old folder or the new one, never a
+    mix); on an error it is removed and `path` is left as it was."""
+    folder = Path(path)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = folder.with_name(f".{folder.name}.staging")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    try:
+        yield staging
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    retired = folder.with_name(f".{folder.name}.retired")
+    shutil.rmtree(retired, ignore_errors=True)
+    if folder.exists():
+        folder.replace(retired)
+    staging.replace(folder)
+    shutil.rmtree(retired, ignore_errors=True)
+
+
 def read_artifact_config(folder: Path) -> dict[str, Any]:
-    """`config.json` of an artifact folder, with its format checked."""
-    config = read_json(folder / CONFIG_FILE)
-    if not isinstance(config, dict) or config.get("format") not in READABLE_FORMATS:
-        found = config.get("format") if isinstance(config, dict) else type(config).__name__
-        raise LocusArtifactError(
-            f"{folder / CONFIG_FILE}: expected format {ARTIFACT_FORMAT!r}, found {found!r}; "
-            "this is not a locus artifact (or one from an incompatible version)"
-        )
-    return config
+    """`config.json` of an artifact folder, upgraded to the current format's fields
+    (`locus.artifact.formats.upgrade_config`; its `format` is the one the file has).
+
+    Raises:
+        LocusArtifactError: missing, unreadable, or of a format this version does not read.
+    """
+    return upgrade_config(read_json(folder / CONFIG_FILE), folder / CONFIG_FILE)
 
 
 def read_pool_header(
@@ -130,6 +182,64 @@ def artifact_is_current(folder: str | Path) -> bool:
     """True where the folder holds an artifact in this version's format (`ARTIFACT_FORMAT`);
     an older one still loads, but `locus fit` would write it otherwise."""
     try:
-        return read_artifact_config(Path(folder)).get("format") == ARTIFACT_FORMAT
+        return read_artifact_config(Path(folder))["format"] == ARTIFACT_FORMAT
     except LocusArtifactError:
         return False
+
+
+def write_router_folder(
+    path: str | Path,
+    kind: str,
+    llm_ids: Sequence[str],
+    settings: Mapping[str, Any],
+    arrays: Mapping[str, NDArray[Any]],
+) -> Path:
+    """Write a router folder (`ROUTER_FILE`: its format, `kind`, `llm_ids` and `settings`;
+    `ARRAYS_FILE`: its learned `arrays`) into the folder `path`; return it."""
+    from safetensors.numpy import save_file
+
+    folder = Path(path)
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file({k: np.ascontiguousarray(v) for k, v in arrays.items()}, str(folder / ARRAYS_FILE))
+    description = {
+        "format": ROUTER_FOLDER_FORMAT,
+        "kind": kind,
+        "llm_ids": list(llm_ids),
+        **settings,
+    }
+    (folder / ROUTER_FILE).write_text(json.dumps(description, indent=2) + "\n")
+    return folder
+
+
+def read_router_folder(path: str | Path) -> tuple[dict[str, Any], dict[str, NDArray[Any]]]:
+    """(description, arrays) of a folder written by `write_router_folder` (of any readable
+    version: upgraded by `locus.artifact.formats.upgrade_router_folder`).
+
+    Raises:
+        LocusArtifactError: not a router folder, or one of a format this version does not read.
+    """
+    from safetensors import SafetensorError
+    from safetensors.numpy import load_file
+
+    folder = Path(path)
+    try:
+        description = json.loads((folder / ROUTER_FILE).read_text())
+    except FileNotFoundError:
+        raise LocusArtifactError(
+            f"{folder}: not a saved router (no {ROUTER_FILE}); save one with router.save(path)"
+        ) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise LocusArtifactError(f"{folder / ROUTER_FILE}: not valid JSON ({error})") from None
+    try:
+        arrays = load_file(str(folder / ARRAYS_FILE)) if (folder / ARRAYS_FILE).exists() else {}
+    except (OSError, SafetensorError, ValueError) as error:
+        raise LocusArtifactError(
+            f"{folder / ARRAYS_FILE}: unreadable arrays ({error}); re-run locus fit"
+        ) from error
+    description, arrays = upgrade_router_folder(description, arrays, folder / ROUTER_FILE)
+    missing = [key for key in ("kind", "llm_ids") if key not in description]
+    if missing:
+        raise LocusArtifactError(
+            f"{folder / ROUTER_FILE}: damaged, no {missing[0]!r}; save the router again"
+        )
+    return description, arrays

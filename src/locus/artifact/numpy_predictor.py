@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from locus.artifact.layout import (
+    CONFIG_FILE,
     REFERENCE_QUERIES,
     WEIGHTS_FILE,
     check_reference_queries,
@@ -231,7 +232,9 @@ def read_for_routing(path: str | Path) -> RoutingArtifact:
     config = read_artifact_config(folder)
     encoder_name, query_dim, llm_ids, counts = read_pool_header(folder, config)
     tensors = read_weights(folder, load_file)
-    manifest = Manifest.from_dict(config.get("metadata"))
+    if "metadata" not in config:
+        raise LocusArtifactError(f"{folder / CONFIG_FILE}: no metadata; re-run locus fit")
+    manifest = Manifest.from_dict(config["metadata"])
     references = tensors.get(REFERENCE_QUERIES)
     predictor = NumpyPredictor(
         {k.removeprefix("predictor."): v for k, v in tensors.items() if k.startswith("predictor.")},

@@ -1,5 +1,6 @@
 """The artifact with its networks, in torch: `save_artifact` writes a folder, `load_artifact`
-reads it back (the files: `locus.artifact.layout`).
+reads it back (the files: `locus.artifact.layout`; the fitted router's files beside them:
+`locus.routing.router_artifact`).
 
 No pickle: loading reads JSON and tensors and runs no code from the artifact. Rebuilding the
 networks needs only `NetworkConfig` (never the trainer). Inside a workspace the artifact's LLM
@@ -11,17 +12,13 @@ embeddings are the fit-time snapshot; the live pool is the workspace's (see `loc
 
 from __future__ import annotations
 
-import json
-import shutil
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 
-from locus._version import __version__
+import locus
 from locus.artifact.layout import (
     ANCHORS_FILE,
     ARTIFACT_FORMAT,
@@ -33,6 +30,8 @@ from locus.artifact.layout import (
     read_json,
     read_pool_header,
     read_weights,
+    replaced_folder,
+    write_json,
 )
 from locus.artifact.manifest import Manifest
 from locus.errors import LocusArtifactError, LocusInputError
@@ -76,21 +75,20 @@ class Artifact:
     reference_queries: np.ndarray | None = None
 
 
-def save_artifact(
-    artifact: Artifact, path: str | Path, *, also: Callable[[Path], None] | None = None
-) -> Path:
-    """Write `artifact` to the folder `path`, replacing it whole (never a half-written mix);
-    `also(folder)` writes more into the folder before it takes the old one's place."""
+def save_artifact(artifact: Artifact, path: str | Path) -> Path:
+    """Write `artifact` to the folder `path`, replacing it whole (never a half-written mix)."""
+    with replaced_folder(path) as staging:
+        _write_artifact(artifact, staging)
+    return Path(path)
+
+
+def _write_artifact(artifact: Artifact, folder: Path) -> None:
+    """Write `artifact`'s files (`CONFIG_FILE`, `ANCHORS_FILE`, `WEIGHTS_FILE`) into `folder`."""
     from safetensors.torch import save_file
 
-    folder = Path(path)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = folder.with_name(f".{folder.name}.staging")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
     config = {
         "format": ARTIFACT_FORMAT,
-        "locus_version": __version__,
+        "locus_version": locus.__version__,
         "torch_version": torch.__version__,
         "text_encoder": {"name": artifact.text_encoder_name, "dim": artifact.query_dim},
         "network": artifact.training.network.to_dict(),
@@ -117,19 +115,9 @@ def save_artifact(
         tensors[REFERENCE_QUERIES] = torch.from_numpy(
             np.ascontiguousarray(artifact.reference_queries, dtype=np.float32)
         )
-    save_file(tensors, str(staging / WEIGHTS_FILE), metadata={"format": ARTIFACT_FORMAT})
-    _write_json(staging / ANCHORS_FILE, artifact.anchors)
-    _write_json(staging / CONFIG_FILE, config)
-    if also is not None:
-        also(staging)
-    # swap whole folders: a crash leaves either the old artifact or the new one, never a mix
-    retired = folder.with_name(f".{folder.name}.retired")
-    shutil.rmtree(retired, ignore_errors=True)
-    if folder.exists():
-        folder.replace(retired)
-    staging.replace(folder)
-    shutil.rmtree(retired, ignore_errors=True)
-    return folder
+    save_file(tensors, str(folder / WEIGHTS_FILE), metadata={"format": ARTIFACT_FORMAT})
+    write_json(folder / ANCHORS_FILE, artifact.anchors)
+    write_json(folder / CONFIG_FILE, config)
 
 
 def load_artifact(path: str | Path, *, device: str = "cpu") -> Artifact:
@@ -144,13 +132,12 @@ def load_artifact(path: str | Path, *, device: str = "cpu") -> Artifact:
     folder = Path(path)
     config = read_artifact_config(folder)
     try:
-        training_values = dict(config["training"])
-        if "network" in config:
-            training_values["network"] = config["network"]
-        training = TrainingConfig.from_dict(training_values)
+        training = TrainingConfig.from_dict({**config["training"], "network": config["network"]})
         network: NetworkConfig = training.network
-        # format 1 recorded no bound: its encoder was trained on sets of up to `anchors` too
-        evidence_bound = int(config.get("evidence_bound") or training.anchors)
+        evidence_bound = int(config["evidence_bound"])
+        history = [dict(entry) for entry in config["history"]]
+        best_step = int(config["best_step"])
+        manifest = Manifest.from_dict(config["metadata"])
     except (KeyError, TypeError, ValueError, LocusInputError) as error:
         raise LocusArtifactError(
             f"{folder / CONFIG_FILE}: incomplete or invalid configuration ({error}); re-run "
@@ -180,9 +167,9 @@ def load_artifact(path: str | Path, *, device: str = "cpu") -> Artifact:
         llm_embeddings=embeddings.numpy().astype(np.float32),
         evidence_counts=counts,
         anchors={str(k): list(v) for k, v in dict(anchors).items()},
-        history=list(config.get("history", [])),
-        best_step=int(config.get("best_step", 0)),
-        manifest=Manifest.from_dict(config.get("metadata")),
+        history=history,
+        best_step=best_step,
+        manifest=manifest,
         reference_queries=None
         if references is None
         else check_reference_queries(references.numpy(), query_dim, folder),
@@ -204,9 +191,3 @@ def _load_module(
             f"{folder / WEIGHTS_FILE}: weights do not fit the configured networks ({first}); the "
             "artifact is damaged or from another version"
         ) from error
-
-
-def _write_json(path: Path, payload: Any) -> None:
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(json.dumps(payload, indent=1) + "\n")
-    temporary.replace(path)

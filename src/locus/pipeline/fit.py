@@ -30,7 +30,9 @@ from locus.pipeline.workspace_artifacts import (
     publish_artifact,
     trained_artifact,
 )
-from locus.routing.costs import COST_FOLDER, CostModel
+from locus.routing import router_artifact
+from locus.routing.ann import ANN_FROM
+from locus.routing.costs import CostModel
 from locus.routing.evidence import Evidence
 from locus.routing.guard import Guard
 from locus.routing.locus_router import LocusRouter
@@ -96,6 +98,7 @@ def fit_workspace(
     device: str = "cpu",
     ensemble: bool = True,
     stages: ProgressFactory = no_progress,
+    ann_from: int = ANN_FROM,
 ) -> FitReport:
     """Train on the workspace's training queries, save the artifact, store every embedding.
 
@@ -104,7 +107,9 @@ def fit_workspace(
     becomes exactly the trained LLMs, embedded from their anchors. The artifact holds the
     fitted router (`locus.routing.stacked.StackedRouter`): with `ensemble` (the default), LOCUS
     stacked with a kNN router over the training scores, and the routing guard either way; and
-    the per-query cost model with the validation queries a budget is tuned on.
+    the per-query cost model with the validation queries a budget is tuned on
+    (`locus.routing.router_artifact.save`). The kNN router and the cost model search their
+    training queries in a graph from `ann_from` of them on (`locus.routing.ann`).
 
     `progress` hears every training step; `stages` opens one task for each other stage
     (reading the workspace, fitting the router, saving the artifact).
@@ -146,19 +151,17 @@ def fit_workspace(
             Evidence.from_table(table, data.vectors, train_rows),
             Evidence.from_table(table, data.vectors, val_rows),
             stacked=ensemble,
+            ann_from=ann_from,
         )
-        cost_model = _fit_cost_model(table, data.vectors, train_rows)
-
-    def also(folder: Path) -> None:
-        router.save_parts(folder)
-        if cost_model is not None:
-            cost_model.save(folder / COST_FOLDER)
-        if len(val_rows):  # what a budget is tuned on, priced by the cost model or catalog
-            (folder / COST_FOLDER).mkdir(exist_ok=True)
-            CostModel.save_validation(folder / COST_FOLDER, data.vectors[val_rows])
-
+        cost_model = _fit_cost_model(table, data.vectors, train_rows, ann_from)
     with stages("saving the artifact"):
-        model.save(path, also=also)
+        router_artifact.save(
+            path,
+            router,
+            cost_model=cost_model,
+            # what a budget is tuned on, priced by the cost model or the catalog
+            validation_vectors=data.vectors[val_rows] if len(val_rows) else None,
+        )
         publish_artifact(store, name)
         model.pool_.bind(store, name, fit_id=model.manifest.fit_id)
     best = max((h.get("val_routing_accuracy", math.nan) for h in model.history_), default=0.0)
@@ -240,13 +243,15 @@ def _has_tasks(table: ScoreTable, rows: np.ndarray) -> bool:
 
 
 def _fit_cost_model(
-    table: ScoreTable, vectors: np.ndarray, train_rows: np.ndarray
+    table: ScoreTable, vectors: np.ndarray, train_rows: np.ndarray, ann_from: int
 ) -> CostModel | None:
     """Each LLM's per-query cost from the training queries' costs (`locus.routing.costs`);
     None where the workspace has no per-query costs."""
     if table.costs is None or np.isnan(table.costs[train_rows]).all():
         return None
-    return CostModel().fit(vectors[train_rows], table.costs[train_rows], table.llm_ids)
+    return CostModel(ann_from=ann_from).fit(
+        vectors[train_rows], table.costs[train_rows], table.llm_ids
+    )
 
 
 def load_workspace_locus(store: Store, name: str = DEFAULT_ARTIFACT) -> Locus:

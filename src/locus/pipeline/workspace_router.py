@@ -33,9 +33,9 @@ from locus.errors import LocusInputError
 from locus.pipeline.data import workspace_table
 from locus.pipeline.workspace_artifacts import DEFAULT_ARTIFACT, trained_artifact
 from locus.pool import artifact_pools
-from locus.routing.costs import COST_FOLDER, CostModel
+from locus.routing import router_artifact
+from locus.routing.costs import CostModel
 from locus.routing.decision import RouteRequest, tune_cost_weight, unpriced_error
-from locus.routing.evidence import ROUTER_FILE
 from locus.routing.locus_router import NumpyLocusRouter
 from locus.routing.router import RouteDecision
 from locus.routing.stacked import StackedRouter
@@ -90,7 +90,10 @@ class WorkspaceRouter:
             store,
             folder.name,
         )
-        self.router = StackedRouter.load(folder, NumpyLocusRouter(routing.predictor, self.pool))
+        saved = router_artifact.load(folder, NumpyLocusRouter(routing.predictor, self.pool))
+        self.router: StackedRouter = saved.router
+        self.cost_model: CostModel | None = saved.cost_model
+        self._validation_vectors: NDArray[np.float32] | None = saved.validation_vectors
         self.vectors = QueryVectors(
             routing.text_encoder_name,
             store.find_vectors,
@@ -101,12 +104,6 @@ class WorkspaceRouter:
         self.artifact = artifact
         self.token_prices = _token_prices(store)
         self.costs = _known_costs(store, self.token_prices)
-        self.cost_model: CostModel | None = None
-        self._validation_vectors: NDArray[np.float32] | None = None
-        if (folder / COST_FOLDER / ROUTER_FILE).exists():
-            self.cost_model = CostModel.load(folder / COST_FOLDER)
-        if (folder / COST_FOLDER).is_dir():
-            self._validation_vectors = CostModel.validation_vectors(folder / COST_FOLDER)
         self._tuned: dict[tuple[float, frozenset[str]], float] = {}
         self._joined_with: dict[str, str] = {}  # LLM -> digest of the scores it joined with
         self._join_newcomers()

@@ -13,12 +13,14 @@ frontier.py       accuracy against cost: sweeps, hull, AIQ / cost shares / APGR,
 guard.py          Guard: stay with the best single LLM unless another clears a margin
 stacked.py        StackedRouter: the router `locus fit` keeps (LOCUS + kNN stack + guard):
                   fit, predict, route, join (an onboarded LLM's own votes), save, load
+router_artifact.py  the router artifact (networks, stack, guard, kNN part, costs): one save,
+                  one load (RouterArtifact)
 stack.py          Stack: how LOCUS's logits and the kNN votes combine, fitted on validation
 cross_fit.py      out-of-fold votes: the stack and guard of a pool with a small validation
 posterior.py      an onboarded LLM's votes against LOCUS's prior; a prediction's uncertainty
 explore.py        Exploration: a share of queries routed by a Thompson draw on the uncertainty
 locus_router.py   LocusRouter (torch) and NumpyLocusRouter: LOCUS's predictor over a pool
-evidence.py       Evidence (what baselines are fitted on), the router folder format
+evidence.py       Evidence (what baselines are fitted on)
 baselines.py      random, best single, per task, oracle (numpy)
 neighbours.py     kNN (votes of the nearest training queries), cluster (k-means) routers
 ann.py            Graph: the HNSW index kNN searches from 100,000 training queries on (faiss)

@@ -25,16 +25,21 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from locus.artifact.layout import (
+    COST_FOLDER,
+    VALIDATION_FILE,
+    read_router_folder,
+    write_router_folder,
+)
 from locus.errors import LocusArtifactError, LocusInputError, LocusNotFittedError
 from locus.routing.ann import ANN_FROM, Graph, GraphSlot
-from locus.routing.evidence import read_router_folder, unit_rows, write_router_folder
+from locus.routing.evidence import unit_rows
 
 __all__ = ["COST_FOLDER", "VALIDATION_FILE", "CostModel"]
 
-# where an artifact keeps its cost model (only when the workspace had per-query costs) and
-# the fit's validation query vectors, which a budget is tuned on (always)
-COST_FOLDER = "costs"
-VALIDATION_FILE = "validation.safetensors"
+# an artifact keeps its cost model (only when the workspace had per-query costs) and the fit's
+# validation query vectors, which a budget is tuned on, in COST_FOLDER
+# (`locus.routing.router_artifact` writes and reads them)
 _KIND = "cost-model"
 
 
@@ -43,21 +48,25 @@ class CostModel:
 
     Args:
         k: neighbours whose costs are averaged (20: within 0.2% of 5 on RouterBench).
+        ann_from: from this many priced training queries on, their nearest are searched in an
+            HNSW graph (`locus.routing.ann`) rather than exactly.
 
     Attributes (after `fit`):
         llm_ids_: the columns of `predict`.
         mean_costs_: (n_llms,) each LLM's mean observed cost per query (NaN: none observed).
     """
 
-    def __init__(self, k: int = 20) -> None:
+    def __init__(self, k: int = 20, *, ann_from: int = ANN_FROM) -> None:
         if k < 1:
             raise LocusInputError(f"a cost model's k must be >= 1, found {k}")
+        if ann_from < 1:
+            raise LocusInputError(f"a cost model's ann_from must be >= 1, found {ann_from}")
         self.k = int(k)
+        self.ann_from = int(ann_from)
         self.llm_ids_: tuple[str, ...] = ()
         self.mean_costs_: NDArray[np.float64] | None = None
         self._vectors: NDArray[np.float32] | None = None
         self._costs: NDArray[np.float64] | None = None
-        # from ANN_FROM priced queries on, the nearest are searched in a graph
         self._graphs = GraphSlot()
 
     def fit(
@@ -119,10 +128,10 @@ class CostModel:
         return out
 
     def _graph(self) -> Graph | None:
-        """The graph over the priced queries from `ANN_FROM` of them on (None: exact search)."""
+        """The graph over the priced queries from `ann_from` of them on (None: exact search)."""
         if self._vectors is None:
             return None
-        return self._graphs.get(self._vectors, len(self._vectors) >= ANN_FROM)
+        return self._graphs.get(self._vectors, len(self._vectors) >= self.ann_from)
 
     def save(self, path: str | Path) -> Path:
         """The folder `path` (router.json + arrays.safetensors, no pickle)."""
@@ -133,7 +142,8 @@ class CostModel:
         saved = self._graphs.saved()
         if saved is not None:
             arrays["graph"] = saved
-        return write_router_folder(path, _KIND, self.llm_ids_, {"k": self.k}, arrays)
+        settings = {"k": self.k, "ann_from": self.ann_from}
+        return write_router_folder(path, _KIND, self.llm_ids_, settings, arrays)
 
     @staticmethod
     def save_validation(path: str | Path, vectors: NDArray[np.floating[Any]]) -> None:
@@ -162,9 +172,9 @@ class CostModel:
             LocusArtifactError: not a saved cost model.
         """
         description, arrays = read_router_folder(path)
-        if description.get("kind") != _KIND or not {"vectors", "costs"} <= set(arrays):
+        if description["kind"] != _KIND or not {"vectors", "costs"} <= set(arrays):
             raise LocusArtifactError(f"{path}: not a saved cost model")
-        model = cls(k=int(description.get("k", 20)))
+        model = cls(k=int(description["k"]), ann_from=int(description["ann_from"]))
         costs = np.asarray(arrays["costs"], dtype=np.float64)
         model.fit(arrays["vectors"], costs, description["llm_ids"])
         model._graphs = GraphSlot(arrays.get("graph"))

@@ -36,6 +36,7 @@ from numpy.typing import NDArray
 from locus.calibration import sigmoid
 from locus.errors import LocusInputError
 from locus.metrics import routing_accuracy
+from locus.routing.ann import ANN_FROM
 from locus.routing.evidence import Evidence
 from locus.routing.guard import Guard, fit_default_guard
 from locus.routing.neighbours import KNNRouter
@@ -154,6 +155,7 @@ def cross_fitted_parts(
     llm_ids: Sequence[str],
     *,
     use_locus: bool,
+    ann_from: int = ANN_FROM,
 ) -> tuple[KNNRouter, Stack, Guard | None]:
     """(the kNN router, the stack, the guard) of a `StackedRouter` chosen on the out-of-fold
     votes of every query of `scored` (training queries, then validation ones): the kNN k by
@@ -161,7 +163,8 @@ def cross_fitted_parts(
     `fit_cross_fitted_stack` (LOCUS's share on the validation rows: those after the first
     len(`trained_on`)); the guard on the stacked out-of-fold P(correct), its default the best
     LLM on `trained_on`. `locus_logits` and `truth` (n_queries, n_llms) and the columns of
-    `trained_on` are in `llm_ids`' order."""
+    `trained_on` are in `llm_ids`' order; the kNN router searches a graph from `ann_from`
+    training queries on."""
     ids = list(llm_ids)
     candidates = sorted(set(KNNRouter().k_candidates))
     order = [list(scored.llm_ids).index(llm) for llm in ids]
@@ -176,4 +179,4 @@ def cross_fitted_parts(
     )
     proba = sigmoid(stack.logits(logits, votes, task_votes))
     guard = fit_default_guard(proba, trained_on, truth, ids)
-    return KNNRouter(k=k).fit(scored), stack, guard
+    return KNNRouter(k=k, ann_from=ann_from).fit(scored), stack, guard

@@ -1,13 +1,14 @@
-"""`Evidence`: what a baseline router is fitted on, and the save/load format every router shares.
+"""`Evidence`: what a baseline router is fitted on.
 
 Evidence is the (query vector, score) pairs each LLM was evaluated on: a (n_queries, n_llms)
 score matrix with NaN where an LLM has no score on a query, the queries' vectors and, where
 known, their tasks. Fitting every router, LOCUS included, on one `Evidence` is what makes a
 comparison like for like: the same queries, the same cells.
 
-A fitted baseline is saved as a folder: `router.json` (kind, format, LLM ids, settings and
-learned scalars) and `arrays.safetensors` (learned arrays, read with `safetensors.numpy`; no
-pickle anywhere).
+A fitted baseline is saved as a router folder: `router.json` (kind, format, LLM ids, settings
+and learned scalars) and `arrays.safetensors` (learned arrays, read with `safetensors.numpy`;
+no pickle anywhere), written and read by `locus.artifact.layout` (`write_router_folder`,
+`read_router_folder`, re-exported here), its versions in `locus.artifact.formats`.
 
     >>> import numpy as np
     >>> evidence = Evidence(np.eye(3, dtype=np.float32),
@@ -18,23 +19,18 @@ pickle anywhere).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from locus.artifact.layout import ROUTER_FILE, read_router_folder, write_router_folder
 from locus.data.table import ScoreTable
-from locus.errors import LocusArtifactError, LocusInputError
+from locus.errors import LocusInputError
 
 __all__ = ["ROUTER_FILE", "Evidence", "read_router_folder", "unit_rows", "write_router_folder"]
-
-ROUTER_FILE = "router.json"
-ARRAYS_FILE = "arrays.safetensors"
-FORMAT = 1
 
 
 def unit_rows(vectors: NDArray[np.floating[Any]]) -> NDArray[np.float32]:
@@ -152,46 +148,3 @@ class Evidence:
         counts = observed.sum(axis=0)
         totals = np.where(observed, self.scores, 0.0).sum(axis=0, dtype=np.float64)
         return np.where(counts > 0, totals / np.maximum(counts, 1), prior)
-
-
-def write_router_folder(
-    path: str | Path,
-    kind: str,
-    llm_ids: Sequence[str],
-    settings: Mapping[str, Any],
-    arrays: Mapping[str, NDArray[Any]],
-) -> Path:
-    """Write `router.json` and `arrays.safetensors` into the folder `path`; return it."""
-    from safetensors.numpy import save_file
-
-    folder = Path(path)
-    folder.mkdir(parents=True, exist_ok=True)
-    save_file({k: np.ascontiguousarray(v) for k, v in arrays.items()}, str(folder / ARRAYS_FILE))
-    description = {"format": FORMAT, "kind": kind, "llm_ids": list(llm_ids), **settings}
-    (folder / ROUTER_FILE).write_text(json.dumps(description, indent=2) + "\n")
-    return folder
-
-
-def read_router_folder(path: str | Path) -> tuple[dict[str, Any], dict[str, NDArray[Any]]]:
-    """(description, arrays) of a folder written by `write_router_folder`.
-
-    Raises:
-        LocusArtifactError: not a router folder, or one of another format.
-    """
-    from safetensors.numpy import load_file
-
-    folder = Path(path)
-    try:
-        description = json.loads((folder / ROUTER_FILE).read_text())
-    except FileNotFoundError:
-        raise LocusArtifactError(
-            f"{folder}: not a saved router (no {ROUTER_FILE}); save one with router.save(path)"
-        ) from None
-    except json.JSONDecodeError as error:
-        raise LocusArtifactError(f"{folder / ROUTER_FILE}: not valid JSON ({error})") from None
-    if description.get("format") != FORMAT:
-        raise LocusArtifactError(
-            f"{folder}: router format {description.get('format')!r}; this locus reads {FORMAT}"
-        )
-    arrays = load_file(str(folder / ARRAYS_FILE)) if (folder / ARRAYS_FILE).exists() else {}
-    return description, arrays

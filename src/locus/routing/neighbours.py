@@ -55,7 +55,8 @@ class KNNRouter(BaselineRouter):
         k_candidates: tried when k is None (capped at the smallest evidence of any LLM).
         search: how the nearest training queries are found: "exact" (one product with every
             training vector), "graph" (an HNSW index, `locus.routing.ann`, built by `fit` and
-            saved with the router), or "auto": the graph from `ANN_FROM` training queries on.
+            saved with the router), or "auto": the graph from `ann_from` training queries on.
+        ann_from: where "auto" search turns to the graph (default `ANN_FROM`, 100,000).
     """
 
     kind = "knn"
@@ -65,13 +66,17 @@ class KNNRouter(BaselineRouter):
         k: int | None = None,
         k_candidates: Sequence[int] = (5, 10, 20, 50, 100),
         search: str = "auto",
+        ann_from: int = ANN_FROM,
     ):
         if search not in SEARCH_MODES:
             modes = ", ".join(SEARCH_MODES)
             raise LocusInputError(f"kNN search must be one of {modes}: {search!r}")
+        if ann_from < 1:
+            raise LocusInputError(f"kNN ann_from must be >= 1, found {ann_from}")
         self.k = k
         self.k_candidates = tuple(k_candidates)
         self.search = search
+        self.ann_from = int(ann_from)
 
     def fit(self, train: Evidence, val: Evidence | None = None) -> KNNRouter:
         if train.n_queries == 0:
@@ -263,7 +268,7 @@ class KNNRouter(BaselineRouter):
         """The HNSW graph over the training vectors where `search` asks for one (built the
         first time, or read from the saved bytes); None for exact search."""
         wanted = self.search == "graph" or (
-            self.search == "auto" and len(self.vectors_) >= ANN_FROM
+            self.search == "auto" and len(self.vectors_) >= self.ann_from
         )
         return self._graphs.get(self.vectors_, wanted)
 
@@ -332,6 +337,7 @@ class KNNRouter(BaselineRouter):
             "prior": self.prior_,
             "validation": self.validation_,
             "search": self.search,
+            "ann_from": self.ann_from,
             "task_names": None if self.task_vote_ is None else list(self.task_vote_.names),
         }
 
@@ -349,10 +355,11 @@ class KNNRouter(BaselineRouter):
         self.k_candidates = tuple(settings["k_candidates"])
         self.prior_ = float(settings["prior"])
         self.validation_ = dict(settings["validation"])
-        self.search = str(settings.get("search", "auto"))  # routers saved before the graph
+        # older router folders' missing fields: `locus.artifact.formats.upgrade_router_folder`
+        self.search, self.ann_from = str(settings["search"]), int(settings["ann_from"])
         self.vectors_, self.scores_ = arrays["vectors"], arrays["scores"]
-        self._graphs = GraphSlot(arrays.get("graph"))  # read when first searched
-        names = settings.get("task_names")  # routers saved before the task vote have none
+        self._graphs = GraphSlot(arrays.get("graph"))  # read when first searched; None: none
+        names = settings["task_names"]
         self.task_vote_ = None if not names else TaskVote.from_arrays(names, arrays)
 
 

@@ -10,8 +10,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from locus.artifact.layout import CONFIG_FILE
+from locus.artifact.layout import CONFIG_FILE, ROUTER_FILE
 from locus.errors import LocusArtifactError, LocusInputError
+from locus.routing import router_artifact
 from locus.routing.baselines import (
     BaselineRouter,
     BestSingleRouter,
@@ -19,11 +20,9 @@ from locus.routing.baselines import (
     PerTaskRouter,
     RandomRouter,
 )
-from locus.routing.evidence import ROUTER_FILE
 from locus.routing.learned import IRTRouter, MFRouter
 from locus.routing.neighbours import ClusterRouter, KNNRouter
 from locus.routing.router import Router
-from locus.routing.stacked import StackedRouter
 
 __all__ = ["BASELINE_ROUTERS", "load_router", "make_baseline"]
 
@@ -55,7 +54,8 @@ def make_baseline(kind: str, **settings: Any) -> BaselineRouter:
 
 def load_router(path: str | Path) -> Router:
     """A saved router folder: a baseline (`router.json`) or a LOCUS artifact (`config.json`:
-    the `StackedRouter` it holds, with its stack and guard where the fit kept them)."""
+    the `StackedRouter` it holds, with its stack and guard where the fit kept them, read by
+    `locus.routing.router_artifact.load`)."""
     folder = Path(path)
     if (folder / ROUTER_FILE).exists():
         try:
@@ -66,7 +66,7 @@ def load_router(path: str | Path) -> Router:
             raise LocusArtifactError(f"{folder}: unknown router kind {kind!r}")
         return BASELINE_ROUTERS[kind].load(folder)
     if (folder / CONFIG_FILE).exists():
-        return StackedRouter.load(folder)
+        return router_artifact.load(folder).router
     raise LocusArtifactError(
         f"{folder}: not a saved router: no {ROUTER_FILE} (a baseline) or {CONFIG_FILE} (a LOCUS "
         "artifact)"

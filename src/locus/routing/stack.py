@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from locus.artifact.formats import upgrade_stack
 from locus.calibration import sigmoid
 from locus.errors import LocusInputError
 from locus.routing.task_vote import TASK_K
@@ -218,13 +219,16 @@ class Stack:
 
     @classmethod
     def from_dict(cls, value: Mapping[str, Any]) -> Stack:
+        """Inverse of `as_dict`; a stack saved by an older version lacks fields added since,
+        given their values by `locus.artifact.formats.upgrade_stack`."""
+        value = upgrade_stack(value)
         return cls(
             ks=tuple(int(k) for k in value["ks"]),
             deviation_weights=tuple(float(w) for w in value["deviation_weights"]),
             mix_weight=float(value["mix_weight"]),
             mix_k=int(value["mix_k"]),
-            shift=float(value.get("shift", 0.0)),
-            tasks=bool(value.get("tasks", False)),  # stacks saved before the task vote: none
+            shift=float(value["shift"]),
+            tasks=bool(value["tasks"]),
         )
 
 

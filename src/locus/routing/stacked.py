@@ -6,10 +6,9 @@ and the guard that keeps a query on the best single LLM unless another clears a 
 workspace router and the server all build, save and load it through this class.
 
 An artifact folder holds the LOCUS networks (`locus.artifact`) and, beside them, this router's
-own files: `stacked.json` (the stack and the guard) and `knn/` (the kNN router). Artifacts
-written before this file existed kept the same values in their metadata (`guard`, `ensemble`);
-`load` reads those once as they are, and refuses the probability mixture of older versions with
-a message to re-fit.
+own files: `stacked.json` (the stack and the guard) and `knn/` (the kNN router). `save` and
+`load` are those of the router artifact, `locus.routing.router_artifact`, which writes and
+reads every file of the folder (and reads the versions written before).
 
     >>> router = StackedRouter.fit(LocusRouter(model), train, val)     # doctest: +SKIP
     >>> router.save("artifacts/default")
@@ -18,20 +17,21 @@ a message to re-fit.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from locus.artifact.layout import KNN_FOLDER, STACKED_FILE
 from locus.calibration import sigmoid
-from locus.errors import LocusArtifactError, LocusInputError
+from locus.errors import LocusInputError
+from locus.routing.ann import ANN_FROM
 from locus.routing.cross_fit import CROSS_FIT_CELLS, cross_fitted_parts
 from locus.routing.evidence import Evidence
 from locus.routing.guard import Guard, fit_default_guard, rechosen_default
-from locus.routing.locus_router import LocusRouter, LogitRouter
+from locus.routing.locus_router import LogitRouter
 from locus.routing.neighbours import KNNRouter
 from locus.routing.posterior import posterior_votes
 from locus.routing.stack import (
@@ -51,15 +51,12 @@ __all__ = [
     "learns_from",
 ]
 
-STACKED_FILE = "stacked.json"  # the stack and the guard, beside the LOCUS networks
-KNN_FOLDER = "knn"  # the kNN router the stack reads
-_FORMAT = "locus-stacked/1"
 # The stack, the kNN router's k and the guard are a handful of numbers, fitted on the kNN votes
 # of at most this many (query, LLM) cells per split. A query's votes cost a search of every
 # training query for every LLM: at 1,000 LLMs x 80,000 training queries, the votes of every
 # training and validation query took longer than the whole fit may (benchmarks/README.md,
 # "Leaderboard scale"). The developers' pools (at most 49 LLMs x 9,600 training queries) are
-# under the bound, fitted on every query as before.
+# under the bound, fitted on every query as before. (`StackedRouter.fit`'s defaults.)
 STACK_MAX_CELLS = 2_000_000
 STACK_MIN_ROWS = 2_048
 # below this many scored training queries for some LLM, the networks have too little to learn
@@ -263,6 +260,9 @@ class StackedRouter(LogitRouter):
         stacked: bool = True,
         use_locus: bool | None = None,
         cross_fit_below: int = CROSS_FIT_CELLS,
+        max_cells: int = STACK_MAX_CELLS,
+        min_rows: int = STACK_MIN_ROWS,
+        ann_from: int = ANN_FROM,
     ) -> StackedRouter:
         """Stack a fitted LOCUS with a kNN router and choose the guard, on `train` and `val`.
 
@@ -300,15 +300,17 @@ class StackedRouter(LogitRouter):
                 trained_on,
                 ids,
                 use_locus=use_locus,
+                ann_from=ann_from,
             )
             return cls(locus, *parts)
         # every training query stays a neighbour; the votes are read on a bounded sample
-        train, val = _bounded(train, len(ids), "train"), _bounded(val, len(ids), "val")
+        limit = max(min_rows, max_cells // max(len(ids), 1))
+        train, val = _bounded(train, limit, "train"), _bounded(val, limit, "val")
         truth = {split: _columns(e, ids) for split, e in (("train", train), ("val", val))}
         val_logits = locus.predict_logits(val.vectors)
         stack = None
         if stacked:
-            knn = knn or KNNRouter().fit(reference, val)
+            knn = knn or KNNRouter(ann_from=ann_from).fit(reference, val)
             needed = sorted({*STACK_KS, knn.k_})
             logits = {"train": locus.predict_logits(train.vectors), "val": val_logits}
             votes = {
@@ -331,72 +333,36 @@ class StackedRouter(LogitRouter):
 
     # -- persistence -----------------------------------------------------------------------
 
-    def save_parts(self, folder: str | Path) -> Path:
-        """Write `stacked.json` and `knn/` into `folder` (an artifact folder, whose LOCUS
-        networks are written apart: `Locus.save`)."""
-        out = Path(folder)
-        out.mkdir(parents=True, exist_ok=True)
-        if self.knn is not None:
-            self.knn.save(out / KNN_FOLDER)
-        description = {
-            "format": _FORMAT,
-            "stack": None if self.stack is None else self.stack.as_dict(),
-            "guard": None if self.guard is None else self.guard.as_dict(),
-            "knn": None if self.knn is None else KNN_FOLDER,
-        }
-        (out / STACKED_FILE).write_text(json.dumps(description, indent=1) + "\n")
-        return out
-
     def save(self, path: str | Path) -> Path:
-        """The whole router into the folder `path`: LOCUS's artifact (a `LocusRouter`'s
-        model) with this router's parts inside it, replacing the folder whole.
+        """The whole router into the folder `path`, replacing it whole: the router artifact
+        (`locus.routing.router_artifact.save`, without a cost model).
 
         Raises:
-            LocusInputError: a LOCUS part that cannot write an artifact (numpy routing reads
-                one; `locus fit` writes it).
+            LocusInputError: a LOCUS part that cannot write its networks (numpy routing reads
+                them; `locus fit` writes them).
         """
-        if not isinstance(self.locus, LocusRouter):
-            raise LocusInputError(
-                f"a stacked router over a {type(self.locus).__name__} cannot save its LOCUS "
-                "part; save the fitted Locus's router (locus fit does)"
-            )
+        from locus.routing import router_artifact
 
-        def parts(folder: Path) -> None:
-            self.save_parts(folder)
-
-        return self.locus.model.save(path, also=parts)
+        return router_artifact.save(path, self)
 
     @classmethod
     def load(cls, path: str | Path, locus: LogitRouter | None = None) -> StackedRouter:
-        """The router an artifact folder holds; `locus`: its LOCUS part already read (the
-        workspace router passes `NumpyLocusRouter`), else the folder's `Locus` (torch) with
-        its workspace's pool.
+        """The router an artifact folder holds (`locus.routing.router_artifact.load`);
+        `locus`: its LOCUS part already read (the workspace router passes
+        `NumpyLocusRouter`), else the folder's `Locus` (torch) with its workspace's pool.
 
         Raises:
-            LocusArtifactError: a damaged `stacked.json` or kNN folder, or an artifact of an
-                earlier version that mixed probabilities (re-run `locus fit`).
+            LocusArtifactError: a damaged, foreign or newer artifact, or one of an earlier
+                version that mixed probabilities (re-run `locus fit`).
         """
-        folder = Path(path)
-        parts = _read_parts(folder)
-        if locus is None:
-            locus = LocusRouter.load(folder)
-        knn = None
-        if parts.get("knn"):
-            found = KNNRouter.load(folder / str(parts["knn"]))
-            if not isinstance(found, KNNRouter):
-                raise LocusArtifactError(
-                    f"{folder}: the stack's kNN part is a {type(found).__name__}; re-run locus fit"
-                )
-            knn = found
-        stack = None if not parts.get("stack") else Stack.from_dict(parts["stack"])
-        guard = None if not parts.get("guard") else Guard.from_dict(parts["guard"])
-        return cls(locus, knn, stack, guard)
+        from locus.routing import router_artifact
+
+        return router_artifact.load(path, locus).router
 
 
-def _bounded(evidence: Evidence, n_llms: int, split: str) -> Evidence:
-    """At most `STACK_MAX_CELLS` cells' worth of `evidence`'s queries (never fewer than
-    `STACK_MIN_ROWS`), drawn at random with a fixed seed; all of them when they fit."""
-    limit = max(STACK_MIN_ROWS, STACK_MAX_CELLS // max(n_llms, 1))
+def _bounded(evidence: Evidence, limit: int, split: str) -> Evidence:
+    """At most `limit` of `evidence`'s queries, drawn at random with a fixed seed; all of them
+    when they fit."""
     if evidence.n_queries <= limit:
         return evidence
     rng = np.random.default_rng([0, len(split)])
@@ -412,33 +378,3 @@ def _columns(evidence: Evidence, llm_ids: Sequence[str]) -> NDArray[np.float64]:
         )
     order = [list(evidence.llm_ids).index(llm) for llm in llm_ids]
     return np.asarray(evidence.scores, dtype=np.float64)[:, order]
-
-
-def _read_parts(folder: Path) -> Mapping[str, Any]:
-    """`stacked.json`, or the same values from the metadata of an artifact written before it:
-    {"stack", "guard", "knn"}, each None where the router has none."""
-    path = folder / STACKED_FILE
-    if path.exists():
-        try:
-            parts = json.loads(path.read_text())
-        except (OSError, ValueError) as error:
-            raise LocusArtifactError(f"{path}: unreadable ({error}); re-run locus fit") from None
-        if not isinstance(parts, dict) or parts.get("format") != _FORMAT:
-            raise LocusArtifactError(
-                f"{path}: expected format {_FORMAT!r}; re-run locus fit to rewrite the artifact"
-            )
-        return parts
-    from locus.artifact.layout import read_artifact_config
-
-    legacy = dict(read_artifact_config(folder).get("metadata") or {})
-    ensemble = legacy.get("ensemble") or {}
-    if ensemble and not ensemble.get("stack"):
-        raise LocusArtifactError(
-            f"{folder}: fitted by an earlier version of locus, whose router mixed LOCUS's and "
-            "kNN's probabilities; re-run `locus fit` to rewrite it with the stack"
-        )
-    return {
-        "stack": ensemble.get("stack"),
-        "guard": legacy.get("guard"),
-        "knn": str(ensemble.get("folder", KNN_FOLDER)) if ensemble else None,
-    }
