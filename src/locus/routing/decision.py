@@ -222,6 +222,19 @@ def _check(request: RouteRequest, proba: NDArray[np.float64], costs: NDArray[np.
         )
 
 
+def _inputs(
+    proba: NDArray[np.floating[Any]],
+    costs: NDArray[np.floating[Any]] | None,
+    request: RouteRequest,
+    allowed: NDArray[np.bool_] | None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+    """P(correct), costs (NaN: unknown) and the allowed cells, checked."""
+    p = np.asarray(proba, dtype=np.float64)
+    c = np.full(p.shape, np.nan) if costs is None else np.asarray(costs, dtype=np.float64)
+    _check(request, p, c)
+    return p, c, _allowed(request, c, allowed)
+
+
 def _allowed(
     request: RouteRequest, costs: NDArray[np.float64], allowed: NDArray[np.bool_] | None
 ) -> NDArray[np.bool_]:
@@ -267,10 +280,7 @@ def rank(
     Raises:
         LocusInputError: an unresolved budget, or shapes that differ.
     """
-    p = np.asarray(proba, dtype=np.float64)
-    c = np.full(p.shape, np.nan) if costs is None else np.asarray(costs, dtype=np.float64)
-    _check(request, p, c)
-    ok = _allowed(request, c, allowed)
+    p, c, ok = _inputs(proba, costs, request, allowed)
     priced = np.nan_to_num(c, nan=0.0)
     utility = p - request.cost_weight * priced
     held = np.zeros(len(p), dtype=bool)
@@ -310,10 +320,7 @@ def choose(
     Raises:
         LocusInputError: as `rank`.
     """
-    p = np.asarray(proba, dtype=np.float64)
-    c = np.full(p.shape, np.nan) if costs is None else np.asarray(costs, dtype=np.float64)
-    _check(request, p, c)
-    ok = _allowed(request, c, allowed)
+    p, c, ok = _inputs(proba, costs, request, allowed)
     if request.quality is not None:
         best = np.where(ok, p, -np.inf).max(axis=1, keepdims=True)
         eligible = ok & (p >= request.quality * best - 1e-12)
