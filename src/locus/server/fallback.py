@@ -16,17 +16,32 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 
 from locus.routing.router import RankedLLM
+from locus.server.health import CircuitBreaker, LatencyTracker
+from locus.server.metrics import Metrics
+from locus.server.settings import ServerSettings
 from locus.server.upstream import Attempt, Failure, UpstreamError, UpstreamStream
 
-if TYPE_CHECKING:
-    from locus.server.gateway import Gateway
+__all__ = ["FallbackWalk", "GatewayError", "Walker"]
 
-__all__ = ["FallbackWalk", "GatewayError"]
+
+class Walker(Protocol):
+    """What a walk down the fallback order uses of the gateway (`locus.server.gateway`)."""
+
+    settings: ServerSettings
+    breaker: CircuitBreaker
+    latency: LatencyTracker
+    metrics: Metrics
+    retired: set[str]
+    clock: Callable[[], float]
+
+    def account_failure(self, llm: str, error: UpstreamError) -> Attempt: ...
+
+    def endpoint_model(self, llm: str) -> str: ...
 
 logger = logging.getLogger("locus.server")
 
@@ -65,7 +80,7 @@ class FallbackWalk:
 
     def __init__(
         self,
-        gateway: Gateway,
+        gateway: Walker,
         first: Sequence[RankedLLM],
         rest: Callable[[], Awaitable[list[RankedLLM]]] | None,
         *,
