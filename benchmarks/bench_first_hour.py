@@ -4,7 +4,8 @@ served chat request, each step a real process.
 1. `make demo` (the install included): import, encode, fit, evaluate, route, the cost rule;
 2. `locus route ... --quality 0.95` on the demo's workspace;
 3. their own pool: one CSV per LLM (`model,prompt,correct`, 5 LLMs x 200 MMLU-Pro questions
-   from the real result files) imported into a new workspace, fitted, routed, evaluated;
+   from the real result files) imported into a new workspace, encoded, fitted, routed,
+   evaluated;
 4. `locus onboard` of an endpoint on 127.0.0.1 that replays what a real MMLU-Pro LLM wrote
    (`bench_onboard.Replay`), into the demo's workspace;
 5. `locus serve` on 127.0.0.1, waited for by /ready, and one chat request routed to the
@@ -147,6 +148,7 @@ def main() -> None:
     figures["own_import_s"], _ = run(
         clone, locus, "import", "auto", *map(str, paths), "-w", str(own)
     )
+    figures["own_encode_s"], _ = run(clone, locus, "encode", "-w", str(own))
     figures["own_fit_s"], _ = run(clone, locus, "fit", "-w", str(own))
     figures["own_route_s"], _ = run(clone, locus, "route", query, "-w", str(own))
     seconds, evaluated = run(clone, locus, "evaluate", "-w", str(own), "--json")
