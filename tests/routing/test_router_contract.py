@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from locus.errors import LocusInputError, LocusNotFoundError
+from locus.errors import LocusInputError, LocusNotFittedError, LocusNotFoundError
 from locus.locus import Locus
 from locus.nn.factor_models import LearnedBaselineConfig
 from locus.pipeline import WorkspaceTable, workspace_table
@@ -30,6 +30,7 @@ from locus.routing import (
     load_router,
     make_baseline,
 )
+from locus.routing.guard import Guard
 from locus.store import Store
 from tests.nn.conftest import small_config
 from tests.planted_workspace import build_planted_workspace
@@ -287,3 +288,42 @@ def test_save_load_gives_identical_choices(
     assert [d.llm_id for d in loaded.route(vectors, costs=costs, cost_weight=0.3)] == [
         d.llm_id for d in router.route(vectors, costs=costs, cost_weight=0.3)
     ]
+
+
+@pytest.mark.parametrize("kind", ["random", "best-single", "per-task", "knn", "cluster"])
+def test_fit_returns_the_router_and_unfitted_use_is_a_clear_error(
+    kind: str, planted: Planted
+) -> None:
+    """scikit-learn's discipline, for every baseline (MF and IRT: the same base class, too
+    slow to fit twice here): `fit` returns self; predicting before it says to call it."""
+    router = make_baseline(kind)
+    vectors, _ = _test_vectors(planted)
+    with pytest.raises(LocusNotFittedError, match="not fitted; call fit"):
+        router.predict_proba(vectors)
+    with pytest.raises(LocusNotFittedError, match="not fitted; call fit"):
+        router.route(vectors)
+    assert router.fit(_evidence(planted, "train"), _evidence(planted, "val")) is router
+
+
+def test_a_guard_holds_every_router_on_its_default(
+    case: tuple[RouterCase, Router], planted: Planted
+) -> None:
+    """An infinite margin keeps accuracy routing on the guard's default, for every router;
+    `guarded=False` and a cost rule route as if there were no guard."""
+    _, router = case
+    vectors, _ = _test_vectors(planted)
+    before = router.guard
+    default = router.llm_ids[-1]
+    unguarded = [d.llm_id for d in router.route(vectors, guarded=False)]
+    try:
+        router.guard = Guard(default, float("inf"))
+        assert {d.llm_id for d in router.route(vectors)} == {default}
+        assert [d.llm_id for d in router.route(vectors, guarded=False)] == unguarded
+        costs = _costs(router)
+        priced = router.route(vectors, costs=costs, cost_weight=1.0)
+        router.guard = None
+        assert [d.llm_id for d in priced] == [
+            d.llm_id for d in router.route(vectors, costs=costs, cost_weight=1.0)
+        ]
+    finally:
+        router.guard = before

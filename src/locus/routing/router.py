@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from locus.errors import LocusInputError, LocusNotFoundError
+from locus.errors import LocusInputError, LocusNotFittedError, LocusNotFoundError
 from locus.routing import decision
 from locus.routing.decision import RouteRequest, unpriced_error
 from locus.routing.guard import Guard
@@ -184,6 +184,8 @@ class Router(ABC):
             LocusInputError: a bad option, unknown costs, or no candidate left.
         """
         request = RouteRequest.of(request, **options)
+        if getattr(self, "llm_ids", None) is None:  # a baseline sets it in fit()
+            raise LocusNotFittedError(f"{type(self).__name__} is not fitted; call fit() first")
         ids = list(self.llm_ids)  # read once: a live pool may grow while this call runs
         candidates = self._candidates(ids, costs, request)
         proba = np.asarray(self.predict_proba(query_vectors), dtype=np.float64)
