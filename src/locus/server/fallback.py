@@ -43,6 +43,7 @@ class Walker(Protocol):
 
     def endpoint_model(self, llm: str) -> str: ...
 
+
 logger = logging.getLogger("locus.server")
 
 
