@@ -147,6 +147,33 @@ def test_cli_route_evaluate_embed(run_cli: Run, trained: Path) -> None:
     assert unknown.exit_code == 2 and unknown.stderr.count("\n") == 1
 
 
+def test_cli_route_with_the_task_given(run_cli: Run, trained: Path) -> None:
+    """`--task`: a text that gives its task away to no one (no word of any task's) goes to
+    the specialists of the task named; an unknown task is a one-line error that names the
+    fit's tasks; evaluate sets the router told each test query's task beside the per-task
+    table, and the table reading the task from the text beside the router of texts."""
+    text = "please answer this question for me"
+    for task in ("math", "law"):
+        told = run_cli("route", text, "-w", trained, "--task", task, "--json")
+        assert told.exit_code == 0, told.stderr
+        assert told.json()[0]["llm_id"].startswith(f"{task}-")  # type: ignore[index]
+    typo = run_cli("route", text, "-w", trained, "--task", "lwa")
+    assert typo.exit_code == 2 and "did you mean 'law'" in typo.stderr
+    assert "biology, law, math" in typo.stderr and typo.stderr.count("\n") == 1
+    evaluation = run_cli("evaluate", "-w", trained, "--json").json()
+    assert isinstance(evaluation, dict)
+    told_hit = evaluation["routing"]["task_given_hit@1"]
+    from_text = evaluation["baselines"]["best_llm_per_task_from_text"]
+    # the planted texts give their task away (each task its own words): told or not, the
+    # router routes about the same (an LLM onboarded by another test may move a query or
+    # two), and the table reads the same tasks from the text
+    assert abs(told_hit - evaluation["routing"]["hit@1"]) <= 0.05
+    assert from_text == pytest.approx(evaluation["baselines"]["best_llm_per_task"])
+    table = run_cli("evaluate", "-w", trained)
+    assert "each query's task given (--task)" in table.stdout
+    assert "the task read from the text" in table.stdout
+
+
 def test_cli_route_file(run_cli: Run, trained: Path, tmp_path: Path) -> None:
     queries = tmp_path / "queries.txt"
     queries.write_text("integral derivative\n\ncell enzyme protein\n")
@@ -312,17 +339,31 @@ def test_cli_route_quality_and_budget(run_cli: Run, trained: Path, tmp_path: Pat
 def test_evaluation_names_the_simple_baseline_that_wins() -> None:
     from locus.pipeline.evaluate import Baselines, CorrectnessMetrics, Evaluation, RoutingMetrics
 
-    def evaluation(hit: float) -> Evaluation:
+    def evaluation(
+        hit: float, given: float | None = None, from_text: float | None = None
+    ) -> Evaluation:
         return Evaluation(
             artifact="default", split="test", queries=200, llms=4,
-            routing=RoutingMetrics(hit, hit, hit, hit, hit_at_1_se=0.03),
+            routing=RoutingMetrics(
+                hit, hit, hit, hit, hit_at_1_se=0.03, task_given_hit_at_1=given
+            ),
             correctness=CorrectnessMetrics(0.7, 0.7, 0.2, 0.02, 800),
-            baselines=Baselines(0.60, "coder-llm", 0.85, 1.0, 0.5),
+            baselines=Baselines(0.60, "coder-llm", 0.85, 1.0, 0.5, from_text),
         )  # fmt: skip
 
-    assert evaluation(0.55).winning_baseline == ("the best LLM per task", 0.85)
+    name = "the best LLM per task (the task given)"
+    assert evaluation(0.55).winning_baseline == (name, 0.85, 0.55)
     assert evaluation(0.55).as_dict()["winning_baseline"] == {
-        "name": "the best LLM per task", "hit@1": 0.85,
+        "name": name, "hit@1": 0.85, "router_hit@1": 0.55,
     }  # fmt: skip
+    # told each query's task, the router is set against the table that reads the task; the
+    # table that reads it from the text, against the router of texts
+    told = evaluation(0.70, given=0.86, from_text=0.72)
+    assert told.winning_baseline == (
+        "the best LLM per task (the task read from the text)",
+        0.72,
+        0.70,
+    )
+    assert evaluation(0.74, given=0.86, from_text=0.72).winning_baseline is None
     assert evaluation(0.86).winning_baseline is None
     assert evaluation(0.86).as_dict()["winning_baseline"] is None

@@ -96,11 +96,12 @@ def ray_head() -> Iterator[Head]:
     # a short folder: Ray's socket paths must fit in 107 bytes
     scratch = tempfile.mkdtemp(prefix="lray", dir="/tmp")
     env = {**os.environ, **LOOPBACK, "RAY_USAGE_STATS_ENABLED": "0"}
+    log = Path(scratch) / "ray-start.log"  # what `ray start` said, for a head that fails
     process = subprocess.Popen(
         [str(BIN / "ray"), "start", "--head", "--block", "--num-cpus=2", f"--port={port}",
          "--node-ip-address=127.0.0.1", "--include-dashboard=false", "--disable-usage-stats",
          f"--temp-dir={scratch}"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
     deadline = time.monotonic() + START_LIMIT_S
     while True:
@@ -108,8 +109,11 @@ def ray_head() -> Iterator[Head]:
             if probe.connect_ex(("127.0.0.1", port)) == 0:
                 break
         if process.poll() is not None or time.monotonic() > deadline:
+            ended = process.poll()
             process.kill()
-            pytest.fail(f"the Ray head did not start in {START_LIMIT_S} s")
+            said = log.read_text(errors="replace")[-3000:]
+            what = f"exited {ended}" if ended is not None else f"not listening in {START_LIMIT_S} s"
+            pytest.fail(f"the Ray head did not start ({what}); `ray start` said:\n{said}")
         time.sleep(0.2)
     try:
         yield Head(port, process.pid)

@@ -397,7 +397,9 @@ def test_per_token_prices_give_per_query_costs(
         assert router.costs["math-0"] == pytest.approx(
             (DEFAULT_PROMPT_TOKENS * 10 + DEFAULT_COMPLETION_TOKENS * 30) / 1e6
         )
-        every = router.route_texts([text], top=12, quality=0.95)[0]
+        # the four maths LLMs are planted alike; their fitted P(correct) differ by the noise
+        # of their own maths scores (0.91-0.96 on this text), so the share asked is 0.9
+        every = router.route_texts([text], top=12, quality=0.9)[0]
         cost = {c.llm_id: c.cost_usd for c in every.ranked}
         assert cost["math-1"] == pytest.approx((11 * 1 + 256 * 2) / 1e6)
         assert cost["math-0"] == pytest.approx((11 * 10 + 256 * 30) / 1e6)
@@ -405,9 +407,10 @@ def test_per_token_prices_give_per_query_costs(
         p_correct = {c.llm_id: c.p_correct for c in every.ranked}
         best = max(p_correct, key=p_correct.__getitem__)
         # the planted answer: every maths LLM is 0.9 right on maths, the others 0.2, so the
-        # cheap maths LLM is within 95% of the best, and taken although it is not the best
+        # cheap maths LLM is within 90% of the best, and taken although it is not the best
         assert best.startswith("math-") and best != "math-1"
-        assert p_correct["math-1"] >= 0.95 * p_correct[best]
+        assert p_correct["math-1"] >= 0.9 * p_correct[best]
+        assert all(p < 0.9 * p_correct[best] for llm, p in p_correct.items() if "math" not in llm)
         assert every.llm_id == "math-1"
         assert router.route_texts([text], guarded=False)[0].llm_id == best  # accuracy alone
         loose = router.route_texts([text], quality=0.1)[0]  # the cheapest of all
@@ -428,7 +431,7 @@ def test_per_token_prices_give_per_query_costs(
         assert {c.llm_id: c.cost_usd for c in again.ranked}["math-0"] == pytest.approx(
             (11 * 10 + 100 * 30) / 1e6
         )
-    chosen = run_cli("route", text, "-w", path, "--quality", "0.95", "--json")
+    chosen = run_cli("route", text, "-w", path, "--quality", "0.9", "--json")
     assert chosen.exit_code == 0, chosen.stderr
     [decision] = chosen.json()  # type: ignore[misc]
     assert decision["llm_id"] == "math-1"

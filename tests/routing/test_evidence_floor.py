@@ -116,6 +116,42 @@ def test_a_small_pool_routes_by_its_per_task_scores_not_by_the_best_single_llm()
     assert routed >= per_task - 0.02 and routed > best_single + 0.2
 
 
+def test_told_the_task_the_router_routes_as_the_per_task_table_where_the_text_cannot() -> None:
+    """Maths and code questions that read alike (one region of the vector space): from the
+    text, the router can only guess between the two specialists; told each query's task
+    (`locus route --task`), it routes as the per-task table, which reads the true task."""
+    rng = np.random.default_rng(3)
+
+    def alike(n: int) -> tuple[NDArray[np.float32], list[str]]:
+        vectors, tasks = _queries(n, rng)
+        maths = vectors[[t == "math" for t in tasks]]
+        code = np.flatnonzero([t == "code" for t in tasks])
+        vectors[code] = maths[: len(code)] + rng.normal(size=(len(code), 16)) * 0.3
+        return vectors.astype(np.float32), tasks
+
+    vectors, tasks = alike(400)
+    scores = _scores(tasks, tuple(SKILL), rng)
+    train = Evidence(vectors[:360], scores[:360], tuple(SKILL), tuple(tasks[:360]))
+    val = Evidence(vectors[360:], scores[360:], tuple(SKILL), tuple(tasks[360:]))
+    router = StackedRouter.fit(_small_pool()[2], train, val)
+    queries, truth = alike(400)
+    per_task = np.mean([SKILL[BEST[t]][TASKS.index(t)] for t in truth])
+
+    def routed(decisions: list[Any]) -> float:
+        return float(
+            np.mean(
+                [SKILL[d.llm_id][TASKS.index(t)] for d, t in zip(decisions, truth, strict=True)]
+            )
+        )
+
+    from_text = routed(router.route(queries, top=1))
+    told = routed(router.route(queries, top=1, tasks=truth))
+    assert told >= per_task - 0.02 and told > from_text + 0.05, (told, from_text, per_task)
+    # a task the fit never saw is read from the text, as without one
+    unknown = router.route(queries[:8], top=1, tasks=["astrology"] * 8)
+    assert [d.llm_id for d in unknown] == [d.llm_id for d in router.route(queries[:8], top=1)]
+
+
 def test_without_locus_its_deviation_weight_stays_zero() -> None:
     train, val, locus = _small_pool()
     router = StackedRouter.fit(locus, train, val, use_locus=False)

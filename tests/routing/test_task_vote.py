@@ -115,3 +115,18 @@ def test_the_stack_weighs_the_task_vote_where_it_tells_which_llm() -> None:
     saved_before = {k: v for k, v in stack.as_dict().items() if k != "tasks"}
     saved_before["deviation_weights"] = saved_before["deviation_weights"][:2]
     assert not Stack.from_dict(saved_before).tasks
+
+
+def test_a_given_task_reads_that_tasks_rates_and_an_unknown_one_the_neighbours() -> None:
+    train, queries, _ = _pool()
+    router = KNNRouter(k=20).fit(train)
+    read = router.predict_proba_at(queries[:3], [20], tasks=True)[-1]
+    given = router.predict_proba_at(
+        queries[:3], [20], tasks=True, given_tasks=["task-2", None, "never-seen"]
+    )[-1]
+    vote = router.task_vote_
+    np.testing.assert_array_equal(given[0], vote.rates[vote.names.index("task-2")])
+    np.testing.assert_array_equal(given[1:], read[1:])  # not known: read from the text
+    assert given[0].argmax() == 2  # c, the specialist of task 2
+    with pytest.raises(LocusInputError, match="one per query"):
+        vote.given(["task-0"], read)

@@ -51,7 +51,12 @@ class RankedRouter:
     costs: ClassVar[dict[str, float]] = {"a": 0.004, "b": 0.003, "c": 0.002, "d": 0.001}
 
     def route_texts(
-        self, texts: Sequence[str], request: RouteRequest | None = None, **options: Any
+        self,
+        texts: Sequence[str],
+        request: RouteRequest | None = None,
+        *,
+        tasks: Sequence[str | None] | None = None,
+        **options: Any,
     ) -> list[RouteDecision]:
         request = RouteRequest.of(request, **options)
         ranked = [llm for llm in self.llm_ids if llm not in request.unavailable]
@@ -644,7 +649,12 @@ class PriceCheckingRouter(RankedRouter):
     costs: ClassVar[dict[str, float]] = {"b": 0.003}
 
     def route_texts(
-        self, texts: Sequence[str], request: RouteRequest | None = None, **options: Any
+        self,
+        texts: Sequence[str],
+        request: RouteRequest | None = None,
+        *,
+        tasks: Sequence[str | None] | None = None,
+        **options: Any,
     ) -> list[RouteDecision]:
         request = RouteRequest.of(request, **options)
         if request.uses_cost:
@@ -751,9 +761,14 @@ class UnsureRouter(RankedRouter):
     spread: ClassVar[dict[str, float]] = {"a": 0.005, "b": 0.005, "c": 0.2, "d": 0.005}
 
     def route_texts(
-        self, texts: Sequence[str], request: RouteRequest | None = None, **options: Any
+        self,
+        texts: Sequence[str],
+        request: RouteRequest | None = None,
+        *,
+        tasks: Sequence[str | None] | None = None,
+        **options: Any,
     ) -> list[RouteDecision]:
-        decisions = super().route_texts(texts, request, **options)
+        decisions = super().route_texts(texts, request, tasks=tasks, **options)
         return [
             dataclasses.replace(
                 d,

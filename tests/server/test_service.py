@@ -92,6 +92,16 @@ def test_the_service_routes_and_answers_over_real_http(
                 assert all(0 < c["uncertainty"] < 0.5 for c in routed["ranked"])
                 too_low = client.post("/v1/route", json={"text": "cell enzyme", "quality": 1.5})
                 assert too_low.status_code == 400 and "[0, 1]" in too_low.text
+                # a text that gives no task away, its task given: that task's specialists
+                plain = "please answer this question for me"
+                for task in ("math", "law"):
+                    told = client.post("/v1/route", json={"text": plain, "task": task})
+                    assert told.status_code == 200, told.text
+                    assert told.json()["llm_id"].startswith(f"{task}-")
+                typo = client.post("/v1/route", json={"text": plain, "task": "lwa"})
+                assert typo.status_code == 400 and "did you mean 'law'" in typo.text
+                empty = client.post("/v1/route", json={"text": plain, "task": 3})
+                assert empty.status_code == 400 and "task: expected a task name" in empty.text
 
 
 def test_the_gateways_cost_rules_price_llms_by_their_tokens(

@@ -277,8 +277,14 @@ def _render_evaluation(result: Any) -> None:
         summary.add_row("LOCUS, unguarded (--no-guard)", f"{routing.unguarded_hit_at_1:.4f}")
     else:
         summary.add_row("LOCUS", f"{routing.hit_at_1:.4f}")
+    if routing.task_given_hit_at_1 is not None:
+        summary.add_row("LOCUS, each query's task given (--task)",
+                        f"{routing.task_given_hit_at_1:.4f}")  # fmt: skip
     summary.add_row(f"best single LLM ({base.best_single_llm_id})", f"{base.best_single_llm:.4f}")
-    summary.add_row("best LLM per task", f"{base.best_llm_per_task:.4f}")
+    if base.best_llm_per_task_from_text is not None:
+        summary.add_row("best LLM per task, the task read from the text",
+                        f"{base.best_llm_per_task_from_text:.4f}")  # fmt: skip
+    summary.add_row("best LLM per task, the task given", f"{base.best_llm_per_task:.4f}")
     summary.add_row("random LLM", f"{base.random:.4f}")
     summary.add_row("oracle", f"{base.oracle:.4f}")
     console.print(summary)
@@ -309,17 +315,17 @@ def _render_evaluation(result: Any) -> None:
         console.print(line)
     winner = result.winning_baseline
     if winner is not None:
+        name, theirs, against = winner
         se = routing.hit_at_1_se
         noise = (
             "no standard error to tell noise by"
             if se is None
             else "within noise, two standard errors"
-            if winner[1] - routing.hit_at_1 <= 2 * se
+            if theirs - against <= 2 * se
             else "beyond noise, two standard errors"
         )
         console.print(
-            f"{winner[0]} routes these queries better: {winner[1]:.4f} against "
-            f"{routing.hit_at_1:.4f} ({noise})"
+            f"{name} routes these queries better: {theirs:.4f} against {against:.4f} ({noise})"
         )
     # hit@k with k >= the LLMs is the oracle's; AUROC needs right and wrong cells both
     ranks = [

@@ -62,6 +62,15 @@ def route_command(
             "the best single LLM unless another is better by a margin chosen on validation).",
         ),
     ] = False,
+    task: Annotated[
+        str | None,
+        typer.Option(
+            "--task",
+            help="The queries' task, where you know it (one of the fit's tasks, e.g. 'law'): "
+            "each LLM's measured rate on that task is read instead of the tasks of the "
+            "query's nearest scored queries.",
+        ),
+    ] = None,
     artifact: ArtifactOption = "default",
     workspace: WorkspaceOption = None,
     as_json: JsonOption = False,
@@ -79,7 +88,12 @@ def route_command(
         guarded=not no_guard,
     )
     route_and_render(
-        route_texts(query, file), request, workspace=workspace, artifact=artifact, as_json=as_json
+        route_texts(query, file),
+        request,
+        workspace=workspace,
+        artifact=artifact,
+        as_json=as_json,
+        task=task,
     )
 
 
@@ -90,8 +104,10 @@ def route_and_render(
     workspace: str | None,
     artifact: str = "default",
     as_json: bool = False,
+    task: str | None = None,
 ) -> None:
-    """Load the workspace router once, route every text, print the choices."""
+    """Load the workspace router once, route every text (of `task`, where given), print the
+    choices."""
     from locus.pipeline.workspace_router import WorkspaceRouter
     from locus.routing.decision import RouteRequest
 
@@ -107,7 +123,8 @@ def route_and_render(
                 f"{len(router.llm_ids)} LLMs (see `locus llms`)"
             )
         loaded = time.perf_counter()
-        decisions = router.route_texts(texts, request)
+        tasks = None if task is None else [task] * len(texts)
+        decisions = router.route_texts(texts, request, tasks=tasks)
         routed = time.perf_counter()
     if len(texts) > 1:
         stderr_console().print(

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +40,9 @@ class RoutingMetrics:
     `hit_at_3` and `hit_at_5` are None (JSON null) where the pool has no more than k LLMs:
     there the k highest-ranked are every LLM, and hit@k is the oracle's, whatever the router.
     `hit_at_1` is what `locus route` does: with the artifact's guard when it has one
-    (`unguarded_hit_at_1` without it); `moved`: the share of queries the guarded router sends
+    (`unguarded_hit_at_1` without it); `task_given_hit_at_1`: the same where each query's task
+    is given (`locus route --task`), None where the queries or the router have no tasks;
+    `moved`: the share of queries the guarded router sends
     to another LLM than the guard's default (None without a guard). `hit_at_1_se`: one
     standard error of `hit_at_1` over the queries; `gain`: hit@1 less the best single LLM's
     on the queries both were scored on, with its paired standard error `gain_se` (a gain
@@ -55,6 +58,7 @@ class RoutingMetrics:
     hit_at_1_se: float | None = None
     gain: float | None = None
     gain_se: float | None = None
+    task_given_hit_at_1: float | None = None
 
     @property
     def gain_is_noise(self) -> bool:
@@ -75,6 +79,7 @@ class RoutingMetrics:
             "gain_is_noise": self.gain_is_noise,
             "moved": self.moved,
             "guard": self.guard,
+            "task_given_hit@1": self.task_given_hit_at_1,
         }
 
 
@@ -95,13 +100,17 @@ class CorrectnessMetrics:
 
 @dataclass(frozen=True)
 class Baselines:
-    """Routers chosen on the training split, scored on the same queries."""
+    """Routers chosen on the training split, scored on the same queries. The best LLM per
+    task reads each query's true task; `best_llm_per_task_from_text` reads it from the text
+    as a router of texts must (the nearest task centroid of the training queries' vectors),
+    None where the queries carry no tasks."""
 
     best_single_llm: float
     best_single_llm_id: str
     best_llm_per_task: float
     oracle: float
     random: float
+    best_llm_per_task_from_text: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -177,21 +186,34 @@ class Evaluation:
         return self.queries < metrics.FEW_QUERIES
 
     @property
-    def winning_baseline(self) -> tuple[str, float] | None:
-        """(name, hit@1) of the simple baseline that routes these queries better than the
-        router (the best LLM per task, else the best single LLM), None where neither does."""
+    def winning_baseline(self) -> tuple[str, float, float] | None:
+        """(name, its hit@1, the router's hit@1 it is set against) of the simple baseline
+        that routes these queries better than the router by the most: the best LLM per task
+        against the router told each query's task, the best single LLM and the per-task
+        table reading the task from the text against the router of texts; None for none."""
+        routing, base = self.routing, self.baselines
+        given = routing.task_given_hit_at_1
+        # like against like: the table that reads the true task against the router told it
         candidates = [
-            ("the best LLM per task", self.baselines.best_llm_per_task),
-            (f"the best single LLM ({self.baselines.best_single_llm_id})",
-             self.baselines.best_single_llm),
+            ("the best LLM per task (the task given)", base.best_llm_per_task,
+             routing.hit_at_1 if given is None else given),
+            (f"the best single LLM ({base.best_single_llm_id})", base.best_single_llm,
+             routing.hit_at_1),
         ]  # fmt: skip
-        best = max(candidates, key=lambda c: c[1])
-        return best if best[1] > self.routing.hit_at_1 else None
+        if base.best_llm_per_task_from_text is not None:
+            candidates.append(
+                ("the best LLM per task (the task read from the text)",
+                 base.best_llm_per_task_from_text, routing.hit_at_1)
+            )  # fmt: skip
+        best = max(candidates, key=lambda c: c[1] - c[2])
+        return best if best[1] > best[2] else None
 
     def as_dict(self) -> dict[str, Any]:
         winner = self.winning_baseline
         return {
-            "winning_baseline": None if winner is None else {"name": winner[0], "hit@1": winner[1]},
+            "winning_baseline": None
+            if winner is None
+            else {"name": winner[0], "hit@1": winner[1], "router_hit@1": winner[2]},
             "savings": None if self.savings is None else self.savings.as_dict(),
             "artifact": self.artifact,
             "split": self.split,
@@ -241,6 +263,21 @@ def evaluate_workspace(
     choice = order[:, 0]
     if bound is not None:
         moved = float(np.mean(choice != bound[0]))
+    given_hit, from_text = None, None
+    known = set(router.task_names)
+    if known and any(t in known for t in tasks):
+        given = [t if t in known else None for t in tasks]
+        given_proba = np.asarray(router.predict_proba(data.vectors[rows], given), np.float64)
+        given_order = rank(
+            given_proba[:, columns], None, RouteRequest(top=1), allowed=~np.isnan(truth),
+            guard=bound,
+        ).order  # fmt: skip
+        given_hit = _hit(given_order, truth, 1)
+    if any(t is not None for t in train_tasks) and any(t is not None for t in tasks):
+        read = _tasks_from_text(data.vectors[train_rows], train_tasks, data.vectors[rows])
+        from_text = metrics.best_per_task_accuracy(
+            table.scores[train_rows], train_tasks, truth, read
+        )
     per_task: dict[str, TaskEvaluation] = {}
     task_array = np.asarray(tasks, dtype=object)
     for task in sorted({t for t in tasks if t is not None}):
@@ -268,6 +305,7 @@ def evaluate_workspace(
             hit_at_1_se=se,
             gain=gain,
             gain_se=gain_se,
+            task_given_hit_at_1=given_hit,
         ),
         correctness=CorrectnessMetrics(
             accuracy=correctness["accuracy"],
@@ -284,10 +322,26 @@ def evaluate_workspace(
             ),
             oracle=metrics.oracle_accuracy(truth),
             random=float(np.nanmean(np.nanmean(truth, axis=1))),
+            best_llm_per_task_from_text=from_text,
         ),
         per_task=per_task,
         savings=_savings(router, table, data.vectors[rows], rows, columns, proba, choice, truth),
     )
+
+
+def _tasks_from_text(
+    train_vectors: np.ndarray, train_tasks: Sequence[str | None], vectors: np.ndarray
+) -> list[str | None]:
+    """Each query's task as read from its vector (n, dq): the task whose training queries'
+    mean unit vector is nearest (cosine)."""
+    names = sorted({t for t in train_tasks if t is not None})
+    unit = train_vectors / np.maximum(np.linalg.norm(train_vectors, axis=1, keepdims=True), 1e-12)
+    centroids = np.stack(
+        [unit[[t == name for t in train_tasks]].mean(axis=0) for name in names]
+    )  # (n_tasks, dq)
+    centroids /= np.maximum(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-12)
+    nearest = np.argmax(vectors @ centroids.T, axis=1)
+    return [names[i] for i in nearest]
 
 
 def _hit(order: np.ndarray, truth: np.ndarray, k: int) -> float:

@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from locus.artifact import Manifest, check_same_encoder, read_for_routing
-from locus.errors import LocusInputError
+from locus.errors import LocusInputError, did_you_mean
 from locus.pipeline.data import workspace_table
 from locus.pipeline.workspace_artifacts import DEFAULT_ARTIFACT, trained_artifact
 from locus.pool import artifact_pools
@@ -113,11 +113,41 @@ class WorkspaceRouter:
         """The pool's LLMs, in the column order of `predict_proba`."""
         return self.pool.llm_ids
 
-    def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
+    def predict_proba(
+        self, query_vectors: NDArray[np.float32], tasks: Sequence[str | None] | None = None
+    ) -> NDArray[np.float32]:
         """The fitted router's P(correct) (n_queries, n_llms), without torch; an LLM
         onboarded since the fit has its own votes beside LOCUS's prediction, weighed by its
-        number of scores (`StackedRouter.join`)."""
-        return self.router.predict_proba(query_vectors)
+        number of scores (`StackedRouter.join`). `tasks`: each query's task where the caller
+        knows it (one per query, None where not), read by the task vote instead of the
+        tasks of the query's nearest training queries."""
+        if tasks is None:
+            return self.router.predict_proba(query_vectors)
+        return self.router.predict_proba_given_tasks(query_vectors, tasks)
+
+    @property
+    def task_names(self) -> tuple[str, ...]:
+        """The tasks the fitted router's task vote knows (a request may name one of them:
+        `route_texts(tasks=)`); empty where the fit's queries carried fewer than two."""
+        knn, stack = self.router.knn, self.router.stack
+        vote = None if knn is None else knn.task_vote_
+        return () if vote is None or stack is None or not stack.tasks else vote.names
+
+    def check_tasks(self, tasks: Sequence[str | None]) -> None:
+        """Raise `LocusInputError` for a named task the router does not know."""
+        known = self.task_names
+        for task in tasks:
+            if task is not None and task not in known:
+                if not known:
+                    raise LocusInputError(
+                        f"task {task!r}: this router reads no task (the fit's queries carried "
+                        "fewer than two tasks); route without one"
+                    )
+                raise LocusInputError(
+                    f"unknown task {task!r}{did_you_mean(task, known)}; expected one of the "
+                    f"fit's {len(known)} tasks: {', '.join(known[:12])}"
+                    + (" ..." if len(known) > 12 else "")
+                )
 
     def vectors_for(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Query vectors (n, dq) of texts (`QueryVectors`)."""
@@ -175,25 +205,37 @@ class WorkspaceRouter:
         return self._tuned[key]
 
     def route_texts(
-        self, texts: Sequence[str], request: RouteRequest | None = None, **options: Any
+        self,
+        texts: Sequence[str],
+        request: RouteRequest | None = None,
+        *,
+        tasks: Sequence[str | None] | None = None,
+        **options: Any,
     ) -> list[RouteDecision]:
         """Route query texts by `request` (`RouteRequest`; keyword `options` build or change
         one) with each LLM's expected cost on each text (`expected_costs`) and, for accuracy
         routing unless the request says `guarded=False`, the artifact's guard (the default LLM
         unless another clears the margin chosen at fit time). A `budget` is routed as the cost
-        weight tuned on the fit's validation queries (`cost_weight_for_budget`).
+        weight tuned on the fit's validation queries (`cost_weight_for_budget`). `tasks`: each
+        text's task where the caller knows it (`Router.route`).
 
         Raises:
             LocusInputError: a bad request, or an LLM without a cost where the rule needs one.
         """
         request = RouteRequest.of(request, **options)
+        if tasks is not None:
+            if len(tasks) != len(texts):
+                raise LocusInputError(
+                    f"tasks: expected one per text ({len(texts)}), found {len(tasks)}"
+                )
+            self.check_tasks(tasks)
         if request.budget is not None:
             weight = self.cost_weight_for_budget(request.budget, request.unavailable)
             request = request.with_cost_weight(weight)
         vectors = self.vectors_for(texts)
         known = self.cost_model is not None or bool(self.costs)
         costs = self.expected_costs(vectors, texts) if known else None
-        return self.router.route(vectors, request, costs=costs)
+        return self.router.route(vectors, request, costs=costs, tasks=tasks)
 
     def refresh(self) -> None:
         """Re-read the pool and costs from the workspace (LLMs onboarded since loading)."""

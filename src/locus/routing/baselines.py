@@ -238,6 +238,22 @@ class PerTaskRouter(BaselineRouter):
         nearest = np.argmax(unit_rows(vectors) @ self.centroids_.T, axis=1)
         return self.table_[nearest]
 
+    def predict_proba_given_tasks(
+        self, query_vectors: NDArray[np.float32], tasks: Sequence[str | None] | None
+    ) -> NDArray[np.float32]:
+        """The table's row of each query's task where `tasks` names one it knows, else the
+        nearest task centroid's (as `predict_proba`)."""
+        out = np.array(self.predict_proba(query_vectors), copy=True)
+        if tasks is None:
+            return out
+        if len(tasks) != len(out):
+            raise LocusInputError(f"tasks: expected one per query ({len(out)}), found {len(tasks)}")
+        index = {t: i for i, t in enumerate(self.tasks_)}
+        for row, task in enumerate(tasks):
+            if task in index:
+                out[row] = self.table_[index[task]]
+        return out
+
     def _settings(self) -> dict[str, Any]:
         return {"shrink": self.shrink, "tasks": self.tasks_}
 

@@ -186,11 +186,18 @@ class KNNRouter(BaselineRouter):
         return getattr(self, "task_vote_", None) is not None
 
     def predict_proba_at(
-        self, query_vectors: NDArray[np.float32], ks: Sequence[int], *, tasks: bool = False
+        self,
+        query_vectors: NDArray[np.float32],
+        ks: Sequence[int],
+        *,
+        tasks: bool = False,
+        given_tasks: Sequence[str | None] | None = None,
     ) -> list[NDArray[np.float32]]:
         """P(correct) (n_queries, n_llms) for each k of `ks` (the fitted k aside), from one
         neighbour search: what `locus.routing.stack.Stack` reads; with `tasks`, one more at the
-        end: the task vote of the query's nearest training queries.
+        end: the task vote of the query's nearest training queries, or, for a query whose task
+        `given_tasks` names (one per query, None where not known), that task's rates
+        (`TaskVote.given`).
 
         Raises:
             LocusInputError: `tasks` asked of a router fitted without tasks.
@@ -198,7 +205,11 @@ class KNNRouter(BaselineRouter):
         self._check_fitted()
         if tasks and not self.has_task_vote:
             raise LocusInputError("this kNN router was fitted on queries without tasks")
-        return self._neighbour_means(query_vectors, [int(k) for k in ks], tasks=tasks)
+        found = self._neighbour_means(query_vectors, [int(k) for k in ks], tasks=tasks)
+        vote = self.task_vote_ if tasks else None
+        if vote is not None and given_tasks is not None:
+            found[-1] = vote.given(given_tasks, found[-1])
+        return found
 
     def _neighbour_means(
         self, query_vectors: NDArray[np.float32], ks: Sequence[int], *, tasks: bool = False

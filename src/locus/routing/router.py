@@ -147,6 +147,15 @@ class Router(ABC):
 
     guard: Guard | None = None  # a fitted router's guard (`StackedRouter`); None: unguarded
 
+    def predict_proba_given_tasks(
+        self, query_vectors: NDArray[np.float32], tasks: Sequence[str | None] | None
+    ) -> NDArray[np.float32]:
+        """P(correct) (n_queries, n_llms) where the request knows some queries' tasks (one per
+        query, None where not known). A router that reads no task ignores them; the fitted
+        router reads the per-task rates of a known task (`StackedRouter`), the per-task
+        baseline its table."""
+        return self.predict_proba(query_vectors)
+
     def evidence_counts(self) -> NDArray[np.float64] | None:
         """(n_llms,) how many scores each LLM's P(correct) rests on, where the router knows:
         each candidate then carries its `uncertainty`. None: not known."""
@@ -158,6 +167,7 @@ class Router(ABC):
         request: RouteRequest | None = None,
         *,
         costs: Costs | None = None,
+        tasks: Sequence[str | None] | None = None,
         **options: Any,
     ) -> list[RouteDecision]:
         """Send each query to an LLM by one decision rule (`locus.routing.decision`):
@@ -179,6 +189,8 @@ class Router(ABC):
                 (n_queries, n_llms) in `llm_ids` order (a `CostModel`'s prediction, NaN where
                 unknown). Needed by `cost_weight`, `quality` (every candidate must have one)
                 and `max_cost` (an LLM without a cost is no candidate).
+            tasks: each query's task where the caller knows it (None: read from the text),
+                for routers that read tasks (`predict_proba_given_tasks`).
 
         Raises:
             LocusInputError: a bad option, unknown costs, or no candidate left.
@@ -188,7 +200,12 @@ class Router(ABC):
             raise LocusNotFittedError(f"{type(self).__name__} is not fitted; call fit() first")
         ids = list(self.llm_ids)  # read once: a live pool may grow while this call runs
         candidates = self._candidates(ids, costs, request)
-        proba = np.asarray(self.predict_proba(query_vectors), dtype=np.float64)
+        if tasks is None:
+            proba = np.asarray(self.predict_proba(query_vectors), dtype=np.float64)
+        else:
+            proba = np.asarray(
+                self.predict_proba_given_tasks(query_vectors, tasks), dtype=np.float64
+            )
         if proba.ndim != 2 or proba.shape[1] != len(ids):
             raise ValueError(
                 f"{type(self).__name__}.predict_proba returned {proba.shape}; expected "
@@ -294,7 +311,12 @@ class TextRouter(Protocol):
     def costs(self) -> Mapping[str, float]: ...
 
     def route_texts(
-        self, texts: Sequence[str], request: RouteRequest | None = None, **options: Any
+        self,
+        texts: Sequence[str],
+        request: RouteRequest | None = None,
+        *,
+        tasks: Sequence[str | None] | None = None,
+        **options: Any,
     ) -> list[RouteDecision]: ...
 
     def refresh(self) -> None: ...

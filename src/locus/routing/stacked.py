@@ -123,9 +123,13 @@ class StackedRouter(LogitRouter):
     # -- prediction ------------------------------------------------------------------------
 
     def _stacked(
-        self, vectors: NDArray[np.float32], locus_logits: NDArray[Any]
+        self,
+        vectors: NDArray[np.float32],
+        locus_logits: NDArray[Any],
+        tasks: Sequence[str | None] | None = None,
     ) -> tuple[list[int], NDArray[np.float64]] | None:
-        """(the pool columns the kNN router knows, their stacked logits), None for none."""
+        """(the pool columns the kNN router knows, their stacked logits), None for none;
+        `tasks`: each query's task where the request knows it (the task vote then reads it)."""
         if self.stack is None or self.knn is None:
             return None
         pairs = [
@@ -137,7 +141,9 @@ class StackedRouter(LogitRouter):
             return None
         mine, theirs = (list(side) for side in zip(*pairs, strict=True))
         needed = self.stack.needed_ks
-        found = self.knn.predict_proba_at(vectors, needed, tasks=self.stack.tasks)
+        found = self.knn.predict_proba_at(
+            vectors, needed, tasks=self.stack.tasks, given_tasks=tasks
+        )
         votes: dict[int, NDArray[Any]] = {
             k: part[:, theirs] for k, part in zip(needed, found[: len(needed)], strict=True)
         }
@@ -205,19 +211,30 @@ class StackedRouter(LogitRouter):
         if self.guard is not None and default_scores is not None:
             self.guard = rechosen_default(self.guard, llm_id, values, default_scores)
 
-    def predict_logits(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float64]:
+    def predict_logits(
+        self, query_vectors: NDArray[np.float32], tasks: Sequence[str | None] | None = None
+    ) -> NDArray[np.float64]:
         vectors = np.asarray(query_vectors, dtype=np.float32)
         logits = np.array(self.locus.predict_logits(vectors), dtype=np.float64)
-        stacked = self._stacked(vectors, logits)
+        stacked = self._stacked(vectors, logits, tasks)
         if stacked is not None:
             logits[:, stacked[0]] = stacked[1]
         return logits
 
     def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
+        return self.predict_proba_given_tasks(query_vectors, None)
+
+    def predict_proba_given_tasks(
+        self, query_vectors: NDArray[np.float32], tasks: Sequence[str | None] | None
+    ) -> NDArray[np.float32]:
+        """P(correct) (n_queries, n_llms); a query whose task `tasks` names (one per query,
+        None where not known) has the per-task rates of that task as its task vote instead of
+        the tasks of its nearest training queries (a task the fit never saw: read from the
+        neighbours, as without one)."""
         vectors = np.asarray(query_vectors, dtype=np.float32)
         logits = self.locus.predict_logits(vectors)
         proba = sigmoid(logits).astype(np.float32)
-        stacked = self._stacked(vectors, logits)
+        stacked = self._stacked(vectors, logits, tasks)
         if stacked is not None:
             proba[:, stacked[0]] = sigmoid(stacked[1])
         return proba

@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from locus.errors import LocusInputError
+
 __all__ = ["TASK_K", "TaskVote", "voters"]
 
 TASK_K = 20  # nearest training queries whose tasks vote (5, 20 and 50 alike on RouterBench)
@@ -91,6 +93,26 @@ class TaskVote:
         """(n_queries, n_llms) each LLM's task vote on queries whose nearest training rows are
         `nearest` (n_queries, k)."""
         return (self.shares(nearest) @ self.rates).astype(np.float32)
+
+    def given(self, tasks: Sequence[str | None], proba: NDArray[np.float32]) -> NDArray[np.float32]:
+        """`proba` (n_queries, n_llms), the task votes read from the queries' neighbours, with
+        the rows of queries whose task is known (`tasks`, one per query; None or a task the
+        fit did not see: not known) replaced by that task's rates: the per-task table itself
+        where the request says the task.
+
+        Raises:
+            LocusInputError: `tasks` not one per query.
+        """
+        if len(tasks) != len(proba):
+            raise LocusInputError(
+                f"tasks: expected one per query ({len(proba)}), found {len(tasks)}"
+            )
+        place = {name: i for i, name in enumerate(self.names)}
+        out = np.array(proba, dtype=np.float32, copy=True)
+        for row, task in enumerate(tasks):
+            if task is not None and task in place:
+                out[row] = self.rates[place[task]]
+        return out
 
     def with_llm(
         self,

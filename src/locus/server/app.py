@@ -3,8 +3,8 @@ and `build_app` (the service from a workspace).
 
     POST /v1/route              {"text": "..."} or {"texts": [...]}, one of quality, budget,
                                 cost_weight; max_cost, unavailable, guarded (default
-                                true) -> ranked LLMs, P(correct), expected cost, fallback
-                                order
+                                true), task (where known) -> ranked LLMs, P(correct),
+                                expected cost, fallback order
     POST /v1/llms/{id}/scores   {"scores": [{query_text, score}, ...]}: onboard or refine the
                                 LLM live (no retraining), kept in the store; needs a key
     POST /v1/outcomes           {"request_id": <x-locus-request-id of an answer>, "score"}

@@ -48,6 +48,7 @@ ROUTE_FIELDS = (
     "max_cost",
     "unavailable",
     "guarded",
+    "task",
 )
 
 
@@ -96,11 +97,15 @@ class ServiceRouter:
             return None
         return {llm: float(costs[llm]) for llm in chosen}
 
-    def decide(self, texts: Sequence[str], request: RouteRequest) -> list[RouteDecision]:
-        """The routing decision of each text under `request`, one call at a time."""
+    def decide(
+        self, texts: Sequence[str], request: RouteRequest, task: str | None = None
+    ) -> list[RouteDecision]:
+        """The routing decision of each text under `request` (every text of `task`, where the
+        caller knows it), one call at a time."""
+        tasks = None if task is None else [task] * len(texts)
         with self._lock:
             self._follow_store()
-            return list(self.router.route_texts(list(texts), request))
+            return list(self.router.route_texts(list(texts), request, tasks=tasks))
 
     def rank(self, texts: Sequence[str], request: RouteRequest) -> list[list[RankedLLM]]:
         """Every candidate per text, best first (the gateway's fallback order)."""
@@ -141,12 +146,14 @@ def parse_model(name: object, llm_ids: Collection[str]) -> tuple[str | None, Rou
 
 @dataclass(frozen=True)
 class RouteQuery:
-    """What a /v1/route body asks: its texts (`batch`: sent as "texts", answered as a list)
-    and the `RouteRequest` (its `top`: the candidates to report)."""
+    """What a /v1/route body asks: its texts (`batch`: sent as "texts", answered as a list),
+    the `RouteRequest` (its `top`: the candidates to report) and the texts' task where the
+    caller knows it."""
 
     texts: list[str]
     batch: bool
     request: RouteRequest
+    task: str | None = None
 
 
 def parse_route_body(
@@ -193,6 +200,9 @@ def parse_route_body(
         raise BadRequest(
             400, f"top: expected a whole number >= 1, found {top!r}", "invalid_request"
         )
+    task = data.get("task")
+    if task is not None and (not isinstance(task, str) or not task.strip()):
+        raise BadRequest(400, f"task: expected a task name, found {task!r}", "invalid_request")
     guarded = data.get("guarded", True)
     if not isinstance(guarded, bool):
         raise BadRequest(400, "guarded: expected true or false", "invalid_request")
@@ -205,7 +215,7 @@ def parse_route_body(
         unavailable=frozenset(unavailable_llms(known, data.get("unavailable"))),
         guarded=guarded,
     )  # one rule, every value in range
-    return RouteQuery(texts, "texts" in data, request)
+    return RouteQuery(texts, "texts" in data, request, task)
 
 
 def add_route_route(
@@ -219,7 +229,9 @@ def add_route_route(
         query = parse_route_body(data, known=known, max_batch=settings.max_batch, top=settings.top)
         # one routing call: the whole ranking is the fallback order, its head the answer
         whole = replace(query.request, top=len(router.llm_ids))
-        decisions = await anyio.to_thread.run_sync(lambda: router.decide(query.texts, whole))
+        decisions = await anyio.to_thread.run_sync(
+            lambda: router.decide(query.texts, whole, query.task)
+        )
         answers = [
             {
                 **replace(d, ranked=d.ranked[: query.request.top]).as_dict(),

@@ -1,0 +1,145 @@
+"""The issue's small pool: 4 LLMs x 200 real MMLU-Pro questions (50 each of maths, law,
+computer science and history), one CSV per LLM with the columns people have (model, prompt,
+category, correct), planted per-task skills; `locus fit` defaults.
+
+Routing every one of the 200 questions, the expected hit@1 from the planted skills: the router
+of texts, the router told each question's task (`locus route --task`), the per-task table
+(reads the true task), the per-task table reading the task from the text (the nearest task
+centroid of the other folds' questions, 5 folds), the best single LLM; and how often the text
+gives the task away (the majority task of a question's 20 nearest other questions). Each seed
+draws other questions and other scores.
+
+    python benchmarks/bench_small_pool.py --seeds 0 1 2
+
+Writes results/small-pool.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import report, require_shared_data
+
+from locus.nn import TrainingConfig
+from locus.pipeline import fit_workspace
+from locus.pipeline.workspace_router import WorkspaceRouter
+from locus.store import Store
+from locus.store.ingest import import_path
+from locus.text import get_text_encoder
+from locus.text.cache import encode_missing
+
+SKILL = {
+    "math-llm": {"math": 0.92, "law": 0.40, "computer science": 0.55, "history": 0.50},
+    "law-llm": {"math": 0.35, "law": 0.90, "computer science": 0.30, "history": 0.55},
+    "coder-llm": {"math": 0.55, "law": 0.30, "computer science": 0.93, "history": 0.45},
+    "small-llm": {"math": 0.35, "law": 0.45, "computer science": 0.40, "history": 0.55},
+}
+TASKS = tuple(SKILL["math-llm"])
+LANDLORD = "Can my landlord evict me without notice?"
+
+
+def expected(chosen: list[str], tasks: list[str]) -> float:
+    return float(np.mean([SKILL[llm][t] for llm, t in zip(chosen, tasks, strict=True)]))
+
+
+def tasks_read_from_text(vectors: np.ndarray, tasks: list[str], folds: int = 5) -> list[str]:
+    """Each question's task by the nearest task centroid of the other folds' questions."""
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    fold = np.arange(len(tasks)) % folds
+    read = [""] * len(tasks)
+    labels = np.asarray(tasks)
+    for f in range(folds):
+        rest = fold != f
+        centroids = np.stack([unit[rest & (labels == t)].mean(axis=0) for t in TASKS])
+        centroids /= np.linalg.norm(centroids, axis=1, keepdims=True)
+        for row in np.flatnonzero(~rest):
+            read[row] = TASKS[int(np.argmax(centroids @ unit[row]))]
+    return read
+
+
+def one_seed(records: pd.DataFrame, seed: int, folder: Path) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    picked = pd.concat(
+        records[records["category"] == task].sample(50, random_state=seed + 1) for task in TASKS
+    )
+    texts, tasks = list(picked["question"]), list(picked["category"])
+    for llm, skill in SKILL.items():
+        pd.DataFrame(
+            {
+                "model": llm,
+                "prompt": texts,
+                "category": tasks,
+                "correct": [int(rng.random() < skill[t]) for t in tasks],
+            }
+        ).to_csv(folder / f"{llm}.csv", index=False)
+    with Store.open(folder / "ws") as store:
+        for llm in SKILL:
+            import_path(store, "table", folder / f"{llm}.csv")
+        encode_missing(store, get_text_encoder())
+        fit_workspace(store, TrainingConfig())
+        router = WorkspaceRouter(store)
+        vectors = router.vectors_for(texts)
+        from_text = [d.llm_id for d in router.route_texts(texts, top=1)]
+        told = [d.llm_id for d in router.route_texts(texts, top=1, tasks=tasks)]
+        landlord = router.route_texts([LANDLORD])[0].llm_id
+    best = {t: max(SKILL, key=lambda llm: SKILL[llm][t]) for t in TASKS}
+    read = tasks_read_from_text(vectors, tasks)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    similarity = unit @ unit.T
+    np.fill_diagonal(similarity, -np.inf)
+    nearest = np.argsort(-similarity, axis=1)[:, :20]
+    labels = np.asarray(tasks)
+    majority = [pd.Series(labels[row]).value_counts().index[0] for row in nearest]
+    return {
+        "router_from_text": expected(from_text, tasks),
+        "router_task_given": expected(told, tasks),
+        "per_task_true_task": expected([best[t] for t in tasks], tasks),
+        "per_task_task_from_text": expected([best[t] for t in read], tasks),
+        "best_single": max(expected([llm] * len(tasks), tasks) for llm in SKILL),
+        "task_read_by_centroid": float(np.mean([r == t for r, t in zip(read, tasks, strict=True)])),
+        "task_read_by_20_nearest": float(np.mean(np.asarray(majority) == labels)),
+        "landlord": landlord,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    args = parser.parse_args()
+    archive = (
+        require_shared_data()
+        / "mmlu_pro"
+        / "eval_results"
+        / "model_outputs_Llama-2-7b-hf_5shots.zip"
+    )
+    with zipfile.ZipFile(archive) as opened:
+        records = pd.read_json(opened.open(opened.namelist()[0]))
+    runs = {}
+    for seed in args.seeds:
+        with tempfile.TemporaryDirectory(prefix="locus-small-pool-") as folder:
+            runs[seed] = one_seed(records, seed, Path(folder))
+        print(seed, runs[seed], flush=True)
+    figures: dict[str, Any] = {"seeds": args.seeds}
+    for key, value in runs[args.seeds[0]].items():
+        if isinstance(value, float):
+            values = [runs[s][key] for s in args.seeds]
+            sd = statistics.stdev(values) if len(values) > 1 else 0.0
+            figures[key] = f"{statistics.mean(values):.4f} ± {sd:.4f}"
+    figures["landlord"] = [runs[s]["landlord"] for s in args.seeds]
+    figures["runs"] = runs
+    report("small-pool", figures)
+
+
+if __name__ == "__main__":
+    main()
