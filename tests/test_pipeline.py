@@ -169,6 +169,7 @@ def test_cli_route_with_the_task_given(run_cli: Run, trained: Path) -> None:
     # two), and the table reads the same tasks from the text
     assert abs(told_hit - evaluation["routing"]["hit@1"]) <= 0.05
     assert from_text == pytest.approx(evaluation["baselines"]["best_llm_per_task"])
+    assert 0.5 < evaluation["correctness"]["task_given_auroc"] <= 1
     table = run_cli("evaluate", "-w", trained)
     assert "each query's task given (--task)" in table.stdout
     assert "the task read from the text" in table.stdout

@@ -334,6 +334,8 @@ def _render_evaluation(result: Any) -> None:
         if v is not None
     ]
     auroc = "n/a (one class)" if correct.auroc is None else f"{correct.auroc:.4f}"
+    if correct.task_given_auroc is not None:
+        auroc += f" ({correct.task_given_auroc:.4f} with each query's task given)"
     console.print(
         "  ".join(ranks) + ("  |  " if ranks else "") + f"correctness: accuracy "
         f"{correct.accuracy:.4f}  AUROC {auroc}  Brier {correct.brier:.4f}  ECE {correct.ece:.4f}"

@@ -86,13 +86,15 @@ class RoutingMetrics:
 @dataclass(frozen=True)
 class CorrectnessMetrics:
     """P(correct) as a classifier over every evaluated (query, LLM) cell; `auroc` is None
-    (JSON null) where it is undefined: every cell right, or every cell wrong."""
+    (JSON null) where it is undefined: every cell right, or every cell wrong.
+    `task_given_auroc`: the same where each query's task is given (None where not known)."""
 
     accuracy: float
     auroc: float | None
     brier: float
     ece: float
     cells: int
+    task_given_auroc: float | None = None
 
     def as_dict(self) -> dict[str, float | None]:
         return dict(self.__dict__)
@@ -263,7 +265,7 @@ def evaluate_workspace(
     choice = order[:, 0]
     if bound is not None:
         moved = float(np.mean(choice != bound[0]))
-    given_hit, from_text = None, None
+    given_hit, given_auroc, from_text = None, None, None
     known = set(router.task_names)
     if known and any(t in known for t in tasks):
         given = [t if t in known else None for t in tasks]
@@ -273,6 +275,8 @@ def evaluate_workspace(
             guard=bound,
         ).order  # fmt: skip
         given_hit = _hit(given_order, truth, 1)
+        auroc = metrics.correctness_metrics(given_proba[:, columns], truth)["auroc"]
+        given_auroc = None if np.isnan(auroc) else float(auroc)
     if any(t is not None for t in train_tasks) and any(t is not None for t in tasks):
         read = _tasks_from_text(data.vectors[train_rows], train_tasks, data.vectors[rows])
         from_text = metrics.best_per_task_accuracy(
@@ -310,6 +314,7 @@ def evaluate_workspace(
         correctness=CorrectnessMetrics(
             accuracy=correctness["accuracy"],
             auroc=None if np.isnan(correctness["auroc"]) else correctness["auroc"],
+            task_given_auroc=given_auroc,
             brier=correctness["brier"],
             ece=correctness["ece"],
             cells=int(correctness["cells"]),
