@@ -102,6 +102,25 @@ def test_the_service_routes_and_answers_over_real_http(
                 assert typo.status_code == 400 and "did you mean 'law'" in typo.text
                 empty = client.post("/v1/route", json={"text": plain, "task": 3})
                 assert empty.status_code == 400 and "task: expected a task name" in empty.text
+                # the gateway takes it too (the OpenAI SDK's extra_body), never sent upstream
+                for task, llm in (("math", "math-0"), ("law", "law-0")):
+                    told = client.post(
+                        "/v1/chat/completions",
+                        json={
+                            "model": "locus",
+                            "messages": [{"role": "user", "content": plain}],
+                            "task": task,
+                        },
+                    )
+                    assert told.status_code == 200, told.text
+                    assert told.headers["x-locus-llm"] == llm
+                    assert "task" not in fake.bodies[llm][-1]
+                typo = client.post(
+                    "/v1/chat/completions",
+                    json={"model": "locus", "messages": [{"role": "user", "content": plain}],
+                          "task": "lwa"},
+                )  # fmt: skip
+                assert typo.status_code == 400 and "did you mean 'law'" in typo.text
 
 
 def test_the_gateways_cost_rules_price_llms_by_their_tokens(

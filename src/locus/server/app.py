@@ -293,7 +293,7 @@ def _add_chat_route(
         text = query.text
         streamed = await gateway.stream(
             data, text, unavailable=query.unavailable, max_latency_ms=query.max_latency_ms,
-            explore=query.explore,
+            explore=query.explore, task=query.task,
         )  # fmt: skip
         return StreamingResponse(
             streamed.events,
@@ -312,7 +312,7 @@ def _add_chat_route(
         text = query.text
         answered = await gateway.chat(
             data, text, unavailable=query.unavailable, max_latency_ms=query.max_latency_ms,
-            explore=query.explore,
+            explore=query.explore, task=query.task,
         )  # fmt: skip
         headers = {
             "x-locus-request-id": outcome_log.record(answered.llm_id, text),

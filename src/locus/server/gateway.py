@@ -81,8 +81,8 @@ class Gateway:
     """Chat requests through the router to the LLMs' endpoints.
 
     Args:
-        route: texts + a `RouteRequest` -> the ranked candidates per text
-            (`ServiceRouter.rank`: the workspace router's ranking).
+        route: texts + a `RouteRequest` + their task (None: read from the text) -> the
+            ranked candidates per text (`ServiceRouter.rank`: the workspace router's ranking).
         upstreams: the endpoints.
         prices: llm_id -> metadata with price_in_per_mtok / price_out_per_mtok /
             cost_per_query, for the cost of an answer.
@@ -94,7 +94,7 @@ class Gateway:
 
     def __init__(
         self,
-        route: Callable[[Sequence[str], RouteRequest], list[list[RankedLLM]]],
+        route: Callable[[Sequence[str], RouteRequest, str | None], list[list[RankedLLM]]],
         upstreams: Upstreams,
         *,
         prices: Mapping[str, Mapping[str, Any]] | None = None,
@@ -158,17 +158,18 @@ class Gateway:
         request: RouteRequest,
         max_latency_ms: float | None = None,
         explore: float | None = None,
+        task: str | None = None,
     ) -> tuple[list[RankedLLM], bool]:
         """The candidates to try for one text under `request` (its rule and unavailable
         LLMs), first choice first, and whether the first was drawn by exploration: those with
         an endpoint; on an explored request (`explore`, else the server's share) the drawn
         LLM first; with `max_latency_ms`, those whose recent median latency meets it first
-        (in that order), then the others."""
+        (in that order), then the others. `task`: the text's task, where the request says it."""
         if request.uses_cost:
             weighed = set(self.cost_candidates(self.llm_ids()))
             idle = {llm for llm in self.llm_ids() if llm not in weighed}
             request = replace(request, unavailable=request.unavailable | idle)
-        [ranked] = self.route([text], request)
+        [ranked] = self.route([text], request, task)
         if fixed:
             ranked = sorted(ranked, key=lambda candidate: candidate.llm_id != fixed)
             if not any(candidate.llm_id == fixed for candidate in ranked):
@@ -201,6 +202,7 @@ class Gateway:
         unavailable: Sequence[str],
         max_latency_ms: float | None,
         explore: float | None,
+        task: str | None = None,
     ) -> FallbackWalk:
         """The request's way down its fallback order. For a pinned LLM the routing ranking
         (which encodes a new text: milliseconds of CPU) is computed only when a fallback is
@@ -209,7 +211,7 @@ class Gateway:
         request = replace(rule, unavailable=frozenset(unavailable))
 
         def order() -> tuple[list[RankedLLM], bool]:
-            return self.fallback_order(text, fixed, request, max_latency_ms, explore)
+            return self.fallback_order(text, fixed, request, max_latency_ms, explore, task)
 
         if fixed is not None and self._pinned_first(fixed, max_latency_ms):
 
@@ -232,6 +234,7 @@ class Gateway:
         unavailable: Sequence[str] = (),
         max_latency_ms: float | None = None,
         explore: float | None = None,
+        task: str | None = None,
     ) -> ChatAnswer:
         """Answer a non-streaming chat request.
 
@@ -243,7 +246,7 @@ class Gateway:
         async def call(llm: str, timeout: float, form: int) -> dict[str, Any]:
             return await self.upstreams.complete(llm, body, timeout=timeout)
 
-        walk = await self._fallbacks(body, text, unavailable, max_latency_ms, explore)
+        walk = await self._fallbacks(body, text, unavailable, max_latency_ms, explore, task)
         llm, payload = await walk.first(call, streaming=False)
         model = str(payload.get("model") or self.endpoint_model(llm))
         payload = {**payload, "model": model}
@@ -261,6 +264,7 @@ class Gateway:
         unavailable: Sequence[str] = (),
         max_latency_ms: float | None = None,
         explore: float | None = None,
+        task: str | None = None,
     ) -> StreamAnswer:
         """Start a streaming chat request: every failure before the first token falls back;
         the answer's `events` are the SSE lines, each chunk's model the answering LLM's. A
@@ -289,7 +293,7 @@ class Gateway:
 
             return call
 
-        walk = await self._fallbacks(body, text, unavailable, max_latency_ms, explore)
+        walk = await self._fallbacks(body, text, unavailable, max_latency_ms, explore, task)
         llm, upstream = await walk.first(caller(None), streaming=True)
         failed = list(walk.failed)  # what the headers name: the failures before the answer
 

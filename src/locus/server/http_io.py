@@ -51,7 +51,7 @@ CHAT_FIELDS = (
     "top_k", "min_p", "repetition_penalty",
 )  # fmt: skip
 # locus's own: read by the gateway, never sent upstream
-LOCUS_CHAT_FIELDS = ("unavailable", "max_latency_ms", "explore")
+LOCUS_CHAT_FIELDS = ("unavailable", "max_latency_ms", "explore", "task")
 
 
 class BadRequest(Exception):
@@ -107,6 +107,7 @@ class ChatQuery:
     unavailable: list[str]
     max_latency_ms: float | None
     explore: float | None
+    task: str | None = None  # the text's task, where the caller knows it
 
 
 def parse_chat_body(data: dict[str, Any], known: Collection[str]) -> ChatQuery:
@@ -140,7 +141,10 @@ def parse_chat_body(data: dict[str, Any], known: Collection[str]) -> ChatQuery:
             400, "explore: expected a share in [0, 1] (0: route to the best mean)",
             "invalid_request",
         )  # fmt: skip
-    return ChatQuery(text, unavailable, max_latency, explore)
+    task = data.pop("task", None)
+    if task is not None and (not isinstance(task, str) or not task.strip()):
+        raise BadRequest(400, f"task: expected a task name, found {task!r}", "invalid_request")
+    return ChatQuery(text, unavailable, max_latency, explore, task)
 
 
 def _check_chat_fields(data: Mapping[str, Any]) -> None:

@@ -107,9 +107,12 @@ class ServiceRouter:
             self._follow_store()
             return list(self.router.route_texts(list(texts), request, tasks=tasks))
 
-    def rank(self, texts: Sequence[str], request: RouteRequest) -> list[list[RankedLLM]]:
-        """Every candidate per text, best first (the gateway's fallback order)."""
-        decisions = self.decide(texts, replace(request, top=len(self.llm_ids)))
+    def rank(
+        self, texts: Sequence[str], request: RouteRequest, task: str | None = None
+    ) -> list[list[RankedLLM]]:
+        """Every candidate per text (of `task`, where known), best first (the gateway's
+        fallback order)."""
+        decisions = self.decide(texts, replace(request, top=len(self.llm_ids)), task)
         return [list(d.ranked) for d in decisions]
 
 
