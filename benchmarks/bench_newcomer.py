@@ -55,7 +55,9 @@ from locus.routing.locus_router import NumpyLocusRouter
 from locus.store import Store
 
 
-def _router(folder: Path, prior_strength: float | None = None) -> StackedRouter:
+def _router(
+    folder: Path, prior_strength: float | None = None, task_strength: float | None = None
+) -> StackedRouter:
     """The artifact's router over its fit-time pool, in memory (no workspace is written)."""
     routing = read_for_routing(folder)
     _, pool = artifact_pools(
@@ -64,6 +66,8 @@ def _router(folder: Path, prior_strength: float | None = None) -> StackedRouter:
     router = StackedRouter.load(folder, NumpyLocusRouter(routing.predictor, pool))
     if prior_strength is not None:
         router.prior_strength = prior_strength
+    if task_strength is not None:
+        router.task_prior_strength = task_strength
     return router
 
 
@@ -134,6 +138,7 @@ def run(
     strengths: list[float],
     probes_by: str | None = None,
     baselines: bool = False,
+    task_strength: float | None = None,
 ) -> list[dict[str, Any]]:
     folder = loo_artifact(store, newcomer)
     data = workspace_table(store, split_seed=0)
@@ -182,7 +187,7 @@ def run(
             )
             per_strength = {}
             for strength in [None, *strengths]:  # None: LOCUS alone for the newcomer
-                router = _router(folder, strength)
+                router = _router(folder, strength, task_strength)
                 router.locus.pool.upsert(newcomer, vector, k, float(np.mean(scores)))  # type: ignore[attr-defined]
                 if strength is not None:
                     router.join(
@@ -249,6 +254,12 @@ def main() -> None:
     parser.add_argument("--probes", default=None, help="a probe strategy; default: uniform")
     parser.add_argument("--baselines", action="store_true", help="MF and IRT onboarded too")
     parser.add_argument("--tag", default="")
+    parser.add_argument(
+        "--task-strength",
+        type=float,
+        default=None,
+        help="a joined LLM's per-task rates shrunk towards LOCUS's by this many scores",
+    )
     args = parser.parse_args()
     store = Store.open(args.workspace / args.dataset)
     data = workspace_table(store, split_seed=0)
@@ -263,7 +274,7 @@ def main() -> None:
     for llm in llms:
         rows += run(
             store, llm, args.k or [32, 128], args.seeds, args.strength or [32.0], args.probes,
-            args.baselines,
+            args.baselines, args.task_strength,
         )  # fmt: skip
     summary: dict[str, Any] = {}
     for llm in llms:

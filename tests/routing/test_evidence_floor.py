@@ -209,6 +209,29 @@ def test_a_newcomer_joins_the_votes_weighed_by_its_number_of_scores() -> None:
         router.join("unknown-llm", probes, scores)
 
 
+def test_a_newcomers_task_rates_lean_on_locus_by_the_task_prior_strength() -> None:
+    """With `task_prior_strength` s, a joined LLM's rate on a task is its scores there and s
+    pseudo-scores at LOCUS's prediction for it (its mean P(correct) on its queries of that
+    task): LOCUS says 0.40 everywhere for the maths specialist here."""
+    rng = np.random.default_rng(11)
+    probes, probe_tasks = _queries(64, rng)  # 16 per task
+    scores = _scores(probe_tasks, ["math-llm"], rng)[:, 0]
+    rates = {}
+    for strength in (0.0, 16.0, 1e9):
+        router, _ = _newcomer_pool()
+        router.task_prior_strength = strength
+        router.join("math-llm", probes, scores, probe_tasks)
+        assert router.knn is not None and router.knn.task_vote_ is not None
+        vote = router.knn.task_vote_
+        rates[strength] = dict(zip(vote.names, vote.rates[: len(vote.names), -1], strict=True))
+    maths = scores[[t == "math" for t in probe_tasks]]
+    assert rates[0.0]["math"] == pytest.approx((maths.sum() + 2 * scores.mean()) / 18, rel=1e-5)
+    assert rates[16.0]["math"] == pytest.approx((maths.sum() + 16 * 0.40) / 32, rel=1e-5)
+    assert all(r == pytest.approx(0.40, abs=1e-6) for r in rates[1e9].values())
+    with pytest.raises(LocusInputError, match="task_prior_strength must be >= 0"):
+        StackedRouter(router.locus, task_prior_strength=-1)
+
+
 def test_a_newcomer_better_beyond_noise_becomes_the_default() -> None:
     guard = Guard("old", margin=0.05)
     rng = np.random.default_rng(5)

@@ -64,6 +64,9 @@ STACK_MIN_ROWS = 2_048
 LEARN_MIN_PER_LLM = 50
 # how many scores LOCUS's P(correct) counts as beside an onboarded LLM's own votes (`join`)
 PRIOR_STRENGTH = 32.0
+# how many scores LOCUS's prediction of an onboarded LLM's rate on a task counts as beside its
+# scores on that task (0: its rates smoothed towards its own mean, as a fitted LLM's)
+TASK_PRIOR_STRENGTH = 0.0
 
 
 def learns_from(train_scores: NDArray[np.floating[Any]]) -> bool:
@@ -102,6 +105,7 @@ class StackedRouter(LogitRouter):
         guard: Guard | None = None,
         *,
         prior_strength: float | None = None,
+        task_prior_strength: float | None = None,
     ) -> None:
         if (knn is None) != (stack is None):
             raise LocusInputError(
@@ -111,6 +115,13 @@ class StackedRouter(LogitRouter):
         self.prior_strength = PRIOR_STRENGTH if prior_strength is None else float(prior_strength)
         if not self.prior_strength >= 0:
             raise LocusInputError(f"prior_strength must be >= 0, found {self.prior_strength}")
+        self.task_prior_strength = (
+            TASK_PRIOR_STRENGTH if task_prior_strength is None else float(task_prior_strength)
+        )
+        if not self.task_prior_strength >= 0:
+            raise LocusInputError(
+                f"task_prior_strength must be >= 0, found {self.task_prior_strength}"
+            )
         self._knn_column = {} if knn is None else {llm: i for i, llm in enumerate(knn.llm_ids)}
         self.joined: dict[str, int] = {}  # LLM -> its scores, for those joined since the fit
         self._fit_rows = 0 if knn is None else len(knn.vectors_)  # before any LLM joins
@@ -202,14 +213,37 @@ class StackedRouter(LogitRouter):
         rows = [int(i) for i in np.flatnonzero(kept)]
         task_list = [tasks[i] for i in rows] if len(tasks) == len(values) else []
         evidence = (np.asarray(vectors, np.float32)[kept], values[kept].tolist(), task_list)
+        prior = self._task_prior(llm_id, evidence[0], task_list)
+        strength = self.task_prior_strength
         if llm_id in self.joined:  # its scores changed: read again
-            self.knn.add_llm(llm_id, *evidence, replace=True)
+            self.knn.add_llm(
+                llm_id, *evidence, replace=True, task_prior=prior, task_prior_strength=strength
+            )
         else:
-            self.knn.add_llm(llm_id, *evidence)
+            self.knn.add_llm(llm_id, *evidence, task_prior=prior, task_prior_strength=strength)
             self._knn_column[llm_id] = len(self.knn.llm_ids) - 1
         self.joined[llm_id] = int(kept.sum())
         if self.guard is not None and default_scores is not None:
             self.guard = rechosen_default(self.guard, llm_id, values, default_scores)
+
+    def _task_prior(
+        self, llm_id: str, vectors: NDArray[np.float32], tasks: Sequence[str | None]
+    ) -> NDArray[np.float64] | None:
+        """LOCUS's prediction of `llm_id`'s rate on each task of the task vote: its mean
+        P(correct) on its scored queries (`vectors`) of that task, on all of them for a task
+        it has none in; None without a task vote, tasks or a strength to weigh it by."""
+        vote = None if self.knn is None else self.knn.task_vote_
+        if vote is None or not tasks or self.task_prior_strength <= 0:
+            return None
+        column = list(self.locus.llm_ids).index(llm_id)
+        p = sigmoid(np.asarray(self.locus.predict_logits(vectors), np.float64)[:, column])
+        labels = np.asarray([t if t is not None else "" for t in tasks], dtype=object)
+        return np.array(
+            [
+                p[labels == name].mean() if (labels == name).any() else p.mean()
+                for name in vote.names
+            ]
+        )
 
     def predict_logits(
         self, query_vectors: NDArray[np.float32], tasks: Sequence[str | None] | None = None
