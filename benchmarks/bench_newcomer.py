@@ -56,7 +56,10 @@ from locus.store import Store
 
 
 def _router(
-    folder: Path, prior_strength: float | None = None, task_strength: float | None = None
+    folder: Path,
+    prior_strength: float | None = None,
+    task_strength: float | None = None,
+    level_strength: float | None = None,
 ) -> StackedRouter:
     """The artifact's router over its fit-time pool, in memory (no workspace is written)."""
     routing = read_for_routing(folder)
@@ -68,6 +71,8 @@ def _router(
         router.prior_strength = prior_strength
     if task_strength is not None:
         router.task_prior_strength = task_strength
+    if level_strength is not None:
+        router.level_strength = level_strength
     return router
 
 
@@ -139,6 +144,7 @@ def run(
     probes_by: str | None = None,
     baselines: bool = False,
     task_strength: float | None = None,
+    level_strength: float | None = None,
 ) -> list[dict[str, Any]]:
     folder = loo_artifact(store, newcomer)
     data = workspace_table(store, split_seed=0)
@@ -187,7 +193,7 @@ def run(
             )
             per_strength = {}
             for strength in [None, *strengths]:  # None: LOCUS alone for the newcomer
-                router = _router(folder, strength, task_strength)
+                router = _router(folder, strength, task_strength, level_strength)
                 router.locus.pool.upsert(newcomer, vector, k, float(np.mean(scores)))  # type: ignore[attr-defined]
                 if strength is not None:
                     router.join(
@@ -260,6 +266,13 @@ def main() -> None:
         default=None,
         help="a joined LLM's per-task rates shrunk towards LOCUS's by this many scores",
     )
+    parser.add_argument(
+        "--level-strength",
+        type=float,
+        default=None,
+        help="set a joined LLM's level from its difficulty-adjusted probes, the router's own "
+        "prediction counting this many scores",
+    )
     args = parser.parse_args()
     store = Store.open(args.workspace / args.dataset)
     data = workspace_table(store, split_seed=0)
@@ -274,7 +287,7 @@ def main() -> None:
     for llm in llms:
         rows += run(
             store, llm, args.k or [32, 128], args.seeds, args.strength or [32.0], args.probes,
-            args.baselines, args.task_strength,
+            args.baselines, args.task_strength, args.level_strength,
         )  # fmt: skip
     summary: dict[str, Any] = {}
     for llm in llms:
