@@ -55,12 +55,7 @@ from locus.routing.locus_router import NumpyLocusRouter
 from locus.store import Store
 
 
-def _router(
-    folder: Path,
-    prior_strength: float | None = None,
-    task_strength: float | None = None,
-    level_strength: float | None = None,
-) -> StackedRouter:
+def _router(folder: Path, prior_strength: float | None = None) -> StackedRouter:
     """The artifact's router over its fit-time pool, in memory (no workspace is written)."""
     routing = read_for_routing(folder)
     _, pool = artifact_pools(
@@ -69,10 +64,6 @@ def _router(
     router = StackedRouter.load(folder, NumpyLocusRouter(routing.predictor, pool))
     if prior_strength is not None:
         router.prior_strength = prior_strength
-    if task_strength is not None:
-        router.task_prior_strength = task_strength
-    if level_strength is not None:
-        router.level_strength = level_strength
     return router
 
 
@@ -143,8 +134,6 @@ def run(
     strengths: list[float],
     probes_by: str | None = None,
     baselines: bool = False,
-    task_strength: float | None = None,
-    level_strength: float | None = None,
 ) -> list[dict[str, Any]]:
     folder = loo_artifact(store, newcomer)
     data = workspace_table(store, split_seed=0)
@@ -193,7 +182,7 @@ def run(
             )
             per_strength = {}
             for strength in [None, *strengths]:  # None: LOCUS alone for the newcomer
-                router = _router(folder, strength, task_strength, level_strength)
+                router = _router(folder, strength)
                 router.locus.pool.upsert(newcomer, vector, k, float(np.mean(scores)))  # type: ignore[attr-defined]
                 if strength is not None:
                     router.join(
@@ -260,19 +249,6 @@ def main() -> None:
     parser.add_argument("--probes", default=None, help="a probe strategy; default: uniform")
     parser.add_argument("--baselines", action="store_true", help="MF and IRT onboarded too")
     parser.add_argument("--tag", default="")
-    parser.add_argument(
-        "--task-strength",
-        type=float,
-        default=None,
-        help="a joined LLM's per-task rates shrunk towards LOCUS's by this many scores",
-    )
-    parser.add_argument(
-        "--level-strength",
-        type=float,
-        default=None,
-        help="set a joined LLM's level from its difficulty-adjusted probes, the router's own "
-        "prediction counting this many scores",
-    )
     args = parser.parse_args()
     store = Store.open(args.workspace / args.dataset)
     data = workspace_table(store, split_seed=0)
@@ -287,7 +263,7 @@ def main() -> None:
     for llm in llms:
         rows += run(
             store, llm, args.k or [32, 128], args.seeds, args.strength or [32.0], args.probes,
-            args.baselines, args.task_strength, args.level_strength,
+            args.baselines,
         )  # fmt: skip
     summary: dict[str, Any] = {}
     for llm in llms:

@@ -209,57 +209,6 @@ def test_a_newcomer_joins_the_votes_weighed_by_its_number_of_scores() -> None:
         router.join("unknown-llm", probes, scores)
 
 
-def test_a_newcomers_task_rates_lean_on_locus_by_the_task_prior_strength() -> None:
-    """With `task_prior_strength` s, a joined LLM's rate on a task is its scores there and s
-    pseudo-scores at LOCUS's prediction for it (its mean P(correct) on its queries of that
-    task): LOCUS says 0.40 everywhere for the maths specialist here."""
-    rng = np.random.default_rng(11)
-    probes, probe_tasks = _queries(64, rng)  # 16 per task
-    scores = _scores(probe_tasks, ["math-llm"], rng)[:, 0]
-    rates = {}
-    for strength in (0.0, 16.0, 1e9):
-        router, _ = _newcomer_pool()
-        router.task_prior_strength = strength
-        router.join("math-llm", probes, scores, probe_tasks)
-        assert router.knn is not None and router.knn.task_vote_ is not None
-        vote = router.knn.task_vote_
-        rates[strength] = dict(zip(vote.names, vote.rates[: len(vote.names), -1], strict=True))
-    maths = scores[[t == "math" for t in probe_tasks]]
-    assert rates[0.0]["math"] == pytest.approx((maths.sum() + 2 * scores.mean()) / 18, rel=1e-5)
-    assert rates[16.0]["math"] == pytest.approx((maths.sum() + 16 * 0.40) / 32, rel=1e-5)
-    assert all(r == pytest.approx(0.40, abs=1e-6) for r in rates[1e9].values())
-    with pytest.raises(LocusInputError, match="task_prior_strength must be >= 0"):
-        StackedRouter(router.locus, task_prior_strength=-1)
-
-
-def test_a_newcomers_level_is_its_probe_mean_less_how_easy_its_probes_were() -> None:
-    """Probes every fitted LLM got right are easy: a newcomer right on 24 of 32 of them is
-    set below 0.75, by the fitted LLMs' mean excess over their own per-task rates there;
-    with `level_strength` s, the router's own prediction counts as s more scores."""
-    router, _ = _newcomer_pool()
-    assert router.knn is not None and router.knn.task_vote_ is not None
-    knn, vote = router.knn, router.knn.task_vote_
-    fitted = knn.scores_.astype(np.float64)  # (N, 3): the fit's training rows
-    easy = np.flatnonzero((fitted == 1).all(axis=1))[:32]
-    assert len(easy) == 32
-    scores = np.r_[np.ones(24), np.zeros(8)].astype(np.float32)
-    tasks = [vote.names[c] for c in vote.codes[easy]]
-    excess = (1 - vote.rates[vote.codes[easy]].astype(np.float64)).mean()
-    sample = knn.vectors_[np.linspace(0, len(fitted) - 1, min(2048, len(fitted))).astype(int)]
-    levels = {}
-    for strength in (None, 0.0, 32.0):
-        router, _ = _newcomer_pool()
-        router.level_strength = strength
-        router.join("math-llm", knn.vectors_[easy], scores, tasks)
-        levels[strength] = float(router.predict_proba(sample)[:, -1].mean())
-    assert levels[0.0] == pytest.approx(0.75 - excess, abs=1e-4)
-    assert excess > 0.2  # the easy probes said a lot
-    own = levels[None]  # no level set: the stack's own prediction
-    assert levels[32.0] == pytest.approx((32 * (0.75 - excess) + 32 * own) / 64, abs=1e-3)
-    with pytest.raises(LocusInputError, match="level_strength must be >= 0"):
-        StackedRouter(router.locus, level_strength=-1)
-
-
 def test_a_newcomer_better_beyond_noise_becomes_the_default() -> None:
     guard = Guard("old", margin=0.05)
     rng = np.random.default_rng(5)

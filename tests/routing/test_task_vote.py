@@ -130,19 +130,3 @@ def test_a_given_task_reads_that_tasks_rates_and_an_unknown_one_the_neighbours()
     assert given[0].argmax() == 2  # c, the specialist of task 2
     with pytest.raises(LocusInputError, match="one per query"):
         vote.given(["task-0"], read)
-
-
-def test_a_newcomers_task_rates_are_shrunk_towards_a_prior_by_its_strength() -> None:
-    scores = np.array([[1, 0], [1, 0], [0, 1], [0, 1]], dtype=np.float32)
-    vote = TaskVote.fit(scores, ("a", "a", "b", "b"))
-    assert vote is not None
-    probes = np.array([1, 1, 1, 0], dtype=np.float32)  # 2 of 2 right on a, 1 of 2 on b
-    tasks = ("a", "a", "b", "b")
-    plain = vote.with_llm(probes, 4, tasks)
-    np.testing.assert_allclose(plain.rates[:2, -1], [(2 + 2 * 0.75) / 4, (1 + 2 * 0.75) / 4])
-    shrunk = vote.with_llm(probes, 4, tasks, prior=np.array([0.2, 0.6]), prior_strength=8)
-    np.testing.assert_allclose(shrunk.rates[:2, -1], [(2 + 8 * 0.2) / 10, (1 + 8 * 0.6) / 10])
-    assert shrunk.rates[-1, -1] == pytest.approx(0.75)  # no task: its mean, as before
-    np.testing.assert_array_equal(shrunk.rates[:, :2], vote.rates)  # no other LLM moves
-    with pytest.raises(LocusInputError, match="one rate per task"):
-        vote.with_llm(probes, 4, tasks, prior=np.array([0.5]), prior_strength=8)

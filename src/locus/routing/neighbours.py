@@ -112,18 +112,14 @@ class KNNRouter(BaselineRouter):
         tasks: Sequence[str | None] = (),
         *,
         replace: bool = False,
-        task_prior: NDArray[np.floating[Any]] | None = None,
-        task_prior_strength: float = 0.0,
     ) -> None:
         """Onboard `llm_id` from its scores on queries of `vectors`; `tasks` (one per score,
-        or none): its per-task rates in the task vote, shrunk towards `task_prior` (a rate
-        per task of the vote) by `task_prior_strength` pseudo-scores (`TaskVote.with_llm`).
-        With `replace`, an LLM the router holds is read again from these scores (its scores
-        changed: more probes, production outcomes): the rows it was added with are kept for
-        the queries it is scored on again (a search graph cannot drop rows), new queries
-        join as new rows, and rows of queries it is no longer scored on stay as rows no LLM
-        is scored on. Re-read after every batch of outcomes, its rows grow with its distinct
-        queries, not with the number of re-reads.
+        or none): its per-task rates in the task vote. With `replace`, an LLM the router holds
+        is read again from these scores (its scores changed: more probes, production
+        outcomes): the rows it was added with are kept for the queries it is scored on again
+        (a search graph cannot drop rows), new queries join as new rows, and rows of queries it
+        is no longer scored on stay as rows no LLM is scored on. Re-read after every batch of
+        outcomes, its rows grow with its distinct queries, not with the number of re-reads.
 
         Raises:
             LocusInputError: an LLM already held (without `replace`) or not held (with it), or
@@ -149,9 +145,8 @@ class KNNRouter(BaselineRouter):
             kept = np.hstack([self.scores_, np.full((len(self.scores_), 1), np.nan, np.float32)])
         if self.task_vote_ is not None:
             self.task_vote_ = self.task_vote_.with_llm(
-                new.scores[:, 0], new.n_queries, tasks, column=column,
-                prior=task_prior, prior_strength=task_prior_strength,
-            )  # fmt: skip
+                new.scores[:, 0], new.n_queries, tasks, column=column
+            )
         units = unit_rows(new.vectors)
         where = -1 if column is None else column
         # the rows this LLM was added with, by their vector: reused where it is scored again

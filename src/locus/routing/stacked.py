@@ -29,7 +29,7 @@ from locus.calibration import sigmoid
 from locus.errors import LocusInputError
 from locus.routing.ann import ANN_FROM
 from locus.routing.cross_fit import CROSS_FIT_CELLS, cross_fitted_parts
-from locus.routing.evidence import Evidence, unit_rows
+from locus.routing.evidence import Evidence
 from locus.routing.guard import Guard, fit_default_guard, rechosen_default
 from locus.routing.locus_router import LogitRouter
 from locus.routing.neighbours import KNNRouter
@@ -64,14 +64,6 @@ STACK_MIN_ROWS = 2_048
 LEARN_MIN_PER_LLM = 50
 # how many scores LOCUS's P(correct) counts as beside an onboarded LLM's own votes (`join`)
 PRIOR_STRENGTH = 32.0
-# how many scores LOCUS's prediction of an onboarded LLM's rate on a task counts as beside its
-# scores on that task (0: its rates smoothed towards its own mean, as a fitted LLM's)
-TASK_PRIOR_STRENGTH = 0.0
-# how many scores the router's own predicted accuracy of an onboarded LLM counts as beside its
-# difficulty-adjusted probe accuracy when its level is set (`join`); None: no level is set
-LEVEL_STRENGTH: float | None = None
-# the fit's training queries an onboarded LLM's predicted accuracy is measured on, at most
-LEVEL_SAMPLE = 2048
 
 
 def learns_from(train_scores: NDArray[np.floating[Any]]) -> bool:
@@ -110,8 +102,6 @@ class StackedRouter(LogitRouter):
         guard: Guard | None = None,
         *,
         prior_strength: float | None = None,
-        task_prior_strength: float | None = None,
-        level_strength: float | None = LEVEL_STRENGTH,
     ) -> None:
         if (knn is None) != (stack is None):
             raise LocusInputError(
@@ -121,19 +111,8 @@ class StackedRouter(LogitRouter):
         self.prior_strength = PRIOR_STRENGTH if prior_strength is None else float(prior_strength)
         if not self.prior_strength >= 0:
             raise LocusInputError(f"prior_strength must be >= 0, found {self.prior_strength}")
-        self.task_prior_strength = (
-            TASK_PRIOR_STRENGTH if task_prior_strength is None else float(task_prior_strength)
-        )
-        if not self.task_prior_strength >= 0:
-            raise LocusInputError(
-                f"task_prior_strength must be >= 0, found {self.task_prior_strength}"
-            )
         self._knn_column = {} if knn is None else {llm: i for i, llm in enumerate(knn.llm_ids)}
         self.joined: dict[str, int] = {}  # LLM -> its scores, for those joined since the fit
-        if level_strength is not None and not level_strength >= 0:
-            raise LocusInputError(f"level_strength must be >= 0, found {level_strength}")
-        self.level_strength = level_strength
-        self.level_shift: dict[str, float] = {}  # LLM -> logit added to its P (`join`)
         self._fit_rows = 0 if knn is None else len(knn.vectors_)  # before any LLM joins
         self._scored_counts: tuple[NDArray[Any], NDArray[np.int64]] | None = None
 
@@ -188,12 +167,7 @@ class StackedRouter(LogitRouter):
                 for k, v in votes.items()
             }
             reference = counts < 0  # the fitted LLMs: a joined one moves none of theirs
-        stacked = self.stack.logits(locus_logits[:, mine], votes, task_votes, reference)
-        for at, j in enumerate(mine):
-            shift = self.level_shift.get(self.locus.llm_ids[j])
-            if shift:
-                stacked[:, at] += shift
-        return mine, stacked
+        return mine, self.stack.logits(locus_logits[:, mine], votes, task_votes, reference)
 
     def join(
         self,
@@ -228,83 +202,14 @@ class StackedRouter(LogitRouter):
         rows = [int(i) for i in np.flatnonzero(kept)]
         task_list = [tasks[i] for i in rows] if len(tasks) == len(values) else []
         evidence = (np.asarray(vectors, np.float32)[kept], values[kept].tolist(), task_list)
-        prior = self._task_prior(llm_id, evidence[0], task_list)
-        strength = self.task_prior_strength
         if llm_id in self.joined:  # its scores changed: read again
-            self.knn.add_llm(
-                llm_id, *evidence, replace=True, task_prior=prior, task_prior_strength=strength
-            )
+            self.knn.add_llm(llm_id, *evidence, replace=True)
         else:
-            self.knn.add_llm(llm_id, *evidence, task_prior=prior, task_prior_strength=strength)
+            self.knn.add_llm(llm_id, *evidence)
             self._knn_column[llm_id] = len(self.knn.llm_ids) - 1
         self.joined[llm_id] = int(kept.sum())
-        self.level_shift.pop(llm_id, None)
-        if self.level_strength is not None:
-            self.level_shift[llm_id] = self._level_shift(llm_id, evidence[0], values[kept])
         if self.guard is not None and default_scores is not None:
             self.guard = rechosen_default(self.guard, llm_id, values, default_scores)
-
-    def _level_shift(
-        self, llm_id: str, vectors: NDArray[np.float32], scores: NDArray[np.float32]
-    ) -> float:
-        """The logit added to a joined LLM's P(correct) so that its mean over the fit's
-        training queries is its level: its scores' mean less how easy its scored queries were
-        for the fitted LLMs (each LLM's score on a query less its rate on the query's task,
-        averaged: a query no fitted LLM was scored on counts 0), the pool's scores on the same
-        queries as a control variate; then `level_strength` scores at the router's own
-        prediction beside its n scores. Easy probes make a newcomer look better than it is;
-        the fitted LLMs, scored on the same probes, say by how much."""
-        knn = self.knn
-        if knn is None or self.stack is None or self._fit_rows == 0:
-            return 0.0
-        fitted = [c for llm, c in self._knn_column.items() if llm not in self.joined]
-        units = unit_rows(vectors)
-        pool = knn.vectors_[: self._fit_rows]
-        similarity = units @ pool.T  # (n, N): the probes among the fit's training queries
-        nearest = similarity.argmax(axis=1)
-        same = similarity[np.arange(len(units)), nearest] > 1 - 1e-5
-        easy = 0.0
-        if same.any() and fitted:
-            rows = nearest[same]
-            seen = knn.scores_[rows][:, fitted].astype(np.float64)  # (m, n_fitted)
-            vote = knn.task_vote_
-            if vote is not None:
-                rates = vote.rates[vote.codes[rows]][:, fitted].astype(np.float64)
-            else:
-                rates = np.tile(
-                    np.nanmean(knn.scores_[: self._fit_rows][:, fitted], 0), (len(rows), 1)
-                )
-            observed = ~np.isnan(seen)
-            counts = observed.sum(axis=1)
-            residual = np.where(observed, seen - rates, 0.0).sum(axis=1) / np.maximum(counts, 1)
-            easy = float(residual.sum() / len(scores))
-        level = float(np.clip(scores.mean() - easy, 0.01, 0.99))
-        sample = np.linspace(0, self._fit_rows - 1, min(LEVEL_SAMPLE, self._fit_rows)).astype(int)
-        column = list(self.locus.llm_ids).index(llm_id)
-        logits = self.predict_logits(pool[sample])[:, column]
-        predicted = float(sigmoid(logits).mean())
-        n, strength = float(len(scores)), float(self.level_strength or 0.0)
-        target = (n * level + strength * predicted) / (n + strength)
-        return _shift_to_mean(logits, target)
-
-    def _task_prior(
-        self, llm_id: str, vectors: NDArray[np.float32], tasks: Sequence[str | None]
-    ) -> NDArray[np.float64] | None:
-        """LOCUS's prediction of `llm_id`'s rate on each task of the task vote: its mean
-        P(correct) on its scored queries (`vectors`) of that task, on all of them for a task
-        it has none in; None without a task vote, tasks or a strength to weigh it by."""
-        vote = None if self.knn is None else self.knn.task_vote_
-        if vote is None or not tasks or self.task_prior_strength <= 0:
-            return None
-        column = list(self.locus.llm_ids).index(llm_id)
-        p = sigmoid(np.asarray(self.locus.predict_logits(vectors), np.float64)[:, column])
-        labels = np.asarray([t if t is not None else "" for t in tasks], dtype=object)
-        return np.array(
-            [
-                p[labels == name].mean() if (labels == name).any() else p.mean()
-                for name in vote.names
-            ]
-        )
 
     def predict_logits(
         self, query_vectors: NDArray[np.float32], tasks: Sequence[str | None] | None = None
@@ -470,18 +375,6 @@ class StackedRouter(LogitRouter):
         from locus.routing import router_artifact
 
         return router_artifact.load(path, locus).router
-
-
-def _shift_to_mean(logits: NDArray[np.float64], target: float) -> float:
-    """The shift d with mean(sigmoid(logits + d)) = `target` (in (0, 1)), by bisection."""
-    low, high = -20.0, 20.0
-    for _ in range(60):
-        middle = (low + high) / 2
-        if sigmoid(logits + middle).mean() < target:
-            low = middle
-        else:
-            high = middle
-    return (low + high) / 2
 
 
 def _bounded(evidence: Evidence, limit: int, split: str) -> Evidence:

@@ -121,16 +121,11 @@ class TaskVote:
         tasks: Sequence[str | None] = (),
         *,
         column: int | None = None,
-        prior: NDArray[np.floating[Any]] | None = None,
-        prior_strength: float = 0.0,
     ) -> TaskVote:
         """The vote with one more LLM (or with the LLM of `column` re-read), onboarded from
         `scores` on `new_rows` training rows of its own, whose tasks (one per score, or none)
         give its rates: per task smoothed towards its mean as every LLM's are, its mean in a
-        task it has no score in. `prior` (n_tasks,): a prediction of its rate in each task
-        (LOCUS's), counted as `prior_strength` more scores in every task: a rate read from the
-        two or three probes a task gets out of 32 is mostly that prediction, one read from
-        hundreds mostly its scores. The new rows vote no task (they repeat queries the router
+        task it has no score in. The new rows vote no task (they repeat queries the router
         already holds)."""
         values = np.asarray(scores, dtype=np.float64).reshape(-1)
         observed = ~np.isnan(values)
@@ -144,18 +139,7 @@ class TaskVote:
             totals = np.bincount(
                 codes_of[observed], weights=values[observed], minlength=len(self.rates)
             )
-            centre = np.full(len(rates), mean)
-            if prior is not None and prior_strength > 0:
-                guess = np.asarray(prior, np.float64).reshape(-1)
-                if len(guess) != len(self.names):
-                    raise LocusInputError(
-                        f"prior: expected one rate per task ({len(self.names)}), found {len(guess)}"
-                    )
-                centre[:-1] = guess
-                strength = prior_strength
-            else:
-                strength = _PSEUDO
-            rates = (totals + strength * centre) / (counts + strength)
+            rates = (totals + _PSEUDO * mean) / (counts + _PSEUDO)
             rates[-1] = mean
         codes = np.concatenate([self.codes, np.full(new_rows, len(self.names), np.int32)])
         table = self.rates.copy()
