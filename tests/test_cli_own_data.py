@@ -282,7 +282,10 @@ def test_ctrl_c_during_an_import_says_what_it_kept(tmp_path: Path) -> None:
 
     small, big, ws = tmp_path / "small.csv", tmp_path / "big.csv", tmp_path / "ws"
     planted_long_table().to_csv(small, index=False)
-    n_llms, n_queries = 20, 6_000  # 120,000 scores: a second or more to write
+    # 600,000 scores: several seconds to write, so the signal lands inside the transaction
+    # even when this process is slow to send it (120,000 were written before it, once, in a
+    # fresh-clone run beside `make demo`)
+    n_llms, n_queries = 20, 30_000
     rng = np.random.default_rng(0)
     pd.DataFrame(
         {
