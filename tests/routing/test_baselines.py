@@ -210,6 +210,17 @@ def test_per_task_router_with_and_without_tasks(data: WorkspaceTable) -> None:
     # the planted tasks are plain in the vectors: the nearest centroid finds every one
     np.testing.assert_array_equal(given, guessed)
     assert router.predict_proba_for_tasks(["poetry"])[0].tolist() == router.overall_.tolist()
+    # a query told another task than its text says takes that task's row; an unknown task or
+    # None, the text's
+    vectors = data.vectors[test[:2]]
+    told = router.predict_proba_given_tasks(vectors, ["law", "poetry"])
+    np.testing.assert_array_equal(told[0], router.table_[router.tasks_.index("law")])
+    np.testing.assert_array_equal(told[1], router.predict_proba(vectors)[1])
+    np.testing.assert_array_equal(
+        router.predict_proba_given_tasks(vectors, None), router.predict_proba(vectors)
+    )
+    with pytest.raises(LocusInputError, match="one per query"):
+        router.predict_proba_given_tasks(vectors, ["law"])
     no_tasks = Evidence(data.vectors[:5], data.table.scores[:5], tuple(data.table.llm_ids))
     with pytest.raises(LocusInputError, match="needs the training queries' tasks"):
         PerTaskRouter().fit(no_tasks)
