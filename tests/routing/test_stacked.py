@@ -152,32 +152,3 @@ def test_saved_into_an_artifact_and_read_back_with_or_without_torch(
     assert [d.llm_id for d in twin.route(vectors)] == [d.llm_id for d in router.route(vectors)]
     with pytest.raises(LocusInputError, match="cannot save its LOCUS part"):
         twin.save(tmp_path / "again")
-
-
-def test_a_stack_for_queries_whose_task_is_given_is_fitted_saved_and_read(
-    data: WorkspaceTable, locus: LocusRouter, tmp_path: Path
-) -> None:
-    """Where the queries carry tasks, a second stack is fitted with each validation query's
-    task given (the task vote reading that task's rates); a query the request names the task
-    of is routed by it, the others by the stack of texts; both go to the artifact and back."""
-    router = StackedRouter.fit(
-        locus, _evidence(data, "train"), _evidence(data, "val"), cross_fit_below=0
-    )
-    assert router.stack is not None and router.given_stack is not None
-    assert router.given_stack.tasks and router.given_stack != router.stack
-    test = data.rows("test")
-    vectors, tasks = data.vectors[test], [data.table.tasks[i] for i in test]
-    told = router.predict_proba_given_tasks(vectors, tasks)
-    # a query of no known task is routed as a text: the rows of the stack of texts
-    mixed = router.predict_proba_given_tasks(vectors, [None, *tasks[1:]])
-    np.testing.assert_array_equal(mixed[0], router.predict_proba(vectors)[0])
-    np.testing.assert_array_equal(mixed[1:], told[1:])
-    without = StackedRouter(locus, router.knn, router.stack, router.guard)
-    assert not np.array_equal(told, without.predict_proba_given_tasks(vectors, tasks))
-    folder = router.save(tmp_path / "artifact")
-    parts = json.loads((folder / "stacked.json").read_text())
-    assert parts["format"] == "locus-stacked/3"
-    assert parts["given_stack"] == router.given_stack.as_dict()
-    loaded = load_router(folder)
-    assert isinstance(loaded, StackedRouter) and loaded.given_stack == router.given_stack
-    np.testing.assert_array_equal(loaded.predict_proba_given_tasks(vectors, tasks), told)

@@ -13,8 +13,6 @@ kinds of versioned file:
     stacked.json ("locus-stacked/N")    1        2026-12-02  `stack`, `guard`, `knn`
                                         2        2026-12-04  the stack's `tasks` (written under
                                                              version 1 since 2026-12-03)
-                                        3        2026-12-04  `given_stack`: the stack of queries
-                                                             whose task the request names
     router.json + arrays.safetensors    1        2026-12-01  `kind`, `llm_ids`, the kind's settings
     (a router folder: knn/, costs/,     2        2026-12-04  the kNN router's and the cost model's
     every saved baseline; "format": N)                       `ann_from`; the kNN router's `search`,
@@ -63,8 +61,8 @@ __all__ = [
 
 ARTIFACT_FORMAT = "locus-artifact/3"
 READABLE_FORMATS = ("locus-artifact/1", "locus-artifact/2", ARTIFACT_FORMAT)
-STACKED_FORMAT = "locus-stacked/3"
-READABLE_STACKED_FORMATS = ("locus-stacked/1", "locus-stacked/2", STACKED_FORMAT)
+STACKED_FORMAT = "locus-stacked/2"
+READABLE_STACKED_FORMATS = ("locus-stacked/1", STACKED_FORMAT)
 ROUTER_FOLDER_FORMAT = 2
 READABLE_ROUTER_FOLDER_FORMATS = (1, ROUTER_FOLDER_FORMAT)
 
@@ -132,11 +130,9 @@ def upgrade_config(config: Any, where: str | Path) -> dict[str, Any]:
 def upgrade_stacked(
     parts: Mapping[str, Any] | None, metadata: Mapping[str, Any], where: str | Path
 ) -> dict[str, Any]:
-    """The stacked router's parts {"format", "stack", "guard", "knn", "given_stack"} (each
-    None where the router has none; `given_stack` None before locus-stacked/3: a query told
-    its task was routed by the one stack) from `stacked.json` (`parts`), or, where the folder
-    has none (format 2, or the networks saved alone), from the config's `metadata` as format 2
-    kept them.
+    """The stacked router's parts {"format", "stack", "guard", "knn"} (each None where the
+    router has none) from `stacked.json` (`parts`), or, where the folder has none (format 2,
+    or the networks saved alone), from the config's `metadata` as format 2 kept them.
 
     Raises:
         LocusArtifactError: a format not in `READABLE_STACKED_FORMATS`, or format 2's
@@ -154,16 +150,13 @@ def upgrade_stacked(
             "stack": ensemble.get("stack"),
             "guard": metadata.get("guard"),
             "knn": str(ensemble.get("folder", "knn")) if ensemble else None,
-            "given_stack": None,
         }
     else:
         found = parts.get("format") if isinstance(parts, Mapping) else type(parts).__name__
         check_format(found, READABLE_STACKED_FORMATS, where)
-    out = {key: parts.get(key) for key in ("format", "stack", "guard", "knn", "given_stack")}
-    for key in ("stack", "given_stack"):
-        found_stack = out[key]
-        if found_stack:
-            out[key] = upgrade_stack(found_stack)
+    out = {key: parts.get(key) for key in ("format", "stack", "guard", "knn")}
+    if out["stack"]:
+        out["stack"] = upgrade_stack(out["stack"])
     return out
 
 

@@ -100,7 +100,6 @@ def save(
             "stack": None if router.stack is None else router.stack.as_dict(),
             "guard": None if router.guard is None else router.guard.as_dict(),
             "knn": None if router.knn is None else KNN_FOLDER,
-            "given_stack": None if router.given_stack is None else router.given_stack.as_dict(),
         }
         write_json(staging / STACKED_FILE, parts)
         if cost_model is not None:
@@ -138,8 +137,7 @@ def load(path: str | Path, locus: LogitRouter | None = None) -> RouterArtifact:
     try:
         stack = None if not parts["stack"] else Stack.from_dict(parts["stack"])
         guard = None if not parts["guard"] else Guard.from_dict(parts["guard"])
-        given = None if not parts["given_stack"] else Stack.from_dict(parts["given_stack"])
-        router = StackedRouter(locus, knn, stack, guard, given_stack=given)
+        router = StackedRouter(locus, knn, stack, guard)
     except (KeyError, TypeError, ValueError, LocusInputError) as error:
         raise LocusArtifactError(
             f"{where}: a damaged stack or guard ({error}); re-run locus fit"

@@ -102,14 +102,12 @@ class StackedRouter(LogitRouter):
         guard: Guard | None = None,
         *,
         prior_strength: float | None = None,
-        given_stack: Stack | None = None,
     ) -> None:
         if (knn is None) != (stack is None):
             raise LocusInputError(
                 "a stacked router needs both a kNN router and a stack, or neither"
             )
         self.locus, self.knn, self.stack, self.guard = locus, knn, stack, guard
-        self.given_stack = given_stack if stack is not None else None
         self.prior_strength = PRIOR_STRENGTH if prior_strength is None else float(prior_strength)
         if not self.prior_strength >= 0:
             raise LocusInputError(f"prior_strength must be >= 0, found {self.prior_strength}")
@@ -142,14 +140,7 @@ class StackedRouter(LogitRouter):
         if not pairs:
             return None
         mine, theirs = (list(side) for side in zip(*pairs, strict=True))
-        vote = self.knn.task_vote_
-        told = None  # the queries whose task the request names, read by `given_stack`
-        if tasks is not None and self.given_stack is not None and vote is not None:
-            told = vote.knows(tasks)
-            told = told if told.any() else None
         needed = self.stack.needed_ks
-        if told is not None and self.given_stack is not None:
-            needed = tuple(sorted({*needed, *self.given_stack.needed_ks}))
         found = self.knn.predict_proba_at(
             vectors, needed, tasks=self.stack.tasks, given_tasks=tasks
         )
@@ -176,15 +167,7 @@ class StackedRouter(LogitRouter):
                 for k, v in votes.items()
             }
             reference = counts < 0  # the fitted LLMs: a joined one moves none of theirs
-        stacked = self.stack.logits(locus_logits[:, mine], votes, task_votes, reference)
-        if told is not None and self.given_stack is not None:
-            stacked[told] = self.given_stack.logits(
-                locus_logits[told][:, mine],
-                {k: v[told] for k, v in votes.items()},
-                None if task_votes is None else task_votes[told],
-                None if reference is None else reference,
-            )
-        return mine, stacked
+        return mine, self.stack.logits(locus_logits[:, mine], votes, task_votes, reference)
 
     def join(
         self,
@@ -342,7 +325,7 @@ class StackedRouter(LogitRouter):
         train, val = _bounded(train, limit, "train"), _bounded(val, limit, "val")
         truth = {split: _columns(e, ids) for split, e in (("train", train), ("val", val))}
         val_logits = locus.predict_logits(val.vectors)
-        stack = given_stack = None
+        stack = None
         if stacked:
             knn = knn or KNNRouter(ann_from=ann_from).fit(reference, val)
             needed = sorted({*STACK_KS, knn.k_})
@@ -358,26 +341,12 @@ class StackedRouter(LogitRouter):
                     for split, evidence in (("train", train), ("val", val))
                 }
             stack = fit_locus_knn_stack(logits, votes, truth, mix_k=knn.k_, task_votes=task_votes)
-            vote = knn.task_vote_
-            if task_votes is not None and vote is not None and val.tasks:
-                # the same parts where each query's task is given (`locus route --task`): the
-                # task vote then reads that task's rates, sharper than its neighbours' tasks
-                columns = [list(knn.llm_ids).index(llm) for llm in ids]
-                told = {
-                    split: vote.given(list(e.tasks) or [None] * e.n_queries, task_votes[split],
-                                      columns)
-                    for split, e in (("train", train), ("val", val))
-                }  # fmt: skip
-                if vote.knows(list(val.tasks)).any():
-                    given_stack = fit_locus_knn_stack(
-                        logits, votes, truth, mix_k=knn.k_, task_votes=told
-                    )
             val_tasks = None if task_votes is None else task_votes["val"]
             val_proba = sigmoid(stack.logits(val_logits, votes["val"], val_tasks))
         else:  # LOCUS alone: the training queries' logits are not needed
             knn, val_proba = None, sigmoid(val_logits)
         guard = fit_default_guard(val_proba, trained_on, truth["val"], ids)
-        return cls(locus, knn, stack, guard, given_stack=given_stack)
+        return cls(locus, knn, stack, guard)
 
     # -- persistence -----------------------------------------------------------------------
 

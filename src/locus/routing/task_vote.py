@@ -94,17 +94,11 @@ class TaskVote:
         `nearest` (n_queries, k)."""
         return (self.shares(nearest) @ self.rates).astype(np.float32)
 
-    def given(
-        self,
-        tasks: Sequence[str | None],
-        proba: NDArray[np.float32],
-        columns: Sequence[int] | None = None,
-    ) -> NDArray[np.float32]:
+    def given(self, tasks: Sequence[str | None], proba: NDArray[np.float32]) -> NDArray[np.float32]:
         """`proba` (n_queries, n_llms), the task votes read from the queries' neighbours, with
         the rows of queries whose task is known (`tasks`, one per query; None or a task the
         fit did not see: not known) replaced by that task's rates: the per-task table itself
-        where the request says the task. `columns`: the vote's LLM columns `proba` holds, in
-        its order (default all).
+        where the request says the task.
 
         Raises:
             LocusInputError: `tasks` not one per query.
@@ -114,16 +108,11 @@ class TaskVote:
                 f"tasks: expected one per query ({len(proba)}), found {len(tasks)}"
             )
         place = {name: i for i, name in enumerate(self.names)}
-        rates = self.rates if columns is None else self.rates[:, list(columns)]
         out = np.array(proba, dtype=np.float32, copy=True)
         for row, task in enumerate(tasks):
             if task is not None and task in place:
-                out[row] = rates[place[task]]
+                out[row] = self.rates[place[task]]
         return out
-
-    def knows(self, tasks: Sequence[str | None]) -> NDArray[np.bool_]:
-        """(n_queries,) whether each of `tasks` is one the vote has rates for."""
-        return np.array([task is not None and task in self.names for task in tasks], bool)
 
     def with_llm(
         self,
