@@ -6,20 +6,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from locus import metrics
-from locus.data.table import ScoreTable
 from locus.errors import LocusInputError
 from locus.pipeline.data import workspace_table
+from locus.pipeline.savings import CostSavings, savings
 from locus.pipeline.workspace_artifacts import DEFAULT_ARTIFACT
 from locus.pipeline.workspace_router import WorkspaceRouter
-from locus.routing.decision import RouteRequest, choose, rank
-from locus.routing.frontier import frontier_metrics, frontier_of, hull
+from locus.routing.baselines import PerTaskRouter
+from locus.routing.decision import RouteRequest, rank
+from locus.routing.evidence import Evidence
 from locus.store import Store
 
 __all__ = [
@@ -135,38 +135,6 @@ class TaskEvaluation:
 
 
 @dataclass(frozen=True)
-class CostSavings:
-    """What the router's decision rules buy, on the split's queries that every LLM was scored
-    and priced on: each LLM's expected cost per query from the artifact's cost model, charged
-    its real cost.
-
-    Attributes:
-        queries: the queries measured.
-        strong: the most accurate LLM on them: llm_id, accuracy, cost (mean USD per query).
-        cheapest: the cheapest LLM on them, the same fields.
-        rules: one row per rule and setting: rule, setting, accuracy, cost, cost_share (of the
-            strong LLM's cost).
-        frontier: `locus.routing.frontier.frontier_metrics` of the router's frontier (both
-            rules swept); static_mix: the same of the best static mix of single LLMs.
-        singles: {llm_id: (cost, accuracy)}; hull: the router's frontier [(cost, accuracy)].
-        estimated: the costs are catalog prices on estimated tokens, not recorded costs.
-    """
-
-    queries: int
-    estimated: bool
-    strong: dict[str, Any]
-    cheapest: dict[str, Any]
-    rules: list[dict[str, Any]]
-    frontier: dict[str, float]
-    static_mix: dict[str, float]
-    singles: dict[str, tuple[float, float]]
-    hull: list[tuple[float, float]]
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
 class Evaluation:
     """`evaluate_workspace`'s result; `as_dict()` is the `--json` form, where a figure that
     means nothing on these queries is null (see `RoutingMetrics`, `CorrectnessMetrics`).
@@ -278,7 +246,8 @@ def evaluate_workspace(
         auroc = metrics.correctness_metrics(given_proba[:, columns], truth)["auroc"]
         given_auroc = None if np.isnan(auroc) else float(auroc)
     if any(t is not None for t in train_tasks) and any(t is not None for t in tasks):
-        read = _tasks_from_text(data.vectors[train_rows], train_tasks, data.vectors[rows])
+        train = Evidence.from_table(table, data.vectors, train_rows)
+        read = PerTaskRouter().fit(train).tasks_of(data.vectors[rows])
         from_text = metrics.best_per_task_accuracy(
             table.scores[train_rows], train_tasks, truth, read
         )
@@ -330,23 +299,8 @@ def evaluate_workspace(
             best_llm_per_task_from_text=from_text,
         ),
         per_task=per_task,
-        savings=_savings(router, table, data.vectors[rows], rows, columns, proba, choice, truth),
+        savings=savings(router, table, data.vectors[rows], rows, columns, proba, choice, truth),
     )
-
-
-def _tasks_from_text(
-    train_vectors: np.ndarray, train_tasks: Sequence[str | None], vectors: np.ndarray
-) -> list[str | None]:
-    """Each query's task as read from its vector (n, dq): the task whose training queries'
-    mean unit vector is nearest (cosine)."""
-    names = sorted({t for t in train_tasks if t is not None})
-    unit = train_vectors / np.maximum(np.linalg.norm(train_vectors, axis=1, keepdims=True), 1e-12)
-    centroids = np.stack(
-        [unit[[t == name for t in train_tasks]].mean(axis=0) for name in names]
-    )  # (n_tasks, dq)
-    centroids /= np.maximum(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-12)
-    nearest = np.argmax(vectors @ centroids.T, axis=1)
-    return [names[i] for i in nearest]
 
 
 def _hit(order: np.ndarray, truth: np.ndarray, k: int) -> float:
@@ -377,83 +331,3 @@ def _noise(
         return se, None, None
     diff = got[both] - truth[rows[both], best]
     return se, float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(len(diff)))
-
-
-QUALITY_SETTINGS = (1.0, 0.95, 0.9, 0.8)
-BUDGET_SHARES = (0.25, 0.5)
-
-
-def _savings(
-    router: WorkspaceRouter,
-    table: ScoreTable,
-    vectors: np.ndarray,
-    rows: np.ndarray,
-    columns: list[int],
-    proba: np.ndarray,
-    choice: np.ndarray,
-    truth: np.ndarray,
-) -> CostSavings | None:
-    """`CostSavings` on the queries every LLM was scored and priced on (`columns`: the
-    router's column of each LLM of `table`); None without costs. Real costs are the scores'
-    own (cost_usd); without them, each LLM's catalog price on the query's estimated tokens,
-    which is then also what the router expects (`estimated`)."""
-    if table.costs is not None and router.cost_model is not None:
-        real = table.costs[rows].astype(np.float64)
-        predicted = router.expected_costs(vectors)[:, columns]
-        estimated = False
-    elif router.costs:  # catalog prices: the router's expected cost is the only cost known
-        texts = [table.query_texts[i] or "" for i in rows] if table.query_texts else None
-        real = predicted = router.expected_costs(vectors, texts)[:, columns]
-        estimated = True
-    else:
-        return None
-    complete = ~np.isnan(truth).any(axis=1) & ~np.isnan(real).any(axis=1)
-    llm_ids = list(table.llm_ids)
-    complete &= ~np.isnan(predicted).any(axis=1)
-    if complete.sum() < 2:
-        return None
-    p, c, y, r = proba[complete], predicted[complete], truth[complete], real[complete]
-    singles = {llm: (float(r[:, j].mean()), float(y[:, j].mean())) for j, llm in enumerate(llm_ids)}
-    strong = max(singles, key=lambda llm: singles[llm][1])
-    cheapest = min(singles, key=lambda llm: singles[llm][0])
-    strong_cost = singles[strong][0]
-    every = np.arange(len(p))
-
-    def row(rule: str, setting: Any, chosen: np.ndarray) -> dict[str, Any]:
-        cost = float(r[every, chosen].mean())
-        return {
-            "rule": rule,
-            "setting": setting,
-            "accuracy": float(y[every, chosen].mean()),
-            "cost": cost,
-            "cost_share": cost / strong_cost,
-        }
-
-    # accuracy routing as `locus route` does it: with the guard where the artifact has one
-    rules = [row("accuracy", None, choice[complete])]
-    rules += [row("quality", s, choose(p, c, RouteRequest(quality=s))) for s in QUALITY_SETTINGS]
-    for share in BUDGET_SHARES:
-        try:
-            weight = router.cost_weight_for_budget(share * strong_cost)
-        except LocusInputError:
-            continue  # below the cheapest routing, or no validation queries kept
-        resolved = RouteRequest(budget=share * strong_cost).with_cost_weight(weight)
-        rules.append(row("budget", share * strong_cost, choose(p, c, resolved)))
-    curve = frontier_of(p, c, y, r)
-    points = np.array(list(singles.values()))
-    high = float(points[:, 0].max())
-    return CostSavings(
-        queries=int(complete.sum()),
-        estimated=estimated,
-        strong={"llm_id": strong, "accuracy": singles[strong][1], "cost": strong_cost},
-        cheapest={
-            "llm_id": cheapest,
-            "accuracy": singles[cheapest][1],
-            "cost": singles[cheapest][0],
-        },
-        rules=rules,
-        frontier=frontier_metrics(curve, singles[strong], singles[cheapest], high),
-        static_mix=frontier_metrics(hull(points), singles[strong], singles[cheapest], high),
-        singles=singles,
-        hull=[(float(x), float(a)) for x, a in curve],
-    )

@@ -121,8 +121,6 @@ class WorkspaceRouter:
         number of scores (`StackedRouter.join`). `tasks`: each query's task where the caller
         knows it (one per query, None where not), read by the task vote instead of the
         tasks of the query's nearest training queries."""
-        if tasks is None:
-            return self.router.predict_proba(query_vectors)
         return self.router.predict_proba_given_tasks(query_vectors, tasks)
 
     @property

@@ -232,27 +232,32 @@ class PerTaskRouter(BaselineRouter):
                 out[row] = self.table_[index[task]]
         return out
 
-    def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
+    def tasks_of(self, query_vectors: NDArray[np.float32]) -> list[str]:
+        """Each query's task as its vector tells it: the task of the nearest centroid."""
         self._check_fitted()
         vectors = _check_vectors(query_vectors, self.centroids_.shape[1], "per-task router")
         nearest = np.argmax(unit_rows(vectors) @ self.centroids_.T, axis=1)
-        return self.table_[nearest]
+        return [self.tasks_[i] for i in nearest]
+
+    def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
+        return self.predict_proba_for_tasks(self.tasks_of(query_vectors))
 
     def predict_proba_given_tasks(
         self, query_vectors: NDArray[np.float32], tasks: Sequence[str | None] | None
     ) -> NDArray[np.float32]:
         """The table's row of each query's task where `tasks` names one it knows, else the
         nearest task centroid's (as `predict_proba`)."""
-        out = np.array(self.predict_proba(query_vectors), copy=True)
+        read = self.tasks_of(query_vectors)
         if tasks is None:
-            return out
-        if len(tasks) != len(out):
-            raise LocusInputError(f"tasks: expected one per query ({len(out)}), found {len(tasks)}")
-        index = {t: i for i, t in enumerate(self.tasks_)}
-        for row, task in enumerate(tasks):
-            if task in index:
-                out[row] = self.table_[index[task]]
-        return out
+            return self.predict_proba_for_tasks(read)
+        if len(tasks) != len(read):
+            raise LocusInputError(
+                f"tasks: expected one per query ({len(read)}), found {len(tasks)}"
+            )
+        known = set(self.tasks_)
+        return self.predict_proba_for_tasks(
+            [told if told in known else guess for told, guess in zip(tasks, read, strict=True)]
+        )
 
     def _settings(self) -> dict[str, Any]:
         return {"shrink": self.shrink, "tasks": self.tasks_}

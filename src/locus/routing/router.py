@@ -200,12 +200,7 @@ class Router(ABC):
             raise LocusNotFittedError(f"{type(self).__name__} is not fitted; call fit() first")
         ids = list(self.llm_ids)  # read once: a live pool may grow while this call runs
         candidates = self._candidates(ids, costs, request)
-        if tasks is None:
-            proba = np.asarray(self.predict_proba(query_vectors), dtype=np.float64)
-        else:
-            proba = np.asarray(
-                self.predict_proba_given_tasks(query_vectors, tasks), dtype=np.float64
-            )
+        proba = np.asarray(self.predict_proba_given_tasks(query_vectors, tasks), dtype=np.float64)
         if proba.ndim != 2 or proba.shape[1] != len(ids):
             raise ValueError(
                 f"{type(self).__name__}.predict_proba returned {proba.shape}; expected "
