@@ -8,6 +8,7 @@ score table and cached query vectors, assign the hash split, save the artifact u
     fit.py                   fit_workspace -> FitReport; load_workspace_locus
     embed.py                 embed_workspace_llms -> [EmbedReport]
     evaluate.py              evaluate_workspace -> Evaluation
+    savings.py               savings -> CostSavings: what each decision rule costs (evaluate's)
     probes.py                probe_order, choose_probes: the queries to evaluate a new LLM on
     endpoint.py              check_endpoint, ask_all: an OpenAI-compatible endpoint asked prompts
     onboard.py               onboard_llm -> OnboardReport: probe, grade, import, embed, place
