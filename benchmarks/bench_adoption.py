@@ -39,12 +39,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import REPO_ROOT, write_results
-from bench_newcomer import _router, loo_artifact
+from bench_newcomer import _router, loo_artifact, thin_reading
 
 from locus.locus import Locus
 from locus.pipeline import workspace_table
 from locus.routing import StackedRouter
 from locus.routing.explore import Exploration
+from locus.routing.thin import ThinEvidence
 from locus.store import Store
 
 WINDOW = 200  # requests over which the newcomer's running share is read
@@ -54,8 +55,16 @@ FULL_EVIDENCE = 1024  # scores the oracle-share router embeds the newcomer from
 class Onboarded:
     """The LOO router with the newcomer onboarded from its evidence, re-read on demand."""
 
-    def __init__(self, folder: Path, model: Locus, newcomer: str, default: str | None) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        model: Locus,
+        newcomer: str,
+        default: str | None,
+        thin: ThinEvidence | None = None,
+    ) -> None:
         self.router: StackedRouter = _router(folder)
+        self.router.thin = thin or self.router.thin
         self.model, self.newcomer, self.default = model, newcomer, default
 
     def onboard(
@@ -159,6 +168,7 @@ def run(
     shares: list[float],
     requests: int,
     batch: int,
+    with_thin: bool = False,
 ) -> list[dict[str, Any]]:
     folder = loo_artifact(store, newcomer)
     data = workspace_table(store, split_seed=0)
@@ -174,6 +184,7 @@ def run(
     scored = train[~np.isnan(table.scores[train, x])]
     default = base.guard.default if base.guard is not None else None
     model = Locus.load(folder, workspace=None)
+    thin = thin_reading(_router(folder), data, model) if with_thin else None
     rows = []
     for seed in seeds:
         stream = np.random.default_rng([seed, 1]).permutation(held_out)[:requests]
@@ -200,7 +211,7 @@ def run(
             "hindsight_best_llm": ids[int(truth.mean(axis=0).argmax())],
             "oracle": float(truth.max(axis=1).mean()),
         }  # fmt: skip
-        full = Onboarded(folder, model, newcomer, default)
+        full = Onboarded(folder, model, newcomer, default, thin)
         embed_from = np.sort(
             np.random.default_rng([seed, 3]).choice(
                 len(scored), min(FULL_EVIDENCE, len(scored)), replace=False
@@ -219,7 +230,7 @@ def run(
         row["variants"] = {}
         for label, feedback, share in variants:
             began = time.perf_counter()
-            onboarded = Onboarded(folder, model, newcomer, default)
+            onboarded = Onboarded(folder, model, newcomer, default, thin)
             onboarded.onboard(*evidence(probes))
             result = _stream(
                 onboarded, ids, vectors, truth, tasks, default_truth, evidence(probes),
@@ -286,6 +297,11 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--batch", type=int, default=20)
     parser.add_argument("--workspace", type=Path, default=REPO_ROOT / ".bench" / "accuracy")
+    parser.add_argument(
+        "--thin", action="store_true",
+        help="the newcomer read beside the pool (locus.routing.thin), fitted on the "
+        "leave-one-out router where it was fitted before locus fit kept one",
+    )  # fmt: skip
     parser.add_argument("--tag", default="")
     args = parser.parse_args()
     store = Store.open(args.workspace / args.dataset)
@@ -296,7 +312,7 @@ def main() -> None:
         "worst": data.table.llm_ids[int(means.argmin())],
     }
     llm = named.get(args.llm, args.llm)
-    rows = run(store, llm, args.k, args.seeds, args.explore, args.requests, args.batch)
+    rows = run(store, llm, args.k, args.seeds, args.explore, args.requests, args.batch, args.thin)
     summary = _summary(rows)
     for key, value in summary.items():
         print(key, value)

@@ -49,9 +49,10 @@ from locus.pipeline import fit_workspace, workspace_table
 from locus.pipeline.probes import first_scored, probe_order
 from locus.pipeline.workspace_artifacts import artifact_path
 from locus.pool import artifact_pools
-from locus.routing import Evidence, IRTRouter, MFRouter, StackedRouter
+from locus.routing import Evidence, IRTRouter, LocusRouter, MFRouter, StackedRouter
 from locus.routing.decision import RouteRequest, choose
 from locus.routing.locus_router import NumpyLocusRouter
+from locus.routing.thin import ThinEvidence
 from locus.store import Store
 
 
@@ -65,6 +66,18 @@ def _router(folder: Path, prior_strength: float | None = None) -> StackedRouter:
     if prior_strength is not None:
         router.prior_strength = prior_strength
     return router
+
+
+def thin_reading(router: StackedRouter, data: Any, model: Locus) -> ThinEvidence | None:
+    """The reading of a newcomer beside the pool (`locus.routing.thin`) fitted on `router`
+    (a leave-one-out router fitted before `locus fit` kept one) as `locus fit` fits it."""
+    table = data.table
+    router.fit_thin(
+        Evidence.from_table(table, data.vectors, data.rows("train")),
+        Evidence.from_table(table, data.vectors, data.rows("val")),
+        LocusRouter(model).thin_logits,
+    )
+    return router.thin
 
 
 def loo_artifact(store: Store, newcomer: str) -> Path:
@@ -134,6 +147,7 @@ def run(
     strengths: list[float],
     probes_by: str | None = None,
     baselines: bool = False,
+    with_thin: bool = False,
 ) -> list[dict[str, Any]]:
     folder = loo_artifact(store, newcomer)
     data = workspace_table(store, split_seed=0)
@@ -154,6 +168,7 @@ def run(
     scored = train[~np.isnan(table.scores[train, x])]
     default = base.guard.default if base.guard is not None else None
     learned = _learned_baselines(data, pool_ids) if baselines else {}
+    thin = thin_reading(base, data, model) if with_thin else None
     rows = []
     for k in ks:
         for seed in seeds:
@@ -181,8 +196,13 @@ def run(
                 [by_task.get("" if t is None else t, float(scores.mean())) for t in test_tasks]
             )
             per_strength = {}
-            for strength in [None, *strengths]:  # None: LOCUS alone for the newcomer
+            variants: list[tuple[str, float | None, bool]] = [("locus-alone", None, False)]
+            variants += [(f"m={strength:g}", strength, False) for strength in strengths]
+            if thin is not None:  # read beside the pool (`locus.routing.thin`)
+                variants.append(("thin", strengths[0], True))
+            for key, strength, read_thin in variants:
                 router = _router(folder, strength)
+                router.thin = thin if read_thin else None
                 router.locus.pool.upsert(newcomer, vector, k, float(np.mean(scores)))  # type: ignore[attr-defined]
                 if strength is not None:
                     router.join(
@@ -193,7 +213,7 @@ def run(
                     :, list(router.llm_ids).index(newcomer)
                 ]
                 metrics = correctness_metrics(proba[:, None], truth[:, -1:])
-                per_strength["locus-alone" if strength is None else f"m={strength:g}"] = {
+                per_strength[key] = {
                     "hit@1": hit,
                     "share": float(np.mean([c == newcomer for c in chosen])),
                     "predicted_accuracy": float(proba.mean()),
@@ -248,6 +268,11 @@ def main() -> None:
     parser.add_argument("--workspace", type=Path, default=REPO_ROOT / ".bench" / "accuracy")
     parser.add_argument("--probes", default=None, help="a probe strategy; default: uniform")
     parser.add_argument("--baselines", action="store_true", help="MF and IRT onboarded too")
+    parser.add_argument(
+        "--thin", action="store_true",
+        help="also the newcomer read beside the pool (locus.routing.thin), fitted on the "
+        "leave-one-out router: the row 'thin'",
+    )  # fmt: skip
     parser.add_argument("--tag", default="")
     args = parser.parse_args()
     store = Store.open(args.workspace / args.dataset)
@@ -263,7 +288,7 @@ def main() -> None:
     for llm in llms:
         rows += run(
             store, llm, args.k or [32, 128], args.seeds, args.strength or [32.0], args.probes,
-            args.baselines,
+            args.baselines, args.thin,
         )  # fmt: skip
     summary: dict[str, Any] = {}
     for llm in llms:

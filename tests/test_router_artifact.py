@@ -36,6 +36,7 @@ VERSIONS = {
     "locus-artifact-2": ("locus-artifact/2", None, 1),
     "locus-stacked-1": ("locus-artifact/3", "locus-stacked/1", 1),
     "locus-stacked-2": ("locus-artifact/3", "locus-stacked/2", 2),
+    "locus-stacked-3": ("locus-artifact/3", "locus-stacked/3", 2),
 }
 
 
@@ -74,7 +75,7 @@ def test_every_readable_version_has_a_fixture() -> None:
             assert found == (folder is not None)
             if found:
                 assert _read(root / part / "router.json")["format"] == folder
-    assert artifact_is_current(FIXTURES / "locus-stacked-2")
+    assert artifact_is_current(FIXTURES / "locus-stacked-3")
     assert not artifact_is_current(FIXTURES / "locus-artifact-2")
 
 
@@ -96,11 +97,12 @@ def test_each_fixture_routes_as_when_it_was_written(name: str, vectors: np.ndarr
 def test_the_fixtures_of_one_fit_read_the_same_router(vectors: np.ndarray) -> None:
     """The upgrade reproduces each older version's reading: the stacked router of the current
     fixture and of both older ones is the same router."""
-    current = _without_torch(FIXTURES / "locus-stacked-2")
-    for name in ("locus-stacked-1", "locus-artifact-2"):
+    current = _without_torch(FIXTURES / "locus-stacked-3")
+    for name in ("locus-stacked-2", "locus-stacked-1", "locus-artifact-2"):
         old = _without_torch(FIXTURES / name)
         assert old.router.stack == current.router.stack
         assert old.router.guard == current.router.guard
+        assert old.router.thin is None and current.router.thin is None
         np.testing.assert_array_equal(
             old.router.predict_proba(vectors), current.router.predict_proba(vectors)
         )
@@ -142,7 +144,7 @@ def test_save_then_load_gives_identical_predictions_in_the_current_format(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["artifact"]  # no staging left
     # the current fixture's router files come back byte for byte (not the cost model's
     # arrays: `CostModel.load` scales its saved unit rows to unit length once more)
-    if name == "locus-stacked-2":
+    if name == "locus-stacked-3":
         for part in ("stacked.json", "knn/router.json", "knn/arrays.safetensors",
                      "costs/router.json", "costs/validation.safetensors"):  # fmt: skip
             assert (folder / part).read_bytes() == (FIXTURES / name / part).read_bytes(), part
@@ -161,7 +163,7 @@ def test_an_unknown_version_is_a_clear_error(
     file: str, key: str, version: object, tmp_path: Path
 ) -> None:
     folder = tmp_path / "newer"
-    shutil.copytree(FIXTURES / "locus-stacked-2", folder)
+    shutil.copytree(FIXTURES / "locus-stacked-3", folder)
     (folder / file).write_text(json.dumps({**_read(folder / file), key: version}))
     with pytest.raises(LocusArtifactError) as caught:
         router_artifact.load(folder)
@@ -206,11 +208,11 @@ def test_a_router_folder_of_format_1_with_a_task_vote_lets_every_row_vote(
 def test_a_stacked_router_over_numpy_cannot_save_its_networks(tmp_path: Path) -> None:
     from locus.errors import LocusInputError
 
-    numpy_side = _without_torch(FIXTURES / "locus-stacked-2").router
+    numpy_side = _without_torch(FIXTURES / "locus-stacked-3").router
     with pytest.raises(LocusInputError, match="cannot save its LOCUS part"):
         router_artifact.save(tmp_path / "again", numpy_side)
     assert not (tmp_path / "again").exists()
-    torch_side = router_artifact.load(FIXTURES / "locus-stacked-2").router
+    torch_side = router_artifact.load(FIXTURES / "locus-stacked-3").router
     assert isinstance(torch_side.locus, LocusRouter)
     assert isinstance(StackedRouter.load(torch_side.save(tmp_path / "again")), StackedRouter)
 

@@ -436,3 +436,31 @@ def test_per_token_prices_give_per_query_costs(
     [decision] = chosen.json()  # type: ignore[misc]
     assert decision["llm_id"] == "math-1"
     assert decision["cost_usd"] == pytest.approx((11 * 1 + 256 * 2) / 1e6)
+
+
+def test_a_fit_with_a_validation_split_reads_an_onboarded_llm_beside_the_pool(
+    tmp_path: Path,
+) -> None:
+    """A pool with enough validation cells for the stack's own split: `locus fit` keeps the
+    reading of a newcomer (`locus.routing.thin`); an LLM onboarded since with its hundreds of
+    scores joins the votes and is read by the stack (the reading is for 16-128 scores)."""
+    from locus.pipeline import load_workspace_locus
+
+    rows = planted_rows(queries_per_task=400)
+    path = build_planted_workspace(tmp_path / "ws", rows)
+    with Store.open(path) as store:
+        fit_workspace(store, small_config(max_steps=60), exclude_llms=["law-3"])
+        router = WorkspaceRouter(store, text_encoder=HashingEncoder(ENCODER_DIM))
+        assert router.router.thin is not None and router.router.thin.sizes[0] == 16
+        assert load_workspace_locus(store).llm_ids_ == list(router.llm_ids)  # none added
+        embed_workspace_llms(store, ["law-3"])
+        router.refresh()
+        stacked = router.router
+        count = stacked.joined["law-3"]
+        assert count > 128 and stacked.thin is not None and stacked.thin.share(count) == 0.0
+        phi = router.vectors_for(["court jury verdict appeal", "integral derivative limit"])
+        column = list(router.llm_ids).index("law-3")
+        proba = router.predict_proba(phi)
+        assert proba[0, column] > proba[1, column] + 0.3  # law over maths
+        decisions = router.route_texts(["court jury verdict appeal statute"], top=1)
+        assert decisions[0].llm_id.startswith("law-")

@@ -28,6 +28,7 @@ from locus.artifact.manifest import Manifest
 from locus.artifact.torch_io import Artifact, load_artifact, save_artifact
 from locus.calibration import (
     Calibration,
+    evidence_quality,
     evidence_quality_of,
     fit_calibration,
     reference_rows,
@@ -276,19 +277,46 @@ class Locus:
     ) -> np.ndarray:
         """Logits of P(correct) (n_queries, n_llms), calibrated (`calibration_`) unless
         `calibrated` is False: then the predictor's own."""
-        vectors = self.query_vectors(queries)
-        device = next(self.predictor_.parameters()).device
-        z = torch.from_numpy(np.ascontiguousarray(self.pool_.vectors(llm_ids))).to(device)
-        phi = torch.from_numpy(np.ascontiguousarray(vectors)).to(device)
-        self.predictor_.eval()
-        with torch.inference_mode():
-            logits = self.predictor_.score_matrix(z, phi).cpu().numpy()  # (n_queries, n_llms)
+        logits = self._raw_logits(self.pool_.vectors(llm_ids), self.query_vectors(queries))
         if not calibrated:
             return logits
         calibration = self.calibration_
         if calibration.quality_scale is None:
             return calibration.apply(logits)
         return calibration.apply(logits, self.quality(llm_ids), self.evidence_quality(llm_ids))
+
+    def logits_of_embeddings(
+        self,
+        embeddings: NDArray[np.float32],
+        evidence: Sequence[tuple[float, int]],
+        queries: NDArray[np.float32],
+    ) -> np.ndarray:
+        """Calibrated logits (n_queries, m) for m LLM `embeddings` (m, d) that are not in the
+        pool, each with its evidence's (mean score, count), as `predict_logits` gives them for
+        an LLM of the pool: what an LLM embedded from that evidence would be predicted
+        (`locus.routing.thin` fits on such LLMs). Nothing is added to the pool."""
+        z = np.asarray(embeddings, dtype=np.float32).reshape(len(evidence), -1)
+        logits = self._raw_logits(z, self.query_vectors(queries))
+        calibration = self.calibration_
+        if calibration.quality_scale is None:
+            return calibration.apply(logits)
+        if self.reference_queries_ is None:
+            raise LocusNotFittedError(
+                "this Locus keeps no reference queries; call set_reference_queries(vectors) "
+                "with training query vectors"
+            )
+        quality = self._raw_logits(z, self.reference_queries_).mean(axis=0)
+        means, counts = (np.array(side, np.float64) for side in zip(*evidence, strict=True))
+        return calibration.apply(logits, quality, evidence_quality(means, counts))
+
+    def _raw_logits(self, embeddings: NDArray[np.float32], vectors: NDArray[Any]) -> np.ndarray:
+        """The predictor's logits (n_queries, n_llms) of LLM `embeddings` on query `vectors`."""
+        device = next(self.predictor_.parameters()).device
+        z = torch.from_numpy(np.ascontiguousarray(embeddings)).to(device)
+        phi = torch.from_numpy(np.ascontiguousarray(vectors)).to(device)
+        self.predictor_.eval()
+        with torch.inference_mode():
+            return self.predictor_.score_matrix(z, phi).cpu().numpy()
 
     def evidence_quality(self, llm_ids: Sequence[str] | None = None) -> np.ndarray:
         """Each LLM's evidence quality (n_llms,): the smoothed logit of its mean score on the

@@ -152,3 +152,27 @@ def test_saved_into_an_artifact_and_read_back_with_or_without_torch(
     assert [d.llm_id for d in twin.route(vectors)] == [d.llm_id for d in router.route(vectors)]
     with pytest.raises(LocusInputError, match="cannot save its LOCUS part"):
         twin.save(tmp_path / "again")
+
+
+def test_the_reading_of_a_newcomer_is_fitted_saved_and_read_back(
+    data: WorkspaceTable, locus: LocusRouter, tmp_path: Path
+) -> None:
+    """`fit_thin` embeds the fitted LLMs from a few of their scores with the torch LOCUS (none
+    enters the pool) and keeps weights per evidence size that the pool can fill; the artifact
+    keeps them, and a router read back without torch reads a newcomer the same way."""
+    router = StackedRouter.fit(locus, _evidence(data, "train"), _evidence(data, "val"))
+    pool = list(locus.llm_ids)
+    router.fit_thin(_evidence(data, "train"), _evidence(data, "val"))
+    assert list(locus.llm_ids) == pool
+    assert router.thin is not None and router.thin.sizes[0] == 16
+    train = data.rows("train")
+    fewest = int((~np.isnan(data.table.scores[train])).sum(axis=0).min())
+    assert 2 * router.thin.sizes[-1] <= fewest  # each size drawn twice from every LLM's scores
+    folder = router.save(tmp_path / "artifact")
+    assert json.loads((folder / "stacked.json").read_text())["thin"] == router.thin.as_dict()
+    routing = read_for_routing(folder)
+    _, numpy_pool = artifact_pools(
+        routing.llm_ids, routing.llm_embeddings, routing.evidence_counts, routing.manifest
+    )
+    twin = StackedRouter.load(folder, NumpyLocusRouter(routing.predictor, numpy_pool))
+    assert twin.thin == router.thin

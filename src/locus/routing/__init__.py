@@ -18,6 +18,7 @@ router_artifact.py  the router artifact (networks, stack, guard, kNN part, costs
 stack.py          Stack: how LOCUS's logits and the kNN votes combine, fitted on validation
 cross_fit.py      out-of-fold votes: the stack and guard of a pool with a small validation
 posterior.py      an onboarded LLM's votes against LOCUS's prior; a prediction's uncertainty
+thin.py           ThinEvidence: an onboarded LLM's P(correct) read beside the fitted LLMs'
 explore.py        Exploration: a share of queries routed by a Thompson draw on the uncertainty
 locus_router.py   LocusRouter (torch) and NumpyLocusRouter: LOCUS's predictor over a pool
 evidence.py       Evidence (what baselines are fitted on)

@@ -65,6 +65,20 @@ class LocusRouter(LogitRouter):
     def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
         return self.model.predict_proba(np.asarray(query_vectors, dtype=np.float32))
 
+    def thin_logits(
+        self,
+        evidence: Sequence[tuple[NDArray[np.float32], NDArray[np.float32]]],
+        query_vectors: NDArray[np.float32],
+    ) -> NDArray[Any]:
+        """Calibrated logits (n_queries, m) of m LLMs, each embedded from one (query vectors,
+        scores) of `evidence`, none of them added to the pool: what LOCUS would predict for
+        LLMs onboarded from that evidence (`locus.routing.thin` fits on them)."""
+        embeddings = self.model.embed_many(evidence)
+        stats = [(float(np.mean(scores)), len(scores)) for _, scores in evidence]
+        return self.model.logits_of_embeddings(
+            embeddings, stats, np.asarray(query_vectors, np.float32)
+        )
+
     def save(self, path: str | Path) -> Path:
         """The model's artifact folder (networks and the pool as it is now)."""
         return self.model.save(path)

@@ -4,7 +4,8 @@ one `save` and read by one `load`.
     config.json, anchors.json,      LOCUS's networks and fit-time pool (the facade's files:
     weights.safetensors             `Locus.save`, `locus.artifact`; read without torch by
                                     `locus.artifact.read_for_routing`)
-    stacked.json                    the stack, the guard, and where the kNN part is
+    stacked.json                    the stack, the guard, where the kNN part is, and how an
+                                    LLM joined since the fit is read (`thin`)
     knn/                            the kNN router the stack reads (a router folder)
     costs/router.json + arrays      the per-query cost model (only where the workspace had
                                     per-query costs; a router folder)
@@ -47,6 +48,7 @@ from locus.routing.locus_router import LocusRouter, LogitRouter
 from locus.routing.neighbours import KNNRouter
 from locus.routing.stack import Stack
 from locus.routing.stacked import StackedRouter
+from locus.routing.thin import ThinEvidence
 
 __all__ = ["RouterArtifact", "load", "save"]
 
@@ -100,6 +102,7 @@ def save(
             "stack": None if router.stack is None else router.stack.as_dict(),
             "guard": None if router.guard is None else router.guard.as_dict(),
             "knn": None if router.knn is None else KNN_FOLDER,
+            "thin": None if router.thin is None else router.thin.as_dict(),
         }
         write_json(staging / STACKED_FILE, parts)
         if cost_model is not None:
@@ -137,7 +140,8 @@ def load(path: str | Path, locus: LogitRouter | None = None) -> RouterArtifact:
     try:
         stack = None if not parts["stack"] else Stack.from_dict(parts["stack"])
         guard = None if not parts["guard"] else Guard.from_dict(parts["guard"])
-        router = StackedRouter(locus, knn, stack, guard)
+        thin = None if not parts["thin"] else ThinEvidence.from_dict(parts["thin"])
+        router = StackedRouter(locus, knn, stack, guard, thin=thin)
     except (KeyError, TypeError, ValueError, LocusInputError) as error:
         raise LocusArtifactError(
             f"{where}: a damaged stack or guard ({error}); re-run locus fit"

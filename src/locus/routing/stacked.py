@@ -41,6 +41,8 @@ from locus.routing.stack import (
     knn_task_votes,
     knn_votes,
 )
+from locus.routing.thin import MAX_QUERIES as THIN_MAX_QUERIES
+from locus.routing.thin import ThinEvidence, ThinLogits, fit_thin, level_shift
 
 __all__ = [
     "KNN_FOLDER",
@@ -64,6 +66,8 @@ STACK_MIN_ROWS = 2_048
 LEARN_MIN_PER_LLM = 50
 # how many scores LOCUS's P(correct) counts as beside an onboarded LLM's own votes (`join`)
 PRIOR_STRENGTH = 32.0
+# a joined LLM's scored queries its level is read on (`StackedRouter._level_of`)
+_LEVEL_QUERIES = 512
 
 
 def learns_from(train_scores: NDArray[np.floating[Any]]) -> bool:
@@ -102,12 +106,15 @@ class StackedRouter(LogitRouter):
         guard: Guard | None = None,
         *,
         prior_strength: float | None = None,
+        thin: ThinEvidence | None = None,
     ) -> None:
         if (knn is None) != (stack is None):
             raise LocusInputError(
                 "a stacked router needs both a kNN router and a stack, or neither"
             )
         self.locus, self.knn, self.stack, self.guard = locus, knn, stack, guard
+        self.thin = thin if stack is not None else None
+        self._levels: dict[str, float] = {}  # a joined LLM's level shift (`ThinEvidence`)
         self.prior_strength = PRIOR_STRENGTH if prior_strength is None else float(prior_strength)
         if not self.prior_strength >= 0:
             raise LocusInputError(f"prior_strength must be >= 0, found {self.prior_strength}")
@@ -127,9 +134,15 @@ class StackedRouter(LogitRouter):
         vectors: NDArray[np.float32],
         locus_logits: NDArray[Any],
         tasks: Sequence[str | None] | None = None,
+        *,
+        thin: float | None = None,
     ) -> tuple[list[int], NDArray[np.float64]] | None:
         """(the pool columns the kNN router knows, their stacked logits), None for none;
-        `tasks`: each query's task where the request knows it (the task vote then reads it)."""
+        `tasks`: each query's task where the request knows it (the task vote then reads it).
+        A joined LLM's logits are its `ThinEvidence` reading beside the fitted LLMs' where the
+        fit kept one, for its share by its number of scores (`ThinEvidence.share`; `thin`
+        instead: that share, 0 the stack's reading as for a fitted LLM, 1 the reading alone),
+        the rest the stack's."""
         if self.stack is None or self.knn is None:
             return None
         pairs = [
@@ -167,7 +180,22 @@ class StackedRouter(LogitRouter):
                 for k, v in votes.items()
             }
             reference = counts < 0  # the fitted LLMs: a joined one moves none of theirs
-        return mine, self.stack.logits(locus_logits[:, mine], votes, task_votes, reference)
+        out = self.stack.logits(locus_logits[:, mine], votes, task_votes, reference)
+        if self.thin is not None and reference is not None and reference.any():
+            pool = out[:, reference]
+            ks = self.stack.ks
+            for c in np.flatnonzero(~reference):
+                llm = self.locus.llm_ids[mine[c]]
+                task = None if task_votes is None else task_votes[:, c]
+                near = None if not ks else (votes[min(ks)][:, c], votes[max(ks)][:, c])
+                own = np.asarray(locus_logits[:, mine[c]], np.float64)
+                n = float(self.joined[llm])
+                share = self.thin.share(n) if thin is None else thin
+                if share > 0:
+                    reading = self.thin.logits(own, task, near, pool, n)
+                    level = self._levels.get(llm, 0.0)
+                    out[:, c] = share * (reading + level) + (1.0 - share) * out[:, c]
+        return mine, out
 
     def join(
         self,
@@ -208,8 +236,28 @@ class StackedRouter(LogitRouter):
             self.knn.add_llm(llm_id, *evidence)
             self._knn_column[llm_id] = len(self.knn.llm_ids) - 1
         self.joined[llm_id] = int(kept.sum())
+        if self.thin is not None:
+            self._levels[llm_id] = self._level_of(llm_id, evidence[0])
         if self.guard is not None and default_scores is not None:
             self.guard = rechosen_default(self.guard, llm_id, values, default_scores)
+
+    def _level_of(self, llm_id: str, vectors: NDArray[np.float32]) -> float:
+        """A joined LLM's level shift: its `ThinEvidence` reading's mean P(correct) over the
+        queries it was scored on (`vectors`, at most `_LEVEL_QUERIES`) put at the mean the stack
+        gives it there (its LOCUS embedding and its own votes: its own level)."""
+        rows = np.asarray(vectors, np.float32)
+        if len(rows) > _LEVEL_QUERIES:
+            keep = np.random.default_rng(0).choice(len(rows), _LEVEL_QUERIES, replace=False)
+            rows = rows[np.sort(keep)]
+        logits = np.array(self.locus.predict_logits(rows), dtype=np.float64)
+        self._levels[llm_id] = 0.0
+        if self.thin is None or self.thin.share(self.joined[llm_id]) == 0:
+            return 0.0
+        read, stacked = self._stacked(rows, logits, thin=1.0), self._stacked(rows, logits, thin=0.0)
+        if read is None or stacked is None:
+            return 0.0
+        column = read[0].index(list(self.locus.llm_ids).index(llm_id))
+        return level_shift(read[1][:, column], float(sigmoid(stacked[1][:, column]).mean()))
 
     def predict_logits(
         self, query_vectors: NDArray[np.float32], tasks: Sequence[str | None] | None = None
@@ -346,7 +394,39 @@ class StackedRouter(LogitRouter):
         else:  # LOCUS alone: the training queries' logits are not needed
             knn, val_proba = None, sigmoid(val_logits)
         guard = fit_default_guard(val_proba, trained_on, truth["val"], ids)
-        return cls(locus, knn, stack, guard)
+        router = cls(locus, knn, stack, guard)
+        router.fit_thin(reference, val)
+        return router
+
+    def fit_thin(
+        self, train: Evidence, val: Evidence, thin_logits: ThinLogits | None = None
+    ) -> None:
+        """Fit how an LLM joined since the fit is read beside the fitted LLMs
+        (`locus.routing.thin.fit_thin`): the fitted LLMs made thin, each embedded from a few of
+        its `train` scores by `thin_logits` (default: the torch LOCUS's own,
+        `LocusRouter.thin_logits`), read on `val`'s queries beside the others' stacked logits.
+        `fit` calls it; a router fitted before it can be given one. Without a way to embed
+        (a numpy LOCUS), a stack, or a pool of three LLMs, it keeps none."""
+        reader = thin_logits or getattr(self.locus, "thin_logits", None)
+        if reader is None or self.stack is None or self.knn is None:
+            return
+        ids = list(self.locus.llm_ids)
+        val = _bounded(val, THIN_MAX_QUERIES, "thin")
+        train = Evidence(train.vectors, _columns(train, ids).astype(np.float32), tuple(ids),
+                         train.tasks)  # fmt: skip
+        tasks = self.stack.tasks and self.knn.has_task_vote
+        ks = self.stack.ks
+        self.thin = fit_thin(
+            reader,
+            train,
+            val.vectors,
+            _columns(val, ids),
+            self.predict_logits(val.vectors),
+            task_vote=self.knn.task_vote_ if tasks else None,
+            val_shares=self.knn.task_shares(val.vectors) if tasks else None,
+            vote_ks=(min(ks), max(ks)) if ks else None,
+            prior_strength=self.prior_strength,
+        )
 
     # -- persistence -----------------------------------------------------------------------
 

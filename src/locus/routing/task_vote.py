@@ -114,19 +114,12 @@ class TaskVote:
                 out[row] = self.rates[place[task]]
         return out
 
-    def with_llm(
-        self,
-        scores: NDArray[np.float32],
-        new_rows: int,
-        tasks: Sequence[str | None] = (),
-        *,
-        column: int | None = None,
-    ) -> TaskVote:
-        """The vote with one more LLM (or with the LLM of `column` re-read), onboarded from
-        `scores` on `new_rows` training rows of its own, whose tasks (one per score, or none)
-        give its rates: per task smoothed towards its mean as every LLM's are, its mean in a
-        task it has no score in. The new rows vote no task (they repeat queries the router
-        already holds)."""
+    def rates_of(
+        self, scores: NDArray[np.floating[Any]], tasks: Sequence[str | None] = ()
+    ) -> NDArray[np.float64]:
+        """(n_tasks + 1,) an LLM's rates from its `scores` on queries of `tasks` (one per score,
+        or none): per task smoothed towards its mean as every LLM's are, its mean in a task it
+        has no score in (and in the last row, for queries whose neighbours have no task)."""
         values = np.asarray(scores, dtype=np.float64).reshape(-1)
         observed = ~np.isnan(values)
         mean = float(values[observed].mean()) if observed.any() else 0.5
@@ -141,6 +134,22 @@ class TaskVote:
             )
             rates = (totals + _PSEUDO * mean) / (counts + _PSEUDO)
             rates[-1] = mean
+        return rates
+
+    def with_llm(
+        self,
+        scores: NDArray[np.float32],
+        new_rows: int,
+        tasks: Sequence[str | None] = (),
+        *,
+        column: int | None = None,
+    ) -> TaskVote:
+        """The vote with one more LLM (or with the LLM of `column` re-read), onboarded from
+        `scores` on `new_rows` training rows of its own, whose tasks (one per score, or none)
+        give its rates: per task smoothed towards its mean as every LLM's are, its mean in a
+        task it has no score in. The new rows vote no task (they repeat queries the router
+        already holds)."""
+        rates = self.rates_of(scores, tasks)
         codes = np.concatenate([self.codes, np.full(new_rows, len(self.names), np.int32)])
         table = self.rates.copy()
         if column is None:

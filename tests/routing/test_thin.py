@@ -1,0 +1,158 @@
+"""A newcomer read beside the pool (`locus.routing.thin`): the readings' weights fitted on the
+fitted LLMs made thin, its level its own, a specialist still routed its task."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+from sklearn.metrics import roc_auc_score
+
+from locus.calibration import sigmoid
+from locus.errors import LocusInputError
+from locus.routing import Evidence, StackedRouter
+from locus.routing.thin import FEATURES, SIZES, ThinEvidence, fit_thin, level_shift
+from tests.routing.test_evidence_floor import SKILL, LevelsOnly, _queries, _scores, _small_pool
+
+
+def _logit(p: NDArray[Any]) -> NDArray[np.float64]:
+    p = np.clip(np.asarray(p, np.float64), 1e-3, 1 - 1e-3)
+    return np.log(p / (1 - p))
+
+
+class LevelsFromEvidence(LevelsOnly):
+    """A LOCUS that reads an LLM's level from its evidence and nothing of which query suits it
+    (its `thin_logits`: the logit of each evidence's mean, on every query)."""
+
+    def thin_logits(
+        self,
+        evidence: Sequence[tuple[NDArray[np.float32], NDArray[np.float32]]],
+        query_vectors: NDArray[np.float32],
+    ) -> NDArray[Any]:
+        means = np.array([np.mean(scores) for _, scores in evidence])
+        return np.tile(_logit(means), (len(query_vectors), 1))
+
+
+def _difficulty_pool(
+    n_llms: int = 12, n_queries: int = 3_000, seed: int = 0
+) -> tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.float64]]:
+    """Queries of a planted difficulty, LLMs of a planted level: logit P = level - difficulty.
+    (vectors, scores (n, n_llms), the true logits)"""
+    rng = np.random.default_rng(seed)
+    difficulty = rng.normal(0, 1.5, n_queries)
+    levels = rng.normal(0, 0.7, n_llms)
+    truth = levels[None, :] - difficulty[:, None]
+    scores = (rng.random(truth.shape) < sigmoid(truth)).astype(np.float32)
+    vectors = rng.normal(size=(n_queries, 8)).astype(np.float32)
+    return vectors, scores, truth
+
+
+def test_the_readings_follow_the_pools_sense_of_difficulty() -> None:
+    """Fitted LLMs whose stacked logits know each query's difficulty, a LOCUS that knows only
+    levels: the fitted weights lean on the pool's mean, and a newcomer so read ranks its own
+    queries as the pool does, far above its own flat logits."""
+    vectors, scores, truth = _difficulty_pool()
+    train, val = slice(0, 2_000), slice(2_000, 3_000)
+    pool = list(range(11))  # the 12th LLM is the newcomer
+    locus = LevelsFromEvidence({f"m{j}": 0.5 for j in pool})
+    thin = fit_thin(
+        locus.thin_logits,
+        Evidence(vectors[train], scores[train][:, pool], tuple(locus.levels)),
+        vectors[val],
+        scores[val][:, pool],
+        truth[val][:, pool],  # the pool's stacked logits: its LLMs' true logits
+    )
+    assert thin is not None and thin.sizes == SIZES
+    weights = dict(zip(FEATURES, thin.coefficients(32)[0], strict=True))
+    # every fitted LLM reads the one difficulty here: their mean and best are one reading
+    assert weights["mean"] + weights["best"] > 0.5
+    assert weights["task"] == weights["near"] == weights["region"] == 0.0  # none was read
+    newcomer = scores[train, 11][:32]
+    own = np.full(1_000, _logit(np.array([newcomer.mean()]))[0])
+    read = thin.logits(own, None, None, truth[val][:, pool], 32)
+    held_out = scores[val, 11]
+    assert roc_auc_score(held_out, read) > 0.8  # its own flat logits: 0.5
+
+
+def test_weights_between_sizes_are_interpolated_in_log_n() -> None:
+    rows = ((1.0, 0.0, 0.0, 0.0, 0.0, 2.0), (0.0, 1.0, 0.0, 0.0, 0.0, 0.0))
+    thin = ThinEvidence((16, 64), rows, (0.0, 1.0))
+    np.testing.assert_allclose(thin.coefficients(32)[0], [0.5, 0.5, 0.0, 0.0, 0.0, 1.0])
+    assert thin.coefficients(32)[1] == pytest.approx(0.5)
+    np.testing.assert_allclose(thin.coefficients(4)[0], rows[0])  # the nearest size's
+    np.testing.assert_allclose(thin.coefficients(10_000)[0], rows[1])
+    assert ThinEvidence.from_dict(thin.as_dict()) == thin
+    assert thin.share(16) == thin.share(32) == 1.0 and thin.share(128) == thin.share(1e4) == 0.0
+    assert thin.share(64) == pytest.approx(0.5)  # halfway from 32 to 128 in log n
+    with pytest.raises(LocusInputError, match="one row of weights per evidence size"):
+        ThinEvidence((16, 64), rows[:1], (0.0, 0.0))
+    with pytest.raises(LocusInputError, match="sizes ascending"):
+        ThinEvidence((64, 16), rows, (0.0, 0.0))
+    with pytest.raises(LocusInputError, match="6 weights per size"):
+        ThinEvidence((16, 64), ((0.0,) * 4,) * 2, (0.0, 0.0))
+    with pytest.raises(LocusInputError, match="readings"):
+        ThinEvidence.from_dict({**thin.as_dict(), "features": ["own"]})
+
+
+@pytest.mark.parametrize("target", [0.05, 0.5, 0.93])
+def test_the_level_shift_puts_the_mean_where_the_evidence_says(target: float) -> None:
+    z = np.random.default_rng(0).normal(size=200)
+    assert sigmoid(z + level_shift(z, target)).mean() == pytest.approx(target, abs=1e-5)
+
+
+def test_a_pool_of_two_llms_or_a_locus_that_cannot_embed_keeps_none() -> None:
+    vectors, scores, truth = _difficulty_pool(n_llms=2)
+    locus = LevelsFromEvidence({"a": 0.5, "b": 0.5})
+    evidence = Evidence(vectors[:2_000], scores[:2_000], ("a", "b"))
+    later = slice(2_000, None)
+    assert (
+        fit_thin(locus.thin_logits, evidence, vectors[later], scores[later], truth[later]) is None
+    )
+    train, val, levels = _small_pool(2_000)
+    assert StackedRouter.fit(levels, train, val, cross_fit_below=0).thin is None  # no embedder
+
+
+def _specialist_pool() -> tuple[StackedRouter, LevelsFromEvidence]:
+    """Three fitted LLMs (no maths specialist) with the stack fitted on a validation split; the
+    maths specialist onboarded since, LOCUS's prior for it below its level."""
+    train, val, _ = _small_pool(1_600, seed=3)
+    keep = [1, 2, 3]
+    ids = tuple(train.llm_ids[j] for j in keep)
+    train, val = (Evidence(e.vectors, e.scores[:, keep], ids, e.tasks) for e in (train, val))
+    locus = LevelsFromEvidence({llm: float(np.mean(SKILL[llm])) for llm in ids})
+    router = StackedRouter.fit(locus, train, val, cross_fit_below=0)
+    locus.levels["math-llm"] = 0.40
+    return router, locus
+
+
+def test_a_specialist_read_beside_the_pool_keeps_its_task_and_its_level() -> None:
+    router, _ = _specialist_pool()
+    assert router.thin is not None
+    weights = dict(zip(FEATURES, router.thin.coefficients(64)[0], strict=True))
+    assert weights["task"] > 0.5  # on this pool the per-task rates tell the LLMs apart
+    rng = np.random.default_rng(11)
+    maths, _ = _queries(400, rng)
+    maths = maths[::4]
+    others = router.predict_proba(maths)[:, :-1]
+    probes, probe_tasks = _queries(64, rng)
+    scores = _scores(probe_tasks, ["math-llm"], rng)[:, 0]
+    router.join("math-llm", probes, scores, probe_tasks)
+    np.testing.assert_allclose(router.predict_proba(maths)[:, :-1], others, atol=1e-6)
+    chosen = [d.llm_id for d in router.route(maths, top=1)]
+    assert chosen.count("math-llm") >= 90
+    # its level: the stack's reading of its evidence, on the queries it was scored on; at 64
+    # scores its logit is half this reading, half the stack's
+    logits = router.locus.predict_logits(probes)
+    read, stacked = (
+        router._stacked(probes, logits, thin=1.0),
+        router._stacked(probes, logits, thin=0.0),
+    )
+    assert read is not None and stacked is not None
+    assert read[0][-1] == stacked[0][-1] == router.locus.llm_ids.index("math-llm")
+    mean = float(sigmoid(stacked[1][:, -1]).mean())
+    assert float(sigmoid(read[1][:, -1]).mean()) == pytest.approx(mean, abs=1e-4)
+    blend = router.predict_logits(probes)[:, -1]
+    np.testing.assert_allclose(blend, (read[1][:, -1] + stacked[1][:, -1]) / 2, atol=1e-5)
