@@ -277,7 +277,8 @@ class Locus:
     ) -> np.ndarray:
         """Logits of P(correct) (n_queries, n_llms), calibrated (`calibration_`) unless
         `calibrated` is False: then the predictor's own."""
-        logits = self._raw_logits(self.pool_.vectors(llm_ids), self.query_vectors(queries))
+        vectors = self.query_vectors(queries)  # an unfitted Locus says so here
+        logits = self._raw_logits(self.pool_.vectors(llm_ids), vectors)
         if not calibrated:
             return logits
         calibration = self.calibration_

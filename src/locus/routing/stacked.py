@@ -190,11 +190,11 @@ class StackedRouter(LogitRouter):
                 near = None if not ks else (votes[min(ks)][:, c], votes[max(ks)][:, c])
                 own = np.asarray(locus_logits[:, mine[c]], np.float64)
                 n = float(self.joined[llm])
-                share = self.thin.share(n) if thin is None else thin
-                if share > 0:
+                weight = self.thin.share(n) if thin is None else thin
+                if weight > 0:
                     reading = self.thin.logits(own, task, near, pool, n)
                     level = self._levels.get(llm, 0.0)
-                    out[:, c] = share * (reading + level) + (1.0 - share) * out[:, c]
+                    out[:, c] = weight * (reading + level) + (1.0 - weight) * out[:, c]
         return mine, out
 
     def join(
