@@ -449,9 +449,10 @@ def test_a_fit_with_a_validation_split_reads_an_onboarded_llm_beside_the_pool(
     rows = planted_rows(queries_per_task=400)
     path = build_planted_workspace(tmp_path / "ws", rows)
     with Store.open(path) as store:
-        fit_workspace(store, small_config(max_steps=60), exclude_llms=["law-3"])
+        report = fit_workspace(store, small_config(max_steps=60), exclude_llms=["law-3"])
         router = WorkspaceRouter(store, text_encoder=HashingEncoder(ENCODER_DIM))
         assert router.router.thin is not None and router.router.thin.sizes[0] == 16
+        assert report.thin == router.router.thin.as_dict()  # `locus fit` says so
         assert load_workspace_locus(store).llm_ids_ == list(router.llm_ids)  # none added
         embed_workspace_llms(store, ["law-3"])
         router.refresh()

@@ -123,6 +123,14 @@ def fit_command(
             f"log-loss: {stack.describe()}",
             markup=False,
         )
+    if report.thin is not None:
+        sizes, fade = report.thin["sizes"], report.thin["fade"]
+        stdout_console().print(
+            f"an LLM onboarded since with {sizes[0]}-{fade[1]} scores is read beside the fitted "
+            f"LLMs' predictions (weights fitted on them made thin: "
+            f"{', '.join(map(str, sizes))} scores); from {fade[1]} on, by the stack",
+            markup=False,
+        )
     if report.guard is not None:
         stdout_console().print(guard_line(report.guard), markup=False)
 

@@ -72,6 +72,7 @@ class FitReport:
     calibration: Calibration | None = None
     stack: dict[str, Any] | None = None
     notes: tuple[str, ...] = ()
+    thin: dict[str, Any] | None = None  # how an LLM onboarded since is read (routing/thin.py)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -178,6 +179,7 @@ def fit_workspace(
         calibration=model.manifest.calibration,
         stack=None if router.stack is None else router.stack.as_dict(),
         notes=notes,
+        thin=None if router.thin is None else router.thin.as_dict(),
     )
 
 
