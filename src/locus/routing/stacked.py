@@ -85,6 +85,9 @@ class StackedRouter(LogitRouter):
         knn: the kNN router the stack reads; None with `stack` None: LOCUS alone.
         stack: how LOCUS's logits and the kNN votes combine.
         guard: applied by `route` to accuracy routing unless the request says `guarded=False`.
+        prior_strength: the scores LOCUS's P(correct) counts as beside a joined LLM's votes.
+        thin: how a joined LLM with few scores is read beside the fitted LLMs (None: by the
+            stack, as a fitted LLM).
 
     An LLM onboarded since the fit joins the votes from its own scores (`join`): its task
     vote is its own per-task rates; its kNN votes are posteriors, the mean of the scores a
@@ -92,7 +95,10 @@ class StackedRouter(LogitRouter):
     `prior_strength` more scores, those scores counted by the share of the query's k nearest
     training queries they hold (n probes among N training queries: k n / N): a vote of 50
     neighbours read from 128 probes spread over the pool is not local, and LOCUS says more
-    about the query. LLMs of `locus` that have not joined get LOCUS's P(correct) alone.
+    about the query. With 16-128 scores a joined LLM is read beside the fitted LLMs instead
+    (`thin`, fitted by `fit` where the stack has its own validation split:
+    `locus.routing.thin`), the stack's reading taking over as its scores grow. LLMs of
+    `locus` that have not joined get LOCUS's P(correct) alone.
 
     Raises:
         LocusInputError: a stack without a kNN router or the other way round.
@@ -245,14 +251,14 @@ class StackedRouter(LogitRouter):
         """A joined LLM's level shift: its `ThinEvidence` reading's mean P(correct) over the
         queries it was scored on (`vectors`, at most `_LEVEL_QUERIES`) put at the mean the stack
         gives it there (its LOCUS embedding and its own votes: its own level)."""
+        self._levels[llm_id] = 0.0
+        if self.thin is None or self.thin.share(self.joined[llm_id]) == 0:
+            return 0.0  # read by the stack alone: no level of its own to keep
         rows = np.asarray(vectors, np.float32)
         if len(rows) > _LEVEL_QUERIES:
             keep = np.random.default_rng(0).choice(len(rows), _LEVEL_QUERIES, replace=False)
             rows = rows[np.sort(keep)]
         logits = np.array(self.locus.predict_logits(rows), dtype=np.float64)
-        self._levels[llm_id] = 0.0
-        if self.thin is None or self.thin.share(self.joined[llm_id]) == 0:
-            return 0.0
         read, stacked = self._stacked(rows, logits, thin=1.0), self._stacked(rows, logits, thin=0.0)
         if read is None or stacked is None:
             return 0.0
@@ -406,7 +412,8 @@ class StackedRouter(LogitRouter):
         its `train` scores by `thin_logits` (default: the torch LOCUS's own,
         `LocusRouter.thin_logits`), read on `val`'s queries beside the others' stacked logits.
         `fit` calls it; a router fitted before it can be given one. Without a way to embed
-        (a numpy LOCUS), a stack, or a pool of three LLMs, it keeps none."""
+        (a numpy LOCUS), without a stack, or on a pool of fewer than three LLMs, it keeps
+        none."""
         reader = thin_logits or getattr(self.locus, "thin_logits", None)
         if reader is None or self.stack is None or self.knn is None:
             return
