@@ -20,7 +20,7 @@ without it:
     python benchmarks/bench_newcomer_oracles.py --dataset split2-model7 --llm A --llm B ...
     python benchmarks/bench_newcomer_oracles.py --dataset mmlu-pro --llm best
 
-Writes results/newcomer-oracles-<dataset>.json.
+Writes results/newcomer-oracles-<dataset><tag>.json.
 """
 
 from __future__ import annotations
@@ -153,6 +153,7 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=32)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--workspace", type=Path, default=REPO_ROOT / ".bench" / "accuracy")
+    parser.add_argument("--tag", default="")
     args = parser.parse_args()
     store = Store.open(args.workspace / args.dataset)
     data = workspace_table(store, split_seed=0)
@@ -176,7 +177,9 @@ def main() -> None:
         )
     print(
         "written",
-        write_results(f"newcomer-oracles-{args.dataset}", {"rows": rows, "summary": summary}),
+        write_results(
+            f"newcomer-oracles-{args.dataset}{args.tag}", {"rows": rows, "summary": summary}
+        ),
     )
     store.close()
 
