@@ -72,17 +72,17 @@ def test_fit_stacks_knn_votes_and_chooses_a_guard(data: WorkspaceTable, locus: L
 def test_a_pool_over_the_bound_reads_votes_on_a_sample_and_keeps_every_neighbour(
     data: WorkspaceTable, locus: LocusRouter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from locus.routing import stacked
+    from locus.routing import stacked_fit
 
     train, val = _evidence(data, "train"), _evidence(data, "val")
     read: list[int] = []
-    real_votes = stacked.knn_votes
+    real_votes = stacked_fit.knn_votes
 
     def counting(knn, vectors, ids, ks):  # type: ignore[no-untyped-def]
         read.append(len(vectors))
         return real_votes(knn, vectors, ids, ks)
 
-    monkeypatch.setattr(stacked, "knn_votes", counting)
+    monkeypatch.setattr(stacked_fit, "knn_votes", counting)
     router = StackedRouter.fit(  # the validation path
         locus, train, val, cross_fit_below=0, max_cells=30 * train.n_llms, min_rows=20
     )

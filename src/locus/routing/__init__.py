@@ -13,6 +13,8 @@ frontier.py       accuracy against cost: sweeps, hull, AIQ / cost shares / APGR,
 guard.py          Guard: stay with the best single LLM unless another clears a margin
 stacked.py        StackedRouter: the router `locus fit` keeps (LOCUS + kNN stack + guard):
                   fit, predict, route, join (an onboarded LLM's own votes), save, load
+stacked_fit.py    the recipe behind StackedRouter.fit and fit_thin (fit_stacked,
+                  fit_thin_reading), learns_from
 router_artifact.py  the router artifact (networks, stack, guard, kNN part, costs): one save,
                   one load (RouterArtifact)
 stack.py          Stack: how LOCUS's logits and the kNN votes combine, fitted on validation

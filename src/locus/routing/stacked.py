@@ -28,21 +28,15 @@ from locus.artifact.layout import KNN_FOLDER, STACKED_FILE
 from locus.calibration import sigmoid
 from locus.errors import LocusInputError
 from locus.routing.ann import ANN_FROM
-from locus.routing.cross_fit import CROSS_FIT_CELLS, cross_fitted_parts
+from locus.routing.cross_fit import CROSS_FIT_CELLS
 from locus.routing.evidence import Evidence
-from locus.routing.guard import Guard, fit_default_guard, rechosen_default
+from locus.routing.guard import Guard, rechosen_default
 from locus.routing.locus_router import LogitRouter
 from locus.routing.neighbours import KNNRouter
 from locus.routing.posterior import posterior_votes
-from locus.routing.stack import (
-    STACK_KS,
-    Stack,
-    fit_locus_knn_stack,
-    knn_task_votes,
-    knn_votes,
-)
-from locus.routing.thin import MAX_QUERIES as THIN_MAX_QUERIES
-from locus.routing.thin import ThinEvidence, ThinLogits, fit_thin, level_shift
+from locus.routing.stack import Stack
+from locus.routing.stacked_fit import LEARN_MIN_PER_LLM, learns_from
+from locus.routing.thin import ThinEvidence, ThinLogits, level_shift
 
 __all__ = [
     "KNN_FOLDER",
@@ -61,20 +55,10 @@ __all__ = [
 # under the bound, fitted on every query as before. (`StackedRouter.fit`'s defaults.)
 STACK_MAX_CELLS = 2_000_000
 STACK_MIN_ROWS = 2_048
-# below this many scored training queries for some LLM, the networks have too little to learn
-# which LLM suits which query from: the LLMs' own votes route (`StackedRouter.fit`)
-LEARN_MIN_PER_LLM = 50
 # how many scores LOCUS's P(correct) counts as beside an onboarded LLM's own votes (`join`)
 PRIOR_STRENGTH = 32.0
 # a joined LLM's scored queries its level is read on (`StackedRouter._level_of`)
 _LEVEL_QUERIES = 512
-
-
-def learns_from(train_scores: NDArray[np.floating[Any]]) -> bool:
-    """Whether every LLM has `LEARN_MIN_PER_LLM` scored queries in `train_scores`
-    (n_queries, n_llms): enough for LOCUS to have a say in the routing."""
-    counts = (~np.isnan(np.asarray(train_scores, np.float64))).sum(axis=0)
-    return bool(len(counts) and counts.min() >= LEARN_MIN_PER_LLM)
 
 
 class StackedRouter(LogitRouter):
@@ -354,55 +338,13 @@ class StackedRouter(LogitRouter):
         Raises:
             LocusInputError: evidence over other LLMs than LOCUS's pool.
         """
-        ids = list(locus.llm_ids)
-        reference = train
-        trained_on = _columns(train, ids)  # the guard's default: the best LLM on all of them
-        if use_locus is None:
-            use_locus = learns_from(trained_on)
-        val_cells = int((~np.isnan(_columns(val, ids))).sum())
-        if not val_cells:
-            return cls(locus)
-        if stacked and (val_cells < cross_fit_below or not use_locus):
-            scored = train.joined(val)
-            parts = cross_fitted_parts(
-                locus.predict_logits(scored.vectors),
-                scored,
-                _columns(scored, ids),
-                trained_on,
-                ids,
-                use_locus=use_locus,
-                ann_from=ann_from,
-            )
-            return cls(locus, *parts)
-        # every training query stays a neighbour; the votes are read on a bounded sample
-        limit = max(min_rows, max_cells // max(len(ids), 1))
-        train, val = _bounded(train, limit, "train"), _bounded(val, limit, "val")
-        truth = {split: _columns(e, ids) for split, e in (("train", train), ("val", val))}
-        val_logits = locus.predict_logits(val.vectors)
-        stack = None
-        if stacked:
-            knn = knn or KNNRouter(ann_from=ann_from).fit(reference, val)
-            needed = sorted({*STACK_KS, knn.k_})
-            logits = {"train": locus.predict_logits(train.vectors), "val": val_logits}
-            votes = {
-                "train": knn_votes(knn, train.vectors, ids, needed),
-                "val": knn_votes(knn, val.vectors, ids, needed),
-            }
-            task_votes = None
-            if knn.has_task_vote:  # the training queries carry tasks
-                task_votes = {
-                    split: knn_task_votes(knn, evidence.vectors, ids)
-                    for split, evidence in (("train", train), ("val", val))
-                }
-            stack = fit_locus_knn_stack(logits, votes, truth, mix_k=knn.k_, task_votes=task_votes)
-            val_tasks = None if task_votes is None else task_votes["val"]
-            val_proba = sigmoid(stack.logits(val_logits, votes["val"], val_tasks))
-        else:  # LOCUS alone: the training queries' logits are not needed
-            knn, val_proba = None, sigmoid(val_logits)
-        guard = fit_default_guard(val_proba, trained_on, truth["val"], ids)
-        router = cls(locus, knn, stack, guard)
-        router.fit_thin(reference, val)
-        return router
+        from locus.routing.stacked_fit import fit_stacked
+
+        return fit_stacked(
+            cls, locus, train, val, knn=knn, stacked=stacked, use_locus=use_locus,
+            cross_fit_below=cross_fit_below, max_cells=max_cells, min_rows=min_rows,
+            ann_from=ann_from,
+        )  # fmt: skip
 
     def fit_thin(
         self, train: Evidence, val: Evidence, thin_logits: ThinLogits | None = None
@@ -414,26 +356,9 @@ class StackedRouter(LogitRouter):
         `fit` calls it; a router fitted before it can be given one. Without a way to embed
         (a numpy LOCUS), without a stack, or on a pool of fewer than three LLMs, it keeps
         none."""
-        reader = thin_logits or getattr(self.locus, "thin_logits", None)
-        if reader is None or self.stack is None or self.knn is None:
-            return
-        ids = list(self.locus.llm_ids)
-        val = _bounded(val, THIN_MAX_QUERIES, "thin")
-        train = Evidence(train.vectors, _columns(train, ids).astype(np.float32), tuple(ids),
-                         train.tasks)  # fmt: skip
-        tasks = self.stack.tasks and self.knn.has_task_vote
-        ks = self.stack.ks
-        self.thin = fit_thin(
-            reader,
-            train,
-            val.vectors,
-            _columns(val, ids),
-            self.predict_logits(val.vectors),
-            task_vote=self.knn.task_vote_ if tasks else None,
-            val_shares=self.knn.task_shares(val.vectors) if tasks else None,
-            vote_ks=(min(ks), max(ks)) if ks else None,
-            prior_strength=self.prior_strength,
-        )
+        from locus.routing.stacked_fit import fit_thin_reading
+
+        self.thin = fit_thin_reading(self, train, val, thin_logits)
 
     # -- persistence -----------------------------------------------------------------------
 
@@ -462,23 +387,3 @@ class StackedRouter(LogitRouter):
         from locus.routing import router_artifact
 
         return router_artifact.load(path, locus).router
-
-
-def _bounded(evidence: Evidence, limit: int, split: str) -> Evidence:
-    """At most `limit` of `evidence`'s queries, drawn at random with a fixed seed; all of them
-    when they fit."""
-    if evidence.n_queries <= limit:
-        return evidence
-    rng = np.random.default_rng([0, len(split)])
-    return evidence.take(np.sort(rng.choice(evidence.n_queries, size=limit, replace=False)))
-
-
-def _columns(evidence: Evidence, llm_ids: Sequence[str]) -> NDArray[np.float64]:
-    """The evidence's scores (n_queries, n_llms) in the order of `llm_ids`."""
-    missing = sorted(set(llm_ids) - set(evidence.llm_ids))
-    if missing:
-        raise LocusInputError(
-            f"a stacked router needs evidence on every LLM of LOCUS's pool; {missing[0]!r} has none"
-        )
-    order = [list(evidence.llm_ids).index(llm) for llm in llm_ids]
-    return np.asarray(evidence.scores, dtype=np.float64)[:, order]

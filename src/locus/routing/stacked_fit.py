@@ -1,0 +1,155 @@
+"""How `locus.routing.stacked.StackedRouter` is fitted: the recipe behind `StackedRouter.fit`
+and `StackedRouter.fit_thin`, apart from the router that routes with what they choose.
+
+    fit_stacked        the kNN router, the stack and the guard on training and validation
+                       evidence (out of fold on a small validation split), then the reading
+                       of a newcomer (`fit_thin_reading`)
+    fit_thin_reading   `locus.routing.thin.fit_thin` on a fitted router's own parts
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from locus.calibration import sigmoid
+from locus.errors import LocusInputError
+from locus.routing.cross_fit import cross_fitted_parts
+from locus.routing.evidence import Evidence
+from locus.routing.guard import fit_default_guard
+from locus.routing.neighbours import KNNRouter
+from locus.routing.stack import STACK_KS, fit_locus_knn_stack, knn_task_votes, knn_votes
+from locus.routing.thin import MAX_QUERIES as THIN_MAX_QUERIES
+from locus.routing.thin import ThinEvidence, ThinLogits, fit_thin
+
+if TYPE_CHECKING:
+    from locus.routing.locus_router import LogitRouter
+    from locus.routing.stacked import StackedRouter
+
+__all__ = ["LEARN_MIN_PER_LLM", "fit_stacked", "fit_thin_reading", "learns_from"]
+
+# below this many scored training queries for some LLM, the networks have too little to learn
+# which LLM suits which query from: the LLMs' own votes route (`fit_stacked`)
+LEARN_MIN_PER_LLM = 50
+
+
+def learns_from(train_scores: NDArray[np.floating[Any]]) -> bool:
+    """Whether every LLM has `LEARN_MIN_PER_LLM` scored queries in `train_scores`
+    (n_queries, n_llms): enough for LOCUS to have a say in the routing."""
+    counts = (~np.isnan(np.asarray(train_scores, np.float64))).sum(axis=0)
+    return bool(len(counts) and counts.min() >= LEARN_MIN_PER_LLM)
+
+
+def fit_stacked(
+    cls: type[StackedRouter],
+    locus: LogitRouter,
+    train: Evidence,
+    val: Evidence,
+    *,
+    knn: KNNRouter | None,
+    stacked: bool,
+    use_locus: bool | None,
+    cross_fit_below: int,
+    max_cells: int,
+    min_rows: int,
+    ann_from: int,
+) -> StackedRouter:
+    """`StackedRouter.fit` (its arguments and what it does are described there)."""
+    ids = list(locus.llm_ids)
+    reference = train
+    trained_on = _columns(train, ids)  # the guard's default: the best LLM on all of them
+    if use_locus is None:
+        use_locus = learns_from(trained_on)
+    val_cells = int((~np.isnan(_columns(val, ids))).sum())
+    if not val_cells:
+        return cls(locus)
+    if stacked and (val_cells < cross_fit_below or not use_locus):
+        scored = train.joined(val)
+        parts = cross_fitted_parts(
+            locus.predict_logits(scored.vectors),
+            scored,
+            _columns(scored, ids),
+            trained_on,
+            ids,
+            use_locus=use_locus,
+            ann_from=ann_from,
+        )
+        return cls(locus, *parts)
+    # every training query stays a neighbour; the votes are read on a bounded sample
+    limit = max(min_rows, max_cells // max(len(ids), 1))
+    train, val = _bounded(train, limit, "train"), _bounded(val, limit, "val")
+    truth = {split: _columns(e, ids) for split, e in (("train", train), ("val", val))}
+    val_logits = locus.predict_logits(val.vectors)
+    stack = None
+    if stacked:
+        knn = knn or KNNRouter(ann_from=ann_from).fit(reference, val)
+        needed = sorted({*STACK_KS, knn.k_})
+        logits = {"train": locus.predict_logits(train.vectors), "val": val_logits}
+        votes = {
+            "train": knn_votes(knn, train.vectors, ids, needed),
+            "val": knn_votes(knn, val.vectors, ids, needed),
+        }
+        task_votes = None
+        if knn.has_task_vote:  # the training queries carry tasks
+            task_votes = {
+                split: knn_task_votes(knn, evidence.vectors, ids)
+                for split, evidence in (("train", train), ("val", val))
+            }
+        stack = fit_locus_knn_stack(logits, votes, truth, mix_k=knn.k_, task_votes=task_votes)
+        val_tasks = None if task_votes is None else task_votes["val"]
+        val_proba = sigmoid(stack.logits(val_logits, votes["val"], val_tasks))
+    else:  # LOCUS alone: the training queries' logits are not needed
+        knn, val_proba = None, sigmoid(val_logits)
+    guard = fit_default_guard(val_proba, trained_on, truth["val"], ids)
+    router = cls(locus, knn, stack, guard)
+    router.thin = fit_thin_reading(router, reference, val)
+    return router
+
+
+def fit_thin_reading(
+    router: StackedRouter, train: Evidence, val: Evidence, thin_logits: ThinLogits | None = None
+) -> ThinEvidence | None:
+    """`StackedRouter.fit_thin`'s reading (described there); None where it keeps none."""
+    reader = thin_logits or getattr(router.locus, "thin_logits", None)
+    if reader is None or router.stack is None or router.knn is None:
+        return None
+    ids = list(router.locus.llm_ids)
+    val = _bounded(val, THIN_MAX_QUERIES, "thin")
+    train = Evidence(train.vectors, _columns(train, ids).astype(np.float32), tuple(ids),
+                     train.tasks)  # fmt: skip
+    tasks = router.stack.tasks and router.knn.has_task_vote
+    ks = router.stack.ks
+    return fit_thin(
+        reader,
+        train,
+        val.vectors,
+        _columns(val, ids),
+        router.predict_logits(val.vectors),
+        task_vote=router.knn.task_vote_ if tasks else None,
+        val_shares=router.knn.task_shares(val.vectors) if tasks else None,
+        vote_ks=(min(ks), max(ks)) if ks else None,
+        prior_strength=router.prior_strength,
+    )
+
+
+def _bounded(evidence: Evidence, limit: int, split: str) -> Evidence:
+    """At most `limit` of `evidence`'s queries, drawn at random with a fixed seed; all of them
+    when they fit."""
+    if evidence.n_queries <= limit:
+        return evidence
+    rng = np.random.default_rng([0, len(split)])
+    return evidence.take(np.sort(rng.choice(evidence.n_queries, size=limit, replace=False)))
+
+
+def _columns(evidence: Evidence, llm_ids: Sequence[str]) -> NDArray[np.float64]:
+    """The evidence's scores (n_queries, n_llms) in the order of `llm_ids`."""
+    missing = sorted(set(llm_ids) - set(evidence.llm_ids))
+    if missing:
+        raise LocusInputError(
+            f"a stacked router needs evidence on every LLM of LOCUS's pool; {missing[0]!r} has none"
+        )
+    order = [list(evidence.llm_ids).index(llm) for llm in llm_ids]
+    return np.asarray(evidence.scores, dtype=np.float64)[:, order]
