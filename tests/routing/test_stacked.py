@@ -176,3 +176,21 @@ def test_the_reading_of_a_newcomer_is_fitted_saved_and_read_back(
     )
     twin = StackedRouter.load(folder, NumpyLocusRouter(routing.predictor, numpy_pool))
     assert twin.thin == router.thin
+
+
+def test_logits_of_embeddings_are_the_pools_own_for_a_pool_llm(
+    data: WorkspaceTable, locus: LocusRouter
+) -> None:
+    """An LLM's embedding and evidence given outside the pool (what the reading of a newcomer
+    is fitted on) are read exactly as the pool reads them."""
+    model = locus.model
+    vectors = data.vectors[data.rows("test")]
+    llm = model.llm_ids_[1]
+    mean, count = model.pool_.evidence_means[llm]
+    outside = model.logits_of_embeddings(model.pool_.vectors([llm]), [(mean, count)], vectors)
+    np.testing.assert_allclose(outside[:, 0], model.predict_logits(vectors, [llm])[:, 0], atol=1e-5)
+    before = (list(model.llm_ids_), model.pool_.embeddings.copy())
+    evidence = [(data.vectors[:40], data.table.scores[:40, 0].astype(np.float32))]
+    assert locus.thin_logits(evidence, vectors).shape == (len(vectors), 1)
+    assert list(model.llm_ids_) == before[0]  # nothing joined the pool, nothing moved
+    np.testing.assert_array_equal(model.pool_.embeddings, before[1])
