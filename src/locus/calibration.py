@@ -50,6 +50,7 @@ __all__ = [
     "evidence_quality",
     "evidence_quality_of",
     "fit_calibration",
+    "logit",
     "reference_rows",
     "sigmoid",
 ]
@@ -60,6 +61,12 @@ _MAX_SCALE = 10.0
 def sigmoid(x: NDArray[Any]) -> NDArray[np.float64]:
     """1 / (1 + e^-x), without overflow warnings."""
     return np.asarray(0.5 * (1.0 + np.tanh(0.5 * np.asarray(x, dtype=np.float64))))
+
+
+def logit(proba: NDArray[Any], clip: float = 1e-6) -> NDArray[np.float64]:
+    """log(p / (1 - p)), p clipped to [clip, 1 - clip] so that 0 and 1 stay finite."""
+    p = np.clip(np.asarray(proba, np.float64), clip, 1 - clip)
+    return np.asarray(np.log(p) - np.log1p(-p))
 
 
 @dataclass(frozen=True)

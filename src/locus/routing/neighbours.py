@@ -30,7 +30,7 @@ from locus.routing.baselines import (
     _shrunk_means,
 )
 from locus.routing.evidence import Evidence, unit_rows
-from locus.routing.task_vote import TASK_K, TaskVote, voters
+from locus.routing.task_vote import TaskVote, voters
 from locus.routing.vote_pass import Singles
 
 __all__ = ["ClusterRouter", "KNNRouter"]
@@ -223,14 +223,7 @@ class KNNRouter(BaselineRouter):
         if vote is None:
             raise LocusInputError("this kNN router was fitted on queries without tasks")
         queries = unit_rows(_check_vectors(query_vectors, self.vectors_.shape[1], "kNN router"))
-        rows = self.vectors_[: vote.voting_rows]
-        count = min(TASK_K, len(rows))
-        out = np.empty((len(queries), len(vote.names) + 1))
-        for start in range(0, len(queries), _BLOCK):
-            similarity = queries[start : start + _BLOCK] @ rows.T
-            nearest = np.argpartition(-similarity, count - 1, axis=1)[:, :count]
-            out[start : start + _BLOCK] = vote.shares(nearest)
-        return out
+        return vote.nearest_shares(queries, self.vectors_, _BLOCK)
 
     def _neighbour_means(
         self, query_vectors: NDArray[np.float32], ks: Sequence[int], *, tasks: bool = False

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from locus.artifact.formats import upgrade_stack
-from locus.calibration import sigmoid
+from locus.calibration import logit, sigmoid
 from locus.errors import LocusInputError
 from locus.routing.task_vote import TASK_K
 
@@ -87,11 +87,6 @@ def knn_logits(proba: NDArray[Any], k: int) -> NDArray[np.float64]:
     pseudo-failure so that an unanimous vote stays finite: logit((k p + 1) / (k + 2))."""
     smoothed = (k * np.asarray(proba, np.float64) + 1.0) / (k + 2.0)
     return np.log(smoothed) - np.log1p(-smoothed)
-
-
-def _logit(proba: NDArray[Any]) -> NDArray[np.float64]:
-    p = np.clip(np.asarray(proba, np.float64), 1e-6, 1 - 1e-6)
-    return np.log(p) - np.log1p(-p)
 
 
 def _deviations(
@@ -172,7 +167,7 @@ class Stack:
             LocusInputError: a stack with `tasks` given no task votes.
         """
         locus = np.asarray(locus_logits, np.float64)
-        mixture = _logit(mix(sigmoid(locus), votes[self.mix_k], self.mix_weight))
+        mixture = logit(mix(sigmoid(locus), votes[self.mix_k], self.mix_weight))
         columns = slice(None) if reference is None else reference
         level = mixture[:, columns].mean(axis=1, keepdims=True)
         return (
@@ -192,7 +187,7 @@ class Stack:
         if self.tasks:
             if task_votes is None:
                 raise LocusInputError("this stack has a task-vote part: pass the task votes")
-            parts.append(_logit(task_votes))
+            parts.append(logit(task_votes))
         return parts
 
     def part_names(self) -> list[str]:

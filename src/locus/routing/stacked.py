@@ -35,8 +35,13 @@ from locus.routing.locus_router import LogitRouter
 from locus.routing.neighbours import KNNRouter
 from locus.routing.posterior import posterior_votes
 from locus.routing.stack import Stack
-from locus.routing.stacked_fit import LEARN_MIN_PER_LLM, learns_from
-from locus.routing.thin import ThinEvidence, ThinLogits, level_shift
+from locus.routing.stacked_fit import (
+    LEARN_MIN_PER_LLM,
+    STACK_MAX_CELLS,
+    STACK_MIN_ROWS,
+    learns_from,
+)
+from locus.routing.thin import LEVEL_QUERIES, ThinEvidence, ThinLogits, level_shift
 
 __all__ = [
     "KNN_FOLDER",
@@ -47,18 +52,8 @@ __all__ = [
     "learns_from",
 ]
 
-# The stack, the kNN router's k and the guard are a handful of numbers, fitted on the kNN votes
-# of at most this many (query, LLM) cells per split. A query's votes cost a search of every
-# training query for every LLM: at 1,000 LLMs x 80,000 training queries, the votes of every
-# training and validation query took longer than the whole fit may (benchmarks/README.md,
-# "Leaderboard scale"). The developers' pools (at most 49 LLMs x 9,600 training queries) are
-# under the bound, fitted on every query as before. (`StackedRouter.fit`'s defaults.)
-STACK_MAX_CELLS = 2_000_000
-STACK_MIN_ROWS = 2_048
 # how many scores LOCUS's P(correct) counts as beside an onboarded LLM's own votes (`join`)
 PRIOR_STRENGTH = 32.0
-# a joined LLM's scored queries its level is read on (`StackedRouter._level_of`)
-_LEVEL_QUERIES = 512
 
 
 class StackedRouter(LogitRouter):
@@ -129,10 +124,29 @@ class StackedRouter(LogitRouter):
     ) -> tuple[list[int], NDArray[np.float64]] | None:
         """(the pool columns the kNN router knows, their stacked logits), None for none;
         `tasks`: each query's task where the request knows it (the task vote then reads it).
-        A joined LLM's logits are its `ThinEvidence` reading beside the fitted LLMs' where the
-        fit kept one, for its share by its number of scores (`ThinEvidence.share`; `thin`
-        instead: that share, 0 the stack's reading as for a fitted LLM, 1 the reading alone),
-        the rest the stack's."""
+        A joined LLM's logits: its `ThinEvidence` reading for its share by its scores
+        (`ThinEvidence.share`; `thin`: that share instead), the rest the stack's."""
+        found = self._stack_and_readings(vectors, locus_logits, tasks)
+        if found is None:
+            return None
+        mine, out, readings = found
+        for c, (llm, reading) in readings.items():
+            assert self.thin is not None  # readings are read only where there is one
+            weight = self.thin.share(self.joined[llm]) if thin is None else thin
+            if weight > 0:
+                level = reading + self._levels.get(llm, 0.0)
+                out[:, c] = weight * level + (1.0 - weight) * out[:, c]
+        return mine, out
+
+    def _stack_and_readings(
+        self,
+        vectors: NDArray[np.float32],
+        locus_logits: NDArray[Any],
+        tasks: Sequence[str | None] | None = None,
+    ) -> tuple[list[int], NDArray[np.float64], dict[int, tuple[str, NDArray[Any]]]] | None:
+        """(the pool columns the kNN router knows, the stack's logits for them, and for each
+        joined LLM's place among them (LLM, its `ThinEvidence` reading before its level
+        shift) where the fit kept one), from one neighbour search; None without a kNN part."""
         if self.stack is None or self.knn is None:
             return None
         pairs = [
@@ -171,21 +185,17 @@ class StackedRouter(LogitRouter):
             }
             reference = counts < 0  # the fitted LLMs: a joined one moves none of theirs
         out = self.stack.logits(locus_logits[:, mine], votes, task_votes, reference)
+        readings: dict[int, tuple[str, NDArray[Any]]] = {}
         if self.thin is not None and reference is not None and reference.any():
-            pool = out[:, reference]
-            ks = self.stack.ks
+            pool, ks = out[:, reference], self.stack.ks
             for c in np.flatnonzero(~reference):
                 llm = self.locus.llm_ids[mine[c]]
                 task = None if task_votes is None else task_votes[:, c]
                 near = None if not ks else (votes[min(ks)][:, c], votes[max(ks)][:, c])
                 own = np.asarray(locus_logits[:, mine[c]], np.float64)
                 n = float(self.joined[llm])
-                weight = self.thin.share(n) if thin is None else thin
-                if weight > 0:
-                    reading = self.thin.logits(own, task, near, pool, n)
-                    level = self._levels.get(llm, 0.0)
-                    out[:, c] = weight * (reading + level) + (1.0 - weight) * out[:, c]
-        return mine, out
+                readings[int(c)] = (llm, self.thin.logits(own, task, near, pool, n))
+        return mine, out, readings
 
     def join(
         self,
@@ -233,21 +243,22 @@ class StackedRouter(LogitRouter):
 
     def _level_of(self, llm_id: str, vectors: NDArray[np.float32]) -> float:
         """A joined LLM's level shift: its `ThinEvidence` reading's mean P(correct) over the
-        queries it was scored on (`vectors`, at most `_LEVEL_QUERIES`) put at the mean the stack
+        queries it was scored on (`vectors`, at most `LEVEL_QUERIES`) put at the mean the stack
         gives it there (its LOCUS embedding and its own votes: its own level)."""
         self._levels[llm_id] = 0.0
         if self.thin is None or self.thin.share(self.joined[llm_id]) == 0:
             return 0.0  # read by the stack alone: no level of its own to keep
         rows = np.asarray(vectors, np.float32)
-        if len(rows) > _LEVEL_QUERIES:
-            keep = np.random.default_rng(0).choice(len(rows), _LEVEL_QUERIES, replace=False)
+        if len(rows) > LEVEL_QUERIES:
+            keep = np.random.default_rng(0).choice(len(rows), LEVEL_QUERIES, replace=False)
             rows = rows[np.sort(keep)]
         logits = np.array(self.locus.predict_logits(rows), dtype=np.float64)
-        read, stacked = self._stacked(rows, logits, thin=1.0), self._stacked(rows, logits, thin=0.0)
-        if read is None or stacked is None:
+        found = self._stack_and_readings(rows, logits)  # one search for both readings
+        if found is None:
             return 0.0
-        column = read[0].index(list(self.locus.llm_ids).index(llm_id))
-        return level_shift(read[1][:, column], float(sigmoid(stacked[1][:, column]).mean()))
+        mine, stacked, readings = found
+        column = mine.index(list(self.locus.llm_ids).index(llm_id))
+        return level_shift(readings[column][1], float(sigmoid(stacked[:, column]).mean()))
 
     def predict_logits(
         self, query_vectors: NDArray[np.float32], tasks: Sequence[str | None] | None = None

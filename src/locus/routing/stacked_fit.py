@@ -29,8 +29,23 @@ if TYPE_CHECKING:
     from locus.routing.locus_router import LogitRouter
     from locus.routing.stacked import StackedRouter
 
-__all__ = ["LEARN_MIN_PER_LLM", "fit_stacked", "fit_thin_reading", "learns_from"]
+__all__ = [
+    "LEARN_MIN_PER_LLM",
+    "STACK_MAX_CELLS",
+    "STACK_MIN_ROWS",
+    "fit_stacked",
+    "fit_thin_reading",
+    "learns_from",
+]
 
+# The stack, the kNN router's k and the guard are a handful of numbers, fitted on the kNN votes
+# of at most this many (query, LLM) cells per split. A query's votes cost a search of every
+# training query for every LLM: at 1,000 LLMs x 80,000 training queries, the votes of every
+# training and validation query took longer than the whole fit may (benchmarks/README.md,
+# "Leaderboard scale"). The developers' pools (at most 49 LLMs x 9,600 training queries) are
+# under the bound, fitted on every query as before. (`StackedRouter.fit`'s defaults.)
+STACK_MAX_CELLS = 2_000_000
+STACK_MIN_ROWS = 2_048
 # below this many scored training queries for some LLM, the networks have too little to learn
 # which LLM suits which query from: the LLMs' own votes route (`fit_stacked`)
 LEARN_MIN_PER_LLM = 50

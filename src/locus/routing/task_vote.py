@@ -89,6 +89,21 @@ class TaskVote:
         shares[:, -1] = (known[:, 0] == 0).astype(np.float64)
         return shares
 
+    def nearest_shares(
+        self, queries: NDArray[np.float32], training: NDArray[np.float32], block: int = 512
+    ) -> NDArray[np.float64]:
+        """(n_queries, n_tasks + 1) `shares` of each of `queries` (unit rows) among its
+        `TASK_K` nearest voting rows of `training` (the training vectors, unit rows), by exact
+        search, `block` queries at a time."""
+        rows = training[: self.voting_rows]
+        count = min(TASK_K, len(rows))
+        out = np.empty((len(queries), len(self.names) + 1))
+        for start in range(0, len(queries), block):
+            similarity = queries[start : start + block] @ rows.T
+            nearest = np.argpartition(-similarity, count - 1, axis=1)[:, :count]
+            out[start : start + block] = self.shares(nearest)
+        return out
+
     def proba(self, nearest: NDArray[np.integer[Any]]) -> NDArray[np.float32]:
         """(n_queries, n_llms) each LLM's task vote on queries whose nearest training rows are
         `nearest` (n_queries, k)."""

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from locus.calibration import sigmoid
+from locus.calibration import logit, sigmoid
 from locus.errors import LocusInputError
 from locus.routing.evidence import unit_rows
 from locus.routing.posterior import posterior_votes
@@ -71,6 +71,9 @@ FADE = (32, 128)
 MAX_LLMS = 32
 DRAWS = 2
 MAX_QUERIES = 1_024
+# a joined LLM's scored queries its level is read on (`StackedRouter._level_of`)
+LEVEL_QUERIES = 512
+_CLIP = 1e-3  # a vote of 0 or 1 read as 0.001 or 0.999
 
 # (evidence: one (query vectors (n_i, dq), scores (n_i,)) per LLM, query vectors (q, dq)) ->
 # the logits (q, m) of LLMs embedded from each evidence (`LocusRouter.thin_logits`)
@@ -78,11 +81,6 @@ ThinLogits = Callable[
     [Sequence[tuple[NDArray[np.float32], NDArray[np.float32]]], NDArray[np.float32]],
     NDArray[Any],
 ]
-
-
-def _logit(proba: NDArray[Any]) -> NDArray[np.float64]:
-    p = np.clip(np.asarray(proba, np.float64), 1e-3, 1 - 1e-3)
-    return np.log(p) - np.log1p(-p)
 
 
 def features(
@@ -97,8 +95,10 @@ def features(
     logits."""
     p = np.asarray(pool, np.float64)
     zero = np.zeros(len(p))
-    task_part = zero if task is None else _logit(task)
-    near, region = (zero, zero) if votes is None else (_logit(votes[0]), _logit(votes[1]))
+    task_part = zero if task is None else logit(task, _CLIP)
+    near, region = (
+        (zero, zero) if votes is None else (logit(votes[0], _CLIP), logit(votes[1], _CLIP))
+    )
     own_part = np.asarray(own, np.float64)
     return np.column_stack([own_part, task_part, near, region, p.mean(axis=1), p.max(axis=1)])
 
