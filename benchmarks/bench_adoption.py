@@ -5,12 +5,12 @@ Leave-one-LLM-out on a real pool (the router fitted without the newcomer, as ben
 does), then a stream of held-out queries (validation and test queries every LLM was scored
 on, shuffled per seed) routed in batches of `--batch` requests through `StackedRouter.route`
 (guard included), each request's fallback order reordered by `Exploration.reorder` exactly as
-the gateway does. The newcomer joins from `--k` random training probes (embedding + votes,
-as `locus onboard` does). With feedback, every answer the newcomer gives is scored (the real
-score of that LLM on that query) and, after each batch, its embedding is recomputed from its
-probes and outcomes and its votes re-read (`StackedRouter.join`): what `POST /v1/outcomes`
-does with `outcome_refresh_s = 0`. Outcomes of the fitted LLMs change nothing (their votes are
-fitted), so they are not fed.
+the gateway does. The newcomer joins from `--k` training probes (random, or the first k of
+the probe strategy `--probes`; embedding + votes, as `locus onboard` does). With feedback,
+every answer the newcomer gives is scored (the real score of that LLM on that query) and,
+after each batch, its embedding is recomputed from its probes and outcomes and its votes
+re-read (`StackedRouter.join`): what `POST /v1/outcomes` does with `outcome_refresh_s = 0`.
+Outcomes of the fitted LLMs change nothing (their votes are fitted), so they are not fed.
 
 Per variant (static: no feedback, no exploration; feedback; feedback + exploration share),
 over the stream: hit@1, the newcomer's share (overall and per window of 200), and the first
@@ -39,7 +39,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import REPO_ROOT, write_results
-from bench_newcomer import _router, loo_artifact, thin_reading
+from bench_newcomer import _router, draw_probes, loo_artifact, thin_reading
 
 from locus.locus import Locus
 from locus.pipeline import workspace_table
@@ -169,6 +169,7 @@ def run(
     requests: int,
     batch: int,
     with_thin: bool = False,
+    probes_by: str | None = None,
 ) -> list[dict[str, Any]]:
     folder = loo_artifact(store, newcomer)
     data = workspace_table(store, split_seed=0)
@@ -191,7 +192,7 @@ def run(
         vectors, truth = data.vectors[stream], table.scores[stream][:, columns]
         tasks = [table.tasks[i] for i in stream]
         default_truth = None if default is None else truth[:, ids.index(default)]
-        probes = np.sort(np.random.default_rng([seed, k]).choice(scored, k, replace=False))
+        probes = draw_probes(data, pool_ids, newcomer, k, seed, probes_by)
 
         def evidence(
             rows_: np.ndarray,
@@ -302,6 +303,7 @@ def main() -> None:
         help="the newcomer read beside the pool (locus.routing.thin), fitted on the "
         "leave-one-out router where it was fitted before locus fit kept one",
     )  # fmt: skip
+    parser.add_argument("--probes", default=None, help="a probe strategy; default: uniform")
     parser.add_argument("--tag", default="")
     args = parser.parse_args()
     store = Store.open(args.workspace / args.dataset)
@@ -312,7 +314,17 @@ def main() -> None:
         "worst": data.table.llm_ids[int(means.argmin())],
     }
     llm = named.get(args.llm, args.llm)
-    rows = run(store, llm, args.k, args.seeds, args.explore, args.requests, args.batch, args.thin)
+    rows = run(
+        store,
+        llm,
+        args.k,
+        args.seeds,
+        args.explore,
+        args.requests,
+        args.batch,
+        args.thin,
+        args.probes,
+    )
     summary = _summary(rows)
     for key, value in summary.items():
         print(key, value)

@@ -139,6 +139,24 @@ def _hit(
     return float(np.mean(hits)), [ids[c] if c >= 0 else "" for c in choice]
 
 
+def draw_probes(
+    data: Any, pool_ids: list[str], newcomer: str, k: int, seed: int, probes_by: str | None
+) -> np.ndarray:
+    """The rows of `newcomer`'s k probes among the training queries it was scored on: a
+    seeded uniform draw (`probes_by` None), else the first k of a `locus.pipeline.probes`
+    strategy's order read from the pool's scores, as `locus onboard` chooses them."""
+    table, train = data.table, data.rows("train")
+    x = table.llm_index(newcomer)
+    if probes_by is None:
+        scored = train[~np.isnan(table.scores[train, x])]
+        return np.sort(np.random.default_rng([seed, k]).choice(scored, k, replace=False))
+    pool_columns = [table.llm_index(llm) for llm in pool_ids]
+    order = probe_order(
+        table.scores[:, pool_columns], data.vectors, train, probes_by, seed=seed, tasks=table.tasks
+    )
+    return np.sort(first_scored(order, ~np.isnan(table.scores[:, x]), k))
+
+
 def run(
     store: Store,
     newcomer: str,
@@ -164,23 +182,13 @@ def run(
     alone = float(np.mean(truth[:, -1]))
     best_pool = float(np.nanmax(np.nanmean(truth[:, :-1], axis=0)))
     model = Locus.load(folder, workspace=None)
-    train = data.rows("train")
-    scored = train[~np.isnan(table.scores[train, x])]
     default = base.guard.default if base.guard is not None else None
     learned = _learned_baselines(data, pool_ids) if baselines else {}
     thin = thin_reading(base, data, model) if with_thin else None
     rows = []
     for k in ks:
         for seed in seeds:
-            if probes_by is None:
-                probes = np.sort(np.random.default_rng([seed, k]).choice(scored, k, replace=False))
-            else:  # chosen from what the pool's scores say, as `locus onboard` would
-                pool_columns = [table.llm_index(llm) for llm in pool_ids]
-                order = probe_order(
-                    table.scores[:, pool_columns], data.vectors, train, probes_by,
-                    seed=seed, tasks=table.tasks,
-                )  # fmt: skip
-                probes = np.sort(first_scored(order, ~np.isnan(table.scores[:, x]), k))
+            probes = draw_probes(data, pool_ids, newcomer, k, seed, probes_by)
             scores = table.scores[probes, x]
             vector = model.embed(data.vectors[probes], scores)
             tasks = [table.tasks[i] for i in probes]

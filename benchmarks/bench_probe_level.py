@@ -8,7 +8,10 @@ random (20 draws per LLM and k), and its accuracy on the test queries is estimat
 - the probes' mean less their mean easiness, a probe's easiness being the mean over the other
   LLMs scored on it of (their score there less their own mean score on the probe's task): easy
   probes make every LLM look better, and the other LLMs, scored on the same probes, say by how
-  much.
+  much;
+- the mean of k probes chosen `balanced` (`locus.pipeline.probes`: stratified by the other
+  LLMs' mean score on each query), and of k `stratified` by task: the probes drawn so that
+  their luck matters less, the plain mean kept.
 
 Mean absolute error over LLMs and draws. The workspace is bench_accuracy.py's
 (`.bench/accuracy/<dataset>`, imported and encoded there).
@@ -33,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import REPO_ROOT, report
 
 from locus.pipeline import workspace_table
+from locus.pipeline.probes import probe_order
 from locus.store import Store
 
 
@@ -43,12 +47,14 @@ def errors(workspace: Path, ks: list[int], draws: int) -> dict[str, Any]:
     train, test = data.rows("train"), data.rows("test")
     tasks = np.asarray([t or "" for t in data.table.tasks], dtype=object)[train]
     rng = np.random.default_rng(0)
-    found: dict[int, dict[str, list[float]]] = {k: {"mean": [], "adjusted": []} for k in ks}
+    names = ("mean", "adjusted", "balanced", "stratified")
+    found: dict[int, dict[str, list[float]]] = {k: {name: [] for name in names} for k in ks}
     with warnings.catch_warnings():  # a query or task no other LLM was scored on: NaN, skipped
         warnings.simplefilter("ignore", RuntimeWarning)
         for x in range(scores.shape[1]):
             truth = np.nanmean(scores[test, x])
-            others = scores[train][:, [j for j in range(scores.shape[1]) if j != x]]
+            rest = scores[:, [j for j in range(scores.shape[1]) if j != x]]
+            others = rest[train]
             rates = np.full(others.shape, np.nan)
             for task in set(tasks):
                 rates[tasks == task] = np.nanmean(others[tasks == task], axis=0)
@@ -57,11 +63,17 @@ def errors(workspace: Path, ks: list[int], draws: int) -> dict[str, Any]:
             for k in ks:
                 if len(scored) < k:
                     continue
-                for _ in range(draws):
+                for draw in range(draws):
                     probes = rng.choice(scored, k, replace=False)
                     mean = float(np.mean(scores[train[probes], x]))
                     found[k]["mean"].append(abs(mean - truth))
                     found[k]["adjusted"].append(abs(mean - easiness[probes].mean() - truth))
+                    for strategy in ("balanced", "stratified"):
+                        chosen = probe_order(
+                            rest, data.vectors, train[scored], strategy,
+                            seed=1_000 * x + draw, tasks=data.table.tasks,
+                        )[:k]  # fmt: skip
+                        found[k][strategy].append(abs(np.mean(scores[chosen, x]) - truth))
     return {
         str(k): {name: round(float(np.mean(v)), 4) for name, v in by.items()}
         for k, by in found.items()

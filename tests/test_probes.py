@@ -82,3 +82,41 @@ def test_the_probes_command(run_cli: Callable[..., CliResult], tmp_path: Path) -
     assert {"query_id", "query_text", "task"} <= set(probes[0])
     assert len(out.read_text().splitlines()) == 12
     assert len({p["task"] for p in probes}) == 3  # spread over the planted tasks
+    balanced = run_cli("probes", "--n", "12", "--strategy", "balanced", "-w", ws, "--json")
+    assert balanced.exit_code == 0, balanced.stderr
+    assert len(balanced.json()) == 12 and balanced.json() != probes
+    unknown = run_cli("probes", "--n", "12", "--strategy", "smart", "-w", ws)
+    assert unknown.exit_code != 0 and "balanced" in unknown.stderr  # the strategies named
+
+
+def test_balanced_probes_spread_over_the_pools_easiness_and_steady_a_newcomers_mean() -> None:
+    rng = np.random.default_rng(7)
+    easy = rng.random(256)  # how often an LLM is right on each query
+    scores = np.clip(easy[:, None] + rng.normal(0, 0.1, (256, 6)), 0, 1)  # partial credit
+    scores[5, :] = np.nan  # a query no LLM of the pool was scored on
+    vectors = rng.normal(size=(256, 8)).astype(np.float32)
+    rows = np.arange(256)
+    order = probe_order(scores, vectors, rows, "balanced", seed=1)
+    assert sorted(order.tolist()) == rows.tolist()
+    np.testing.assert_array_equal(order, probe_order(scores, vectors, rows, "balanced", seed=1))
+    assert not np.array_equal(order, probe_order(scores, vectors, rows, "balanced", seed=2))
+    # the first 16 probes: one in each sixteenth of the queries ranked by the pool's mean score
+    mean_score = scores.mean(axis=1)
+    mean_score[5] = np.delete(mean_score, 5).mean()
+    ranks = np.argsort(np.argsort(mean_score))
+    assert sorted(int(ranks[r]) // 16 for r in order[:16]) == list(range(16))
+    # a newcomer right where the pool is: its mean over 16 probes is as right on average as
+    # over random ones, and much steadier (sd 0.63-0.78 of random's over planted draws)
+    newcomer = (rng.random(256) < 1 / (1 + np.exp(-10 * (easy - 0.5)))).astype(np.float64)
+    truth = newcomer.mean()
+    draws = {
+        strategy: [
+            newcomer[probe_order(scores, vectors, rows, strategy, seed=s)[:16]].mean()
+            for s in range(300)
+        ]
+        for strategy in ("random", "balanced")
+    }
+    assert abs(np.mean(draws["balanced"]) - truth) < 0.02
+    assert np.std(draws["balanced"]) < 0.85 * np.std(draws["random"]), {
+        k: np.std(v) for k, v in draws.items()
+    }

@@ -62,7 +62,8 @@ def benchmark_command(
         list[str] | None,
         typer.Option(
             "--strategy",
-            help="onboarding: probe order (repeat): random (default), anchors, informative, mixed.",
+            help="onboarding: probe order (repeat): random (default), balanced, stratified, "
+            "anchors, informative, mixed.",
         ),
     ] = None,
     draw: Annotated[

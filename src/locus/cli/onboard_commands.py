@@ -48,8 +48,9 @@ def onboard_command(
         str,
         typer.Option(
             "--strategy",
-            help="Probe choice: random (the best measured for LOCUS), stratified (by task), "
-            "informative, mixed, anchors (see `locus probes`).",
+            help="Probe choice: random (routes best, measured), balanced (over the pool's "
+            "easiness: its accuracy read closer), stratified (by task), informative, mixed, "
+            "anchors (see `locus probes`).",
         ),
     ] = "random",
     concurrency: Annotated[

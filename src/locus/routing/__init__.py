@@ -25,7 +25,8 @@ explore.py        Exploration: a share of queries routed by a Thompson draw on t
 locus_router.py   LocusRouter (torch) and NumpyLocusRouter: LOCUS's predictor over a pool
 evidence.py       Evidence (what baselines are fitted on)
 baselines.py      random, best single, per task, oracle (numpy)
-neighbours.py     kNN (votes of the nearest training queries), cluster (k-means) routers
+neighbours.py     kNN (votes of the nearest training queries) router
+cluster.py        the cluster router (k-means; per cluster the LLMs' mean scores)
 ann.py            Graph: the HNSW index kNN searches from 100,000 training queries on (faiss)
 task_vote.py      TaskVote: LLMs' task rates over the tasks of a query's nearest queries
 vote_pass.py      Singles: the kNN votes of many one-LLM groups in one pass per block
@@ -41,12 +42,13 @@ from locus.routing.baselines import (
     PerTaskRouter,
     RandomRouter,
 )
+from locus.routing.cluster import ClusterRouter
 from locus.routing.costs import CostModel
 from locus.routing.decision import RouteRequest, tune_cost_weight
 from locus.routing.evidence import Evidence
 from locus.routing.learned import IRTRouter, MFRouter
 from locus.routing.locus_router import LocusRouter, LogitRouter, NumpyLocusRouter
-from locus.routing.neighbours import ClusterRouter, KNNRouter
+from locus.routing.neighbours import KNNRouter
 from locus.routing.registry import BASELINE_ROUTERS, load_router, make_baseline
 from locus.routing.router import RankedLLM, RouteDecision, Router
 from locus.routing.stacked import StackedRouter

@@ -1,9 +1,6 @@
-"""Routers that read a query's neighbourhood among the training queries (numpy, no training).
-
-    knn       per LLM, the mean score of the k nearest training queries it was scored on
-    cluster   k-means on query vectors, per cluster the LLMs' mean scores
-
-k and the number of clusters are chosen on `val` routing accuracy when it is given.
+"""The kNN router: per LLM, the mean score of the k nearest training queries it was scored on
+(numpy, no training); k is chosen on `val` routing accuracy when it is given. Its cousin that
+reads a query's k-means cluster instead is `locus.routing.cluster`.
 
     >>> import numpy as np
     >>> train = Evidence(np.eye(4, dtype=np.float32),
@@ -27,13 +24,12 @@ from locus.routing.baselines import (
     BaselineRouter,
     _check_vectors,
     _choose_on_validation,
-    _shrunk_means,
 )
 from locus.routing.evidence import Evidence, unit_rows
 from locus.routing.task_vote import TaskVote, voters
 from locus.routing.vote_pass import Singles
 
-__all__ = ["ClusterRouter", "KNNRouter"]
+__all__ = ["KNNRouter"]
 
 _BLOCK = 512  # queries per block when comparing against every training query
 # LLMs each scored on a set of training queries of its own (logs that sampled each LLM's
@@ -386,92 +382,3 @@ class KNNRouter(BaselineRouter):
         self._graphs = GraphSlot(arrays.get("graph"))  # read when first searched; None: none
         names = settings["task_names"]
         self.task_vote_ = None if not names else TaskVote.from_arrays(names, arrays)
-
-
-class ClusterRouter(BaselineRouter):
-    """k-means on the training queries' unit vectors; P(correct) of an LLM on a query = its mean
-    score on the training queries of the query's cluster (shrunk towards its overall mean).
-    Training-free routing that matched learned routers on LLMRouterBench (arXiv 2601.07206).
-
-    Args:
-        clusters: number of clusters; None chooses it on validation from `cluster_candidates`.
-        shrink: pseudo-queries of the LLM's overall mean added to each cluster's mean.
-        seed: k-means initialisation.
-    """
-
-    kind = "cluster"
-
-    def __init__(
-        self,
-        clusters: int | None = None,
-        cluster_candidates: Sequence[int] = (4, 8, 16, 32, 64),
-        shrink: float = 5.0,
-        seed: int = 0,
-    ) -> None:
-        self.clusters = clusters
-        self.cluster_candidates = tuple(cluster_candidates)
-        self.shrink = shrink
-        self.seed = seed
-
-    def _fit_clusters(self, count: int) -> None:
-        from sklearn.cluster import KMeans
-
-        count = max(1, min(count, self._train.n_queries))
-        model = KMeans(n_clusters=count, n_init=3, random_state=self.seed)
-        labels = model.fit_predict(unit_rows(self._train.vectors)).astype(np.int64)
-        self.centroids_ = unit_rows(model.cluster_centers_)
-        self.table_ = _shrunk_means(labels, count, self._train, self.shrink)
-
-    def fit(self, train: Evidence, val: Evidence | None = None) -> ClusterRouter:
-        if train.n_queries == 0:
-            raise LocusInputError("the cluster router needs at least one training query")
-        self.llm_ids = list(train.llm_ids)
-        self._train = train
-        self.validation_: dict[str, float] = {}
-        if self.clusters is None and val is not None and val.n_queries:
-            for count in sorted(set(self.cluster_candidates)):
-                self._fit_clusters(count)
-                self.validation_[str(count)] = routing_accuracy(
-                    self.predict_proba(val.vectors), val.scores
-                )
-            best = max(self.validation_, key=lambda c: (self.validation_[c], -int(c)))
-            self.clusters_ = int(best)
-        else:
-            candidates = sorted(set(self.cluster_candidates))
-            self.clusters_ = self.clusters or candidates[len(candidates) // 2]
-        self._fit_clusters(self.clusters_)
-        del self._train
-        return self
-
-    def _assign(self, vectors: NDArray[np.float32]) -> NDArray[np.int64]:
-        queries = unit_rows(_check_vectors(vectors, self.centroids_.shape[1], "cluster router"))
-        return np.argmax(queries @ self.centroids_.T, axis=1)
-
-    def add_llm(self, llm_id: str, vectors: NDArray[np.float32], scores: Sequence[float]) -> None:
-        new = self._new_llm(llm_id, vectors, scores)
-        column = _shrunk_means(self._assign(new.vectors), len(self.centroids_), new, self.shrink)
-        self.table_ = np.hstack([self.table_, column])
-        self.llm_ids.append(llm_id)
-
-    def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
-        self._check_fitted()
-        return self.table_[self._assign(query_vectors)]
-
-    def _settings(self) -> dict[str, Any]:
-        return {
-            "clusters": self.clusters_,
-            "cluster_candidates": list(self.cluster_candidates),
-            "shrink": self.shrink,
-            "seed": self.seed,
-            "validation": self.validation_,
-        }
-
-    def _arrays(self) -> dict[str, NDArray[Any]]:
-        return {"centroids": self.centroids_, "table": self.table_}
-
-    def _restore(self, settings: dict[str, Any], arrays: dict[str, NDArray[Any]]) -> None:
-        self.clusters = self.clusters_ = int(settings["clusters"])
-        self.cluster_candidates = tuple(settings["cluster_candidates"])
-        self.shrink, self.seed = float(settings["shrink"]), int(settings["seed"])
-        self.validation_ = dict(settings["validation"])
-        self.centroids_, self.table_ = arrays["centroids"], arrays["table"]

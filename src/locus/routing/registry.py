@@ -20,8 +20,9 @@ from locus.routing.baselines import (
     PerTaskRouter,
     RandomRouter,
 )
+from locus.routing.cluster import ClusterRouter
 from locus.routing.learned import IRTRouter, MFRouter
-from locus.routing.neighbours import ClusterRouter, KNNRouter
+from locus.routing.neighbours import KNNRouter
 from locus.routing.router import Router
 
 __all__ = ["BASELINE_ROUTERS", "load_router", "make_baseline"]
