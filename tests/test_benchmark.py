@@ -405,3 +405,62 @@ def test_held_out_families_stay_near_the_share_asked_for() -> None:
             sum(families[x] == f for x in held) == sum(families[x] == f for x in llms)
             for f in whole
         )
+
+
+def test_newcomers_suite_onboards_each_left_out_llm_as_locus_onboard_does(
+    data: WorkspaceTable, tmp_path: Path
+) -> None:
+    from locus.benchmark.newcomers import choose_newcomers, run_newcomers
+    from locus.benchmark.report import newcomers_table
+
+    means = np.nanmean(data.table.scores[data.rows("train")], axis=0)
+    best, worst = (data.table.llm_ids[int(i)] for i in (np.argmax(means), np.argmin(means)))
+    assert choose_newcomers(data, ["best", "worst"], random=0) == [best, worst]
+    drawn = choose_newcomers(data, ["law-1"], random=3, seed=0)
+    assert drawn[0] == "law-1" and len(set(drawn)) == 4
+    assert drawn == choose_newcomers(data, ["law-1"], random=3, seed=0)  # seeded
+    with pytest.raises(LocusInputError, match="unknown LLM 'nobody'"):
+        choose_newcomers(data, ["nobody"])
+    result = run_newcomers(
+        data, newcomers=["best", "worst"], random=0, ks=[16, 64], seeds=[0, 1],
+        baselines=["mf", "knn"], cache_dir=tmp_path, locus_settings=FAST_LOCUS,
+    )  # fmt: skip
+    assert result["newcomers"] == [best, worst] and len(result["runs"]) == 2 * 2 * 2
+    for run in result["runs"]:
+        # the router without the newcomer is the same for every k and seed; the newcomer alone
+        # is its measured accuracy on its test queries
+        assert run["alone"] == pytest.approx(run["measured_accuracy"])
+        assert 0 <= run["share"] <= 1 and set(run["baselines"]) == {"mf", "knn"}
+    summary = result["summary"]
+    # a planted specialist is recognised from 64 of its scores: its cells are predictable,
+    # its accuracy read within a few points
+    assert summary["mean"]["64"]["locus"]["auroc"]["mean"] > 0.7
+    assert summary["mean"]["64"]["locus"]["accuracy_error"]["mean"] < 0.12
+    # every specialist has siblings in the pool: adding one costs the pool nothing to speak
+    # of (the planted queries' vectors tie, and ties among neighbours break by row order)
+    for who in (best, worst):
+        assert summary[who]["64"]["gain"]["mean"] > -0.03, who
+    table = newcomers_table(result)
+    assert f"| {worst} | 64 |" in table and "| **mean** | 16 |" in table
+    with pytest.raises(LocusInputError, match="cannot onboard here"):
+        run_newcomers(data, baselines=["per-task"])
+
+
+def test_cli_newcomers_suite(workspace: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    args = ["benchmark", "newcomers", "-w", str(workspace), "--newcomer", "worst", "--random",
+            "0", "--k", "32", "--seed", "0", "--method", "knn", "--set", "max_steps=60",
+            "--set", "eval_every=20", "--pool", "planted", "--out", str(tmp_path)]  # fmt: skip
+    result = runner.invoke(app, [*args, "--json", "-q"])
+    assert result.exit_code == 0, result.output
+    written = json.loads((tmp_path / "newcomers-planted.json").read_text())
+    assert written["baselines"] == ["knn"] and len(written["newcomers"]) == 1
+    assert written["runs"][0]["k"] == 32 and json.loads(result.output)["runs"] == written["runs"]
+    shown = runner.invoke(app, args)  # the fits come from the cache now
+    assert shown.exit_code == 0 and f"| {written['newcomers'][0]} | 32 |" in shown.output
+    typo = runner.invoke(app, [*args[:5], "nobody", *args[6:]])
+    assert typo.exit_code != 0 and "unknown LLM 'nobody'" in str(typo.exception)
+    two = runner.invoke(app, [*args, "--strategy", "random", "--strategy", "balanced"])
+    assert two.exit_code != 0 and "one --strategy at a time" in str(two.exception)
+    unread = runner.invoke(app, [*args, "--set", "max_stepz=60"])
+    assert unread.exit_code != 0 and "setting 'max_stepz=60'" in str(unread.exception)

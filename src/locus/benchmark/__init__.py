@@ -4,6 +4,8 @@
     anchors.py   the anchors suite: seen LLMs, unseen queries, A scores of evidence per LLM
     efficiency.py  the evidence each method needs to match LOCUS (read off an anchors result)
     onboarding.py  whole families held out of training, onboarded from k of their scores
+    newcomers.py   one LLM at a time left out of the fit, onboarded from k scores as
+                 `locus onboard` does (the pool's hit@1 with it, its P(correct), MF / IRT / kNN)
     cost.py      accuracy against dollars, k-fold over queries: frontiers, AIQ, cost shares,
                  budgets re-checked on test
     _stats.py    mean ± sd over seeds, log-loss over observed cells

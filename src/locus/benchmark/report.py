@@ -259,3 +259,29 @@ def _method_table(result: dict[str, Any], sizes: list[str], metric: str, digits:
         name = f"**{method}**" if method == "locus" else method
         lines.append(f"| {name} | {' | '.join(cells)} |")
     return "\n".join(lines)
+
+
+def newcomers_table(result: dict[str, Any]) -> str:
+    """Markdown: one row per newcomer and k (and their mean per k): the pool's hit@1 with it
+    (± sd over seeds) beside without it and it alone, its share; its predicted accuracy's
+    error beside its probes'; AUROC and log-loss of its P(correct) beside each baseline's."""
+    baselines = result["baselines"]
+    head = ("| newcomer | k | hit@1 with it | without / alone | gain | share | accuracy error "
+            "(probes') | per task (probes') | AUROC locus" + "".join(f" / {b}" for b in baselines)
+            + " | log-loss locus" + "".join(f" / {b}" for b in baselines) + " |")  # fmt: skip
+    lines = [head, "|---" * 10 + "|"]
+    for who in [*result["newcomers"], "mean"]:
+        for k in result["k"]:
+            e = result["summary"][who][str(k)]
+            methods = ["locus", *baselines]
+            auroc = " / ".join(f"{e[m]['auroc']['mean']:.3f}" for m in methods)
+            loss = " / ".join(f"{e[m]['log_loss']['mean']:.3f}" for m in methods)
+            lines.append(
+                f"| {'**mean**' if who == 'mean' else who} | {k} | {e['hit@1']['mean']:.4f} ± "
+                f"{e['hit@1']['sd']:.4f} | {e['without']['mean']:.4f} / {e['alone']['mean']:.4f}"
+                f" | {e['gain']['mean']:+.4f} | {e['share']['mean']:.0%} | "
+                f"{e['locus']['accuracy_error']['mean']:.3f} ({e['probes_error']['mean']:.3f}) | "
+                f"{e['locus']['per_task_error']['mean']:.3f} "
+                f"({e['probes_per_task_error']['mean']:.3f}) | {auroc} | {loss} |"
+            )
+    return "\n".join(lines)

@@ -9,6 +9,7 @@
     onboard_commands.py onboard NAME --endpoint URL (probe, grade, import, embed, place)
     route_commands.py   route
     benchmark_commands.py  benchmark SUITE
+    benchmark_suites.py    the onboarding, newcomers and cost suites' runs and tables
     atlas_commands.py   similar, geometry, cluster, atlas, portfolio, proxy
     search_commands.py  identify, search (they embed new evidence)
     sources_commands.py sources, remove-source

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,17 +18,26 @@ from locus.cli._app import (
     ray_or_nothing,
 )
 from locus.cli._render import print_json, progress_bars, stderr_console, stdout_console
+from locus.cli.benchmark_suites import (
+    cost_suite,
+    newcomers_suite,
+    onboarding_suite,
+    save_outputs,
+    training_settings,
+    wrote,
+)
 from locus.errors import LocusInputError
 
 if TYPE_CHECKING:
-    from locus.pipeline import WorkspaceTable
-    from locus.ray_cluster import RaySession
+    pass
 
 SUITES = {
     "anchors": "seen LLMs, unseen queries, A scores of evidence per LLM",
     "efficiency": "the evidence each method needs to match LOCUS at 128 and 256 (from anchors)",
     "onboarding": "families held out of training, onboarded from k of their scores",
     "cost": "accuracy against USD as the decision rules sweep, k-fold (needs per-query costs)",
+    "newcomers": "one LLM at a time left out of the fit, onboarded from k scores as locus onboard "
+    "does: the pool's hit@1 with it, its predicted accuracy, MF / IRT / kNN beside it",
 }
 
 
@@ -52,7 +60,31 @@ def benchmark_command(
     ] = None,
     ks: Annotated[
         list[int] | None,
-        typer.Option("--k", help="onboarding: scores per new LLM (repeat; default 8 ... 256)."),
+        typer.Option(
+            "--k",
+            help="onboarding, newcomers: scores per new LLM (repeat; default 8 ... 256, "
+            "newcomers 16 ... 128).",
+        ),
+    ] = None,
+    newcomers: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--newcomer",
+            help="newcomers: an LLM to leave out and onboard: best, worst or an llm_id "
+            "(repeat; default best and worst).",
+        ),
+    ] = None,
+    random_newcomers: Annotated[
+        int,
+        typer.Option("--random", min=0, help="newcomers: this many more, drawn at random."),
+    ] = 5,
+    settings: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="LOCUS training setting NAME=VALUE for the suite's LOCUS fits (repeat; read as "
+            "locus fit --set reads it), e.g. max_steps=300 for a quick run.",
+        ),
     ] = None,
     holdout_share: Annotated[
         float,
@@ -155,16 +187,23 @@ def benchmark_command(
         if queries is not None:
             data.subsample(queries, 0)  # a bad size fails here, before any fit
             name = f"{name}-{queries}q"
+        trained = training_settings(settings)  # a bad setting fails here, before any fit
+        if suite == "newcomers":
+            newcomers_suite(
+                data, name, seeds, ks, newcomers, random_newcomers, methods, strategies,
+                trained, cache_root, out, quiet, as_json,
+            )  # fmt: skip
+            return
         if suite == "onboarding":
-            _onboarding(
+            onboarding_suite(
                 data, name, seeds, ks, methods, holdout_share, queries, cache_root, out, quiet,
-                as_json, strategies,
+                as_json, strategies, trained,
             )  # fmt: skip
             return
         if suite == "cost":
-            _cost(
+            cost_suite(
                 data, name, seeds, methods, folds, cost_model, queries, cache_root, out, quiet,
-                as_json, workers, session,
+                as_json, workers, session, trained,
             )  # fmt: skip
             return
         chosen = list(methods or METHODS)
@@ -179,6 +218,7 @@ def benchmark_command(
             queries=queries,
             workers=workers or min(4, os.cpu_count() or 1),
             ray=session,
+            locus_settings=trained,
             progress=progress_bars(quiet or as_json),
         )
         if draw != "shared":
@@ -198,7 +238,7 @@ def benchmark_command(
             console.print(efficiency_table(efficiency), markup=False)
             console.print(f"\nwrote {json_path}")
             return
-        json_path, png_path = _save(result, out, f"anchors-{name}", name, plot_anchors)
+        json_path, png_path = save_outputs(result, out, f"anchors-{name}", name, plot_anchors)
         if as_json:
             print_json(result)
             return
@@ -212,121 +252,4 @@ def benchmark_command(
         for metric in ("hit@1", "guarded_hit@1", "moved", "headroom", "auroc", "ece"):
             console.print(f"\n{metric} (mean ± sd), by scores per LLM:")
             console.print(anchors_table(result, metric), markup=False)
-        _wrote(json_path, png_path)
-
-
-def _onboarding(
-    data: WorkspaceTable,
-    name: str,
-    seeds: list[int] | None,
-    ks: list[int] | None,
-    methods: list[str] | None,
-    holdout_share: float,
-    queries: int | None,
-    cache_root: Path,
-    out: Path,
-    quiet: bool,
-    as_json: bool,
-    strategies: list[str] | None = None,
-) -> None:
-    from locus.benchmark.onboarding import DEFAULT_K, ONBOARDING_METHODS, run_onboarding
-    from locus.benchmark.report import onboarding_table, plot_onboarding
-
-    result = run_onboarding(
-        data,
-        seeds=seeds or [0, 1, 2],
-        ks=ks or list(DEFAULT_K),
-        methods=methods or list(ONBOARDING_METHODS),
-        holdout_share=holdout_share,
-        queries=queries,
-        cache_dir=cache_root / "onboarding",
-        strategies=strategies or ["random"],
-        progress=progress_bars(quiet or as_json),
-    )
-    json_path, png_path = _save(result, out, f"onboarding-{name}", name, plot_onboarding)
-    if as_json:
-        print_json(result)
-        return
-    console = stdout_console()
-    held = {seed: len(llms) for seed, llms in result["held_out"].items()}
-    console.print(
-        f"onboarding on {name}: {result['llms']} LLMs, held out by family per seed "
-        f"({', '.join(f'seed {s}: {n}' for s, n in held.items())}); "
-        f"{result['wall_seconds']:.0f} s"
-    )
-    for metric in ("held_out_auroc", "held_out_log_loss", "hit@1"):
-        console.print(f"\n{metric} (mean ± sd), by scores per onboarded LLM:")
-        console.print(onboarding_table(result, metric), markup=False)
-    _wrote(json_path, png_path)
-
-
-def _cost(
-    data: WorkspaceTable,
-    name: str,
-    seeds: list[int] | None,
-    methods: list[str] | None,
-    folds: int,
-    cost_model: str,
-    queries: int | None,
-    cache_root: Path,
-    out: Path,
-    quiet: bool,
-    as_json: bool,
-    workers: int | None = None,
-    ray: RaySession | None = None,
-) -> None:
-    from locus.benchmark.cost import COST_METHODS, run_cost
-    from locus.benchmark.report import cost_table, plot_cost
-
-    result = run_cost(
-        data,
-        seeds=seeds or [0, 1, 2],
-        methods=methods or list(COST_METHODS),
-        folds=folds,
-        cost_model=cost_model,
-        queries=queries,
-        cache_dir=cache_root / "anchors",
-        workers=workers or 1,
-        ray=ray,
-        progress=progress_bars(quiet or as_json),
-    )
-    json_path, png_path = _save(result, out, f"cost-{name}", name, plot_cost)
-    if as_json:
-        print_json(result)
-        return
-    console = stdout_console()
-    console.print(
-        f"cost on {name}: {result['llms']} LLMs, "
-        f"{result['queries']['scored_and_priced_by_every_llm']:,} queries each tested once per "
-        f"seed ({result['folds']} folds x {len(result['seeds'])} seeds); "
-        f"{result['wall_seconds']:.0f} s"
-    )
-    console.print(cost_table(result), markup=False)
-    for entry in result["skipped"]:
-        methods = entry["methods"]
-        which = "every method" if methods == result["methods"] else ", ".join(methods)
-        console.print(
-            f"skipped: the budget of {entry['budget_share']:.0%} of the strong LLM's cost "
-            f"({entry['budget_usd']:.3g} USD per query), seed {entry['seed']}, {which}: "
-            f"{entry['reason']}",
-            markup=False,
-        )
-    _wrote(json_path, png_path)
-
-
-def _save(
-    result: dict[str, Any], out: Path, stem: str, pool: str, plot: Callable[..., Path]
-) -> tuple[Path, Path | None]:
-    """`out/<stem>.json` and, where matplotlib is installed, `out/<stem>.png`."""
-    from locus.benchmark.report import write_suite_json
-
-    json_path = write_suite_json(result, out / f"{stem}.json", pool)
-    try:
-        return json_path, plot(result, out / f"{stem}.png", f"{pool}, {result['suite']}")
-    except LocusInputError as error:
-        stderr_console().print(f"no plot: {error}")
-        return json_path, None
-
-
-def _wrote(json_path: Path, png_path: Path | None) -> None:
-    stdout_console().print(f"\nwrote {json_path}" + (f" and {png_path}" if png_path else ""))
+        wrote(json_path, png_path)
