@@ -442,6 +442,9 @@ def test_newcomers_suite_onboards_each_left_out_llm_as_locus_onboard_does(
         assert summary[who]["64"]["gain"]["mean"] > -0.03, who
     table = newcomers_table(result)
     assert f"| {worst} | 64 |" in table and "| **mean** | 16 |" in table
+    from locus.benchmark.report import plot_newcomers
+
+    assert plot_newcomers(result, tmp_path / "newcomers.png").read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(LocusInputError, match="cannot onboard here"):
         run_newcomers(data, baselines=["per-task"])
 
@@ -455,6 +458,7 @@ def test_cli_newcomers_suite(workspace: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     written = json.loads((tmp_path / "newcomers-planted.json").read_text())
     assert written["baselines"] == ["knn"] and len(written["newcomers"]) == 1
+    assert (tmp_path / "newcomers-planted.png").read_bytes()[:4] == b"\x89PNG"
     assert written["runs"][0]["k"] == 32 and json.loads(result.output)["runs"] == written["runs"]
     shown = runner.invoke(app, args)  # the fits come from the cache now
     assert shown.exit_code == 0 and f"| {written['newcomers'][0]} | 32 |" in shown.output

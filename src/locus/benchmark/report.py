@@ -285,3 +285,46 @@ def newcomers_table(result: dict[str, Any]) -> str:
                 f"({e['probes_per_task_error']['mean']:.3f}) | {auroc} | {loss} |"
             )
     return "\n".join(lines)
+
+
+def plot_newcomers(result: dict[str, Any], path: Path, title: str = "") -> Path:
+    """Two panels against the newcomer's probes k (log scale): the pool's hit@1 with it less
+    without it, one thin line per newcomer and their mean (± sd over all runs) thick; and the
+    AUROC of its P(correct), mean over the newcomers, for LOCUS and each baseline."""
+    plt = pyplot()
+    ks = [str(k) for k in result["k"]]
+    xs = [float(k) for k in ks]
+    summary = result["summary"]
+    figure, (gain, auroc) = plt.subplots(1, 2, figsize=(12.8, 4.8))
+    for who in result["newcomers"]:
+        gain.plot(xs, [summary[who][k]["gain"]["mean"] for k in ks], marker="o", markersize=3,
+                  linewidth=1.0, alpha=0.7, label=who[-28:])  # fmt: skip
+    gain.errorbar(xs, [summary["mean"][k]["gain"]["mean"] for k in ks],
+                  yerr=[summary["mean"][k]["gain"]["sd"] for k in ks], color="black",
+                  linewidth=2.6, capsize=3, marker="o", label="mean", zorder=5)  # fmt: skip
+    gain.axhline(0.0, color="grey", linestyle=":")
+    gain.set_ylabel("the pool's test hit@1: with the newcomer - without it")
+    for method in ["locus", *result["baselines"]]:
+        main = method == "locus"
+        auroc.plot(xs, [summary["mean"][k][method]["auroc"]["mean"] for k in ks], marker="o",
+                   markersize=3.5, color=method_colour(method), label=method,
+                   linewidth=2.6 if main else 1.3, zorder=5 if main else 2)  # fmt: skip
+    auroc.set_ylabel("newcomers' test correctness AUROC (mean)")
+    for axis in (gain, auroc):
+        axis.set_xscale("log", base=2)
+        axis.set_xticks(xs, ks)
+        axis.set_xlabel("the newcomer's probes (k)")
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=7.5, ncol=2)
+    seeds = len(result["seeds"])
+    figure.suptitle(
+        f"{title or 'newcomers suite'}: {len(result['newcomers'])} of {result['llms']} LLMs left "
+        f"out and onboarded from k {result['strategy']} probes, {seeds} seed"
+        f"{'s' if seeds != 1 else ''} each",
+        fontsize=10,
+    )
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path

@@ -102,7 +102,7 @@ def newcomers_suite(
     as_json: bool,
 ) -> None:
     from locus.benchmark.newcomers import NEWCOMER_BASELINES, NEWCOMER_K, run_newcomers
-    from locus.benchmark.report import newcomers_table, write_suite_json
+    from locus.benchmark.report import newcomers_table, plot_newcomers
 
     if strategies and len(strategies) > 1:
         raise LocusInputError("newcomers: one --strategy at a time")
@@ -118,7 +118,7 @@ def newcomers_suite(
         locus_settings=locus_settings,
         progress=progress_bars(quiet or as_json),
     )
-    json_path = write_suite_json(result, out / f"newcomers-{name}.json", name)
+    json_path, png_path = save_outputs(result, out, f"newcomers-{name}", name, plot_newcomers)
     if as_json:
         print_json(result)
         return
@@ -129,7 +129,7 @@ def newcomers_suite(
         f"{', '.join(map(str, result['seeds']))}; {result['wall_seconds']:.0f} s"
     )
     console.print(newcomers_table(result), markup=False)
-    wrote(json_path, None)
+    wrote(json_path, png_path)
 
 
 def cost_suite(
