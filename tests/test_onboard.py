@@ -184,6 +184,10 @@ def test_a_partly_failing_endpoint_says_what_it_was_placed_from_and_exits_1(
             f"placed clone (clone-1 at {fake.base_url}) from 20 of 24 probes; 4 failed after "
             "retries (run the same command again to ask them)"
         )
+        # the probes' accuracy with its binomial standard error over the 20 graded
+        said = " ".join(again.stdout.split()).split(" right on its probes")[0].split(" s: ")[-1]
+        shown, spread = (float(part) for part in said.split(" ± "))
+        assert spread == pytest.approx((shown * (1 - shown) / 20) ** 0.5, abs=2e-3)
         assert fake.requests == 28
     with Store.open(ws) as store:
         before = store.counts()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from typing import TYPE_CHECKING, Annotated
 
@@ -117,10 +118,16 @@ def _print_report(report: OnboardReport, unreadable: str) -> None:
     out = stdout_console()
     say = lambda text: out.print(text, markup=False)  # noqa: E731
     cost = f", {report.cost_usd:.4g} USD" if report.cost_usd is not None else ""
+    right, graded = report.accuracy_on_probes, report.graded
+    # its binomial standard error: at 32 probes +-0.06-0.09, the noise that moves a newcomer's
+    # share of the routing most (benchmarks/README, "Onboarding and newcomers")
+    spread = (
+        "" if right is None or not graded else f" ± {math.sqrt(right * (1 - right) / graded):.3f}"
+    )
     say(
         f"{report.headline()} ({report.strategy}; {report.asked} asked now, {report.reused} "
-        f"reused) in {report.seconds:.1f} s: {fmt(report.accuracy_on_probes)} right on its "
-        f"probes; {report.prompt_tokens:,} + {report.completion_tokens:,} tokens{cost}"
+        f"reused) in {report.seconds:.1f} s: {fmt(right)}{spread} right on its probes; "
+        f"{report.prompt_tokens:,} + {report.completion_tokens:,} tokens{cost}"
     )
     if report.ungradable:
         say(
