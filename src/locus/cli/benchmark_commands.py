@@ -56,7 +56,11 @@ def benchmark_command(
     ] = None,
     methods: Annotated[
         list[str] | None,
-        typer.Option("--method", help="Method to run (repeat; default: all of them)."),
+        typer.Option(
+            "--method",
+            help="Method to run (repeat; default: all of them); newcomers: the baselines "
+            "onboarded beside LOCUS (mf, irt, knn).",
+        ),
     ] = None,
     ks: Annotated[
         list[int] | None,
@@ -94,8 +98,8 @@ def benchmark_command(
         list[str] | None,
         typer.Option(
             "--strategy",
-            help="onboarding: probe order (repeat): random (default), balanced, stratified, "
-            "anchors, informative, mixed.",
+            help="onboarding (repeat), newcomers (one): probe order: random (default), "
+            "balanced, stratified, anchors, informative, mixed.",
         ),
     ] = None,
     draw: Annotated[
