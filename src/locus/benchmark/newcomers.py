@@ -171,7 +171,10 @@ def run_newcomers(
             knn, _ = fit_method("knn", fold, cache_dir=cache_dir)
             assert isinstance(locus, LocusRouter) and isinstance(knn, KNNRouter)
             base = StackedRouter.fit(locus, fold.evidence("train"), fold.evidence("val"), knn=knn)
-            fitted = {b: fit_method(b, fold, cache_dir=cache_dir)[0] for b in baselines}
+            fitted = {  # each copied before the newcomer joins it: the stack's kNN part too
+                b: knn if b == "knn" else fit_method(b, fold, cache_dir=cache_dir)[0]
+                for b in baselines
+            }
             rows = test[~np.isnan(data.table.scores[test, column])]
             truth = data.table.scores[rows][:, [*known, column]]
             vectors = data.vectors[rows]

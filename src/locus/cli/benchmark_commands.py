@@ -242,10 +242,10 @@ def benchmark_command(
             console.print(efficiency_table(efficiency), markup=False)
             console.print(f"\nwrote {json_path}")
             return
-        json_path, png_path = save_outputs(result, out, f"anchors-{name}", name, plot_anchors)
-        if as_json:
-            print_json(result)
+        saved = save_outputs(result, out, f"anchors-{name}", name, plot_anchors, as_json)
+        if saved is None:
             return
+        json_path, png_path = saved
         console = stdout_console()
         console.print(
             f"anchors on {name}: {result['llms']} LLMs, "

@@ -69,10 +69,10 @@ def onboarding_suite(
         locus_settings=locus_settings,
         progress=progress_bars(quiet or as_json),
     )
-    json_path, png_path = save_outputs(result, out, f"onboarding-{name}", name, plot_onboarding)
-    if as_json:
-        print_json(result)
+    saved = save_outputs(result, out, f"onboarding-{name}", name, plot_onboarding, as_json)
+    if saved is None:
         return
+    json_path, png_path = saved
     console = stdout_console()
     held = {seed: len(llms) for seed, llms in result["held_out"].items()}
     console.print(
@@ -118,10 +118,10 @@ def newcomers_suite(
         locus_settings=locus_settings,
         progress=progress_bars(quiet or as_json),
     )
-    json_path, png_path = save_outputs(result, out, f"newcomers-{name}", name, plot_newcomers)
-    if as_json:
-        print_json(result)
+    saved = save_outputs(result, out, f"newcomers-{name}", name, plot_newcomers, as_json)
+    if saved is None:
         return
+    json_path, png_path = saved
     console = stdout_console()
     console.print(
         f"newcomers on {name}: {len(result['newcomers'])} of {result['llms']} LLMs, each left "
@@ -164,10 +164,10 @@ def cost_suite(
         locus_settings=locus_settings,
         progress=progress_bars(quiet or as_json),
     )
-    json_path, png_path = save_outputs(result, out, f"cost-{name}", name, plot_cost)
-    if as_json:
-        print_json(result)
+    saved = save_outputs(result, out, f"cost-{name}", name, plot_cost, as_json)
+    if saved is None:
         return
+    json_path, png_path = saved
     console = stdout_console()
     console.print(
         f"cost on {name}: {result['llms']} LLMs, "
@@ -189,17 +189,27 @@ def cost_suite(
 
 
 def save_outputs(
-    result: dict[str, Any], out: Path, stem: str, pool: str, plot: Callable[..., Path]
-) -> tuple[Path, Path | None]:
-    """`out/<stem>.json` and, where matplotlib is installed, `out/<stem>.png`."""
+    result: dict[str, Any],
+    out: Path,
+    stem: str,
+    pool: str,
+    plot: Callable[..., Path],
+    as_json: bool = False,
+) -> tuple[Path, Path | None] | None:
+    """`out/<stem>.json` and, where matplotlib is installed, `out/<stem>.png`: their paths, or
+    None where `as_json` printed the result instead (nothing more to show)."""
     from locus.benchmark.report import write_suite_json
 
     json_path = write_suite_json(result, out / f"{stem}.json", pool)
     try:
-        return json_path, plot(result, out / f"{stem}.png", f"{pool}, {result['suite']}")
+        png_path = plot(result, out / f"{stem}.png", f"{pool}, {result['suite']}")
     except LocusInputError as error:
         stderr_console().print(f"no plot: {error}")
-        return json_path, None
+        png_path = None
+    if as_json:
+        print_json(result)
+        return None
+    return json_path, png_path
 
 
 def wrote(json_path: Path, png_path: Path | None) -> None:
