@@ -199,8 +199,8 @@ def run_newcomers(
                                for t in set(probe_tasks)}  # fmt: skip
                     guess = np.array([by_task.get(t, float(scores.mean())) for t in tasks])
                     onboarded = {}
-                    for name, model in fitted.items():
-                        copied = copy.deepcopy(model)
+                    for name, baseline in fitted.items():
+                        copied = copy.deepcopy(baseline)
                         copied.add_llm(newcomer, data.vectors[probes], scores)  # type: ignore[attr-defined]
                         p = np.asarray(copied.predict_proba(vectors), np.float64)[:, -1]
                         onboarded[name] = _quality(p, truth[:, -1], tasks)
