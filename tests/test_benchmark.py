@@ -440,8 +440,18 @@ def test_newcomers_suite_onboards_each_left_out_llm_as_locus_onboard_does(
     # of (the planted queries' vectors tie, and ties among neighbours break by row order)
     for who in (best, worst):
         assert summary[who]["64"]["gain"]["mean"] > -0.03, who
+        # the same LLM trained in the pool: one router for every k and seed, what onboarding
+        # is measured against; with all its scores its P(correct) ranks its queries at least
+        # as well as from 16 of them
+        trained = [r["in_pool"] for r in result["runs"] if r["newcomer"] == who]
+        assert all(t == trained[0] for t in trained), who
+        assert summary[who]["16"]["in_pool"]["auroc"]["mean"] >= (
+            summary[who]["16"]["locus"]["auroc"]["mean"] - 0.02
+        ), who
     table = newcomers_table(result)
     assert f"| {worst} | 64 |" in table and "| **mean** | 16 |" in table
+    in_pool = summary["mean"]["16"]["in_pool"]
+    assert f"| {in_pool['hit@1']['mean']:.4f}, {in_pool['auroc']['mean']:.3f} |" in table
     from locus.benchmark.report import plot_newcomers
 
     assert plot_newcomers(result, tmp_path / "newcomers.png").read_bytes()[:4] == b"\x89PNG"

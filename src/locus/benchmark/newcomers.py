@@ -15,10 +15,13 @@ for an onboarded LLM. Measured on the test queries the newcomer was scored on:
 - its predicted accuracy (mean P(correct)) against its measured one, overall and per task,
   beside what its probes say (their mean, their per-task means);
 - AUROC and log-loss of its P(correct), beside MF, IRT and kNN onboarded from the same k
-  scores (their per-LLM part fitted on them, everything else frozen: `add_llm`).
+  scores (their per-LLM part fitted on them, everything else frozen: `add_llm`);
+- the same LLM trained in the pool (`in_pool`: the router fitted on every LLM, its training
+  scores included): its P(correct)'s AUROC, log-loss and errors on the same queries, and the
+  pool's hit@1 then, what onboarding from k scores is measured against.
 
-One fit per newcomer (training seed 0, cached in `cache_dir` like the other suites); the seeds
-draw the probes.
+One fit per newcomer and one of the whole pool (training seed 0, cached in `cache_dir` like
+the other suites); the seeds draw the probes.
 """
 
 from __future__ import annotations
@@ -158,19 +161,19 @@ def run_newcomers(
     hidden = data.table.scores.copy()
     hidden[test] = np.nan
     started = time.perf_counter()
+    whole = Fold(replace(data.table, scores=hidden), data.vectors, train, val, data.encoder, 0,
+                 "the whole pool")  # fmt: skip
+    in_pool, _ = _stacked(whole, locus_settings, cache_dir)
     runs: list[dict[str, Any]] = []
-    with progress("newcomers suite", total=len(chosen)) as step:
+    with progress("newcomers suite", total=len(chosen) + 1) as step:
+        step(1)
         for newcomer in chosen:
             column = ids.index(newcomer)
             known = [c for c in range(len(ids)) if c != column]
             pool_ids = [ids[c] for c in known]
             table = replace(data.table, scores=hidden).select_llms(pool_ids)
             fold = Fold(table, data.vectors, train, val, data.encoder, 0, f"without {newcomer}")
-            locus, _ = fit_method("locus", fold, locus_settings=locus_settings,
-                                  cache_dir=cache_dir)  # fmt: skip
-            knn, _ = fit_method("knn", fold, cache_dir=cache_dir)
-            assert isinstance(locus, LocusRouter) and isinstance(knn, KNNRouter)
-            base = StackedRouter.fit(locus, fold.evidence("train"), fold.evidence("val"), knn=knn)
+            base, knn = _stacked(fold, locus_settings, cache_dir)
             fitted = {  # each copied before the newcomer joins it: the stack's kNN part too
                 b: knn if b == "knn" else fit_method(b, fold, cache_dir=cache_dir)[0]
                 for b in baselines
@@ -180,6 +183,8 @@ def run_newcomers(
             vectors = data.vectors[rows]
             tasks = ["" if data.table.tasks[i] is None else str(data.table.tasks[i]) for i in rows]
             without, _, _ = _hit(base, vectors, truth[:, :-1], pool_ids)
+            trained_hit, _, trained = _hit(in_pool, vectors, truth, [*pool_ids, newcomer])
+            trained_in = {"hit@1": trained_hit, **_quality(trained[:, -1], truth[:, -1], tasks)}
             default = base.guard.default if base.guard is not None else None
             for k in ks:
                 for seed in seeds:
@@ -216,6 +221,7 @@ def run_newcomers(
                         "default": None if router.guard is None else router.guard.default,
                         "locus": _quality(proba[:, -1], truth[:, -1], tasks),
                         "baselines": onboarded,
+                        "in_pool": trained_in,
                     })  # fmt: skip
             step(1)
     return {
@@ -234,6 +240,16 @@ def run_newcomers(
     }
 
 
+def _stacked(
+    fold: Fold, locus_settings: dict[str, Any] | None, cache_dir: Path | None
+) -> tuple[StackedRouter, KNNRouter]:
+    """(the router `locus fit` keeps, fitted on `fold`; its kNN part) (LOCUS and kNN cached)."""
+    locus, _ = fit_method("locus", fold, locus_settings=locus_settings, cache_dir=cache_dir)
+    knn, _ = fit_method("knn", fold, cache_dir=cache_dir)
+    assert isinstance(locus, LocusRouter) and isinstance(knn, KNNRouter)
+    return StackedRouter.fit(locus, fold.evidence("train"), fold.evidence("val"), knn=knn), knn
+
+
 def _summary(
     runs: list[dict[str, Any]], newcomers: list[str], ks: list[int], baselines: list[str]
 ) -> dict[str, Any]:
@@ -249,5 +265,7 @@ def _summary(
             entry["locus"] = {m: mean_sd([r["locus"][m] for r in mine]) for m in quality}
             for b in baselines:
                 entry[b] = {m: mean_sd([r["baselines"][b][m] for r in mine]) for m in quality}
+            entry["in_pool"] = {m: mean_sd([r["in_pool"][m] for r in mine])
+                                for m in ("hit@1", *quality)}  # fmt: skip
             out[who][str(k)] = entry
     return out

@@ -264,12 +264,14 @@ def _method_table(result: dict[str, Any], sizes: list[str], metric: str, digits:
 def newcomers_table(result: dict[str, Any]) -> str:
     """Markdown: one row per newcomer and k (and their mean per k): the pool's hit@1 with it
     (± sd over seeds) beside without it and it alone, its share; its predicted accuracy's
-    error beside its probes'; AUROC and log-loss of its P(correct) beside each baseline's."""
+    error beside its probes'; AUROC and log-loss of its P(correct) beside each baseline's and
+    the same LLM's trained in the pool (with the pool's hit@1 then; older results have none)."""
     baselines = result["baselines"]
     head = ("| newcomer | k | hit@1 with it | without / alone | gain | share | accuracy error "
             "(probes') | per task (probes') | AUROC locus" + "".join(f" / {b}" for b in baselines)
-            + " | log-loss locus" + "".join(f" / {b}" for b in baselines) + " |")  # fmt: skip
-    lines = [head, "|---" * 10 + "|"]
+            + " | log-loss locus" + "".join(f" / {b}" for b in baselines)
+            + " | trained in the pool: hit@1, AUROC |")  # fmt: skip
+    lines = [head, "|---" * 11 + "|"]
     for who in [*result["newcomers"], "mean"]:
         for k in result["k"]:
             e = result["summary"][who][str(k)]
@@ -282,15 +284,23 @@ def newcomers_table(result: dict[str, Any]) -> str:
                 f" | {e['gain']['mean']:+.4f} | {e['share']['mean']:.0%} | "
                 f"{e['locus']['accuracy_error']['mean']:.3f} ({e['probes_error']['mean']:.3f}) | "
                 f"{e['locus']['per_task_error']['mean']:.3f} "
-                f"({e['probes_per_task_error']['mean']:.3f}) | {auroc} | {loss} |"
+                f"({e['probes_per_task_error']['mean']:.3f}) | {auroc} | {loss} | {_in_pool(e)} |"
             )
     return "\n".join(lines)
+
+
+def _in_pool(entry: dict[str, Any]) -> str:
+    trained = entry.get("in_pool")
+    if trained is None:
+        return "-"
+    return f"{trained['hit@1']['mean']:.4f}, {trained['auroc']['mean']:.3f}"
 
 
 def plot_newcomers(result: dict[str, Any], path: Path, title: str = "") -> Path:
     """Two panels against the newcomer's probes k (log scale): the pool's hit@1 with it less
     without it, one thin line per newcomer and their mean (± sd over all runs) thick; and the
-    AUROC of its P(correct), mean over the newcomers, for LOCUS and each baseline."""
+    AUROC of its P(correct), mean over the newcomers, for LOCUS and each baseline; dashed, the
+    same with the newcomers trained in the pool (where the result has it)."""
     plt = pyplot()
     ks = [str(k) for k in result["k"]]
     xs = [float(k) for k in ks]
@@ -303,6 +313,13 @@ def plot_newcomers(result: dict[str, Any], path: Path, title: str = "") -> Path:
                   yerr=[summary["mean"][k]["gain"]["sd"] for k in ks], color="black",
                   linewidth=2.6, capsize=3, marker="o", label="mean", zorder=5)  # fmt: skip
     gain.axhline(0.0, color="grey", linestyle=":")
+    trained = summary["mean"][ks[0]].get("in_pool")
+    if trained is not None:
+        ceiling = trained["hit@1"]["mean"] - summary["mean"][ks[0]]["without"]["mean"]
+        gain.axhline(ceiling, color="black", linestyle="--", linewidth=1.2,
+                     label="trained in the pool")  # fmt: skip
+        auroc.axhline(trained["auroc"]["mean"], color=method_colour("locus"), linestyle="--",
+                      linewidth=1.2, label="locus, trained in the pool")  # fmt: skip
     gain.set_ylabel("the pool's test hit@1: with the newcomer - without it")
     for method in ["locus", *result["baselines"]]:
         main = method == "locus"
