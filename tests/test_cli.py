@@ -183,7 +183,7 @@ def test_progress_in_a_log_file_is_plain_lines(
 def test_plain_progress_every_tenth_or_interval_whichever_first() -> None:
     import io
 
-    from locus.cli._render import _PlainLines
+    from locus.cli._terminal import _PlainLines
 
     stream, now = io.StringIO(), [0.0]
     lines = _PlainLines(stream, "fitting", 100, interval=30, clock=lambda: now[0])
@@ -206,7 +206,7 @@ def test_plain_progress_keeps_coming_while_a_stage_counts_nothing() -> None:
     import io
     import time
 
-    from locus.cli._render import _PlainLines
+    from locus.cli._terminal import _PlainLines
 
     stream = io.StringIO()
     lines = _PlainLines(stream, "stacking", None, interval=0.05, clock=time.monotonic)

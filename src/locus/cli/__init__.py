@@ -1,7 +1,8 @@
 """The `locus` command line: parse, make one library call, render (table, --json or plot).
 
     _app.py             the typer app and shared options
-    _render.py          consoles, progress bars, JSON, number formats
+    _render.py          JSON, number formats, one-line summaries (re-exports _terminal's)
+    _terminal.py        consoles, progress bars, the training bar
     _help.py            `locus --help` in working order (grouped by the job)
     import_commands.py  import FORMAT PATH... (auto, table, lm-eval, inspect, helm, ...)
     data_commands.py    llms, stats, encode

@@ -2,6 +2,7 @@
 
 table.py            ScoreTable: (n_queries, n_llms) scores, NaN where not evaluated
 batch.py            ImportBatch: the validated canonical form of one import
+score_cells.py      score and number cells as people write them (87%, true/yes, blanks)
 query_identity.py   query identity: a query is its normalised text (text_hash)
 splits.py           hash splits and k-fold over queries, held-out LLMs
 anchor_choice.py    the shared probe order each LLM is embedded from at fit time

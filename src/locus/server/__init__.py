@@ -15,6 +15,7 @@ gateway.py         Gateway: the fallback order, a chat answer or a stream, accou
 streaming.py       StreamRelay: a stream's SSE lines, continued on the next LLM where it breaks
 http_io.py         the HTTP edge: API keys, bodies checked (BadRequest), the one error shape,
                    the x-locus-* headers
-onboarding.py      scores posted, outcomes of answers, endpoints onboarded (and their routes)
+onboarding.py      scores posted, outcomes of answers (and the onboarding routes)
+onboard_jobs.py    OnboardJobs: an endpoint onboarded in a background job
 app.py             create_app (the endpoints, by concern) and build_app (from a workspace)
 """

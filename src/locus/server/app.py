@@ -83,13 +83,8 @@ from locus.server.http_io import (
     predicted_headers,
     read_json_body,
 )
-from locus.server.onboarding import (
-    LiveOnboarding,
-    OnboardJobs,
-    OutcomeLog,
-    add_onboarding_routes,
-    endpoint_onboarding,
-)
+from locus.server.onboard_jobs import OnboardJobs, endpoint_onboarding
+from locus.server.onboarding import LiveOnboarding, OutcomeLog, add_onboarding_routes
 from locus.server.service_router import ROUTING_MODEL, ServiceRouter, add_route_route, cost_rules
 from locus.server.settings import ServerSettings
 from locus.server.upstream import Upstreams

@@ -10,9 +10,10 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from locus.data.batch import ImportBatch, parse_numbers, parse_scores
+from locus.data.batch import ImportBatch
 from locus.data.query_identity import normalise_text
 from locus.data.readers import check_file, check_folder
+from locus.data.score_cells import parse_numbers, parse_scores
 from locus.errors import LocusInputError
 
 __all__ = [

@@ -18,7 +18,7 @@ commonly use for it (`SYNONYMS`: ``model`` for ``llm_id``, ``prompt`` or ``quest
 ``query_text``, ``category`` for ``task``, ``correct`` or ``acc`` for ``score``, ...) where
 exactly one column of the file has such a name; ``query_id`` may be left out when the file has
 the query text (the text is the query's identity); each score cell is read by its own form
-(a number, ``87%``, ``true``/``false``, ``yes``/``no``: `locus.data.batch.parse_scores`). Each
+(a number, ``87%``, ``true``/``false``, ``yes``/``no``: `locus.data.score_cells.parse_scores`). Each
 such decision is a note on the batch (`ImportBatch.notes`), which
 `locus import` prints.
 
