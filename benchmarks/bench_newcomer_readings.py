@@ -1,4 +1,5 @@
-"""A newcomer's P(correct) with MF's onboarded reading beside LOCUS's: measured, not built.
+"""Other readings of a newcomer's P(correct) on the newcomers suite's fits: MF's onboarded
+reading beside LOCUS's, and its level shrunk towards the pool's LLMs. Measured, not built.
 
 On the newcomers suite's fits (`locus benchmark newcomers -w WS --random 5` first: the router
 fitted without each newcomer and MF fitted on the same pool, cached in the workspace's
@@ -11,8 +12,12 @@ hit@1 with the newcomer's column replaced, for
     mf              MF's, with MF's own level
     mf@locus-level  MF's logits shifted to the router's mean P for it
     blend           the mean of the router's and the shifted MF logit, shifted to that mean P
+    shrunk          the router's logits shifted by logit(a) - logit(m): m its probes' mean, a
+                    that mean shrunk towards the pool's LLMs' mean on the same probes by
+                    empirical Bayes (the binomial variance of m against the spread of the
+                    pool's LLMs' means there, less their own binomial variance)
 
-    python benchmarks/bench_newcomer_mf_blend.py --dataset bfcl --k 16 --k 32 --k 128
+    python benchmarks/bench_newcomer_readings.py --dataset bfcl --k 16 --k 32 --k 128
 """
 
 from __future__ import annotations
@@ -42,12 +47,30 @@ from locus.routing.thin import level_shift
 from locus.store import Store
 
 
-def _readings(p: np.ndarray, q: np.ndarray) -> dict[str, np.ndarray]:
+def shrunk_mean(scores: np.ndarray, pool: np.ndarray) -> float:
+    """The newcomer's probes' mean `scores` (n,) shrunk towards the mean of the pool's LLMs' on
+    the same probes (`pool` (n, m), NaN: not scored), by how far the pool's LLMs spread there."""
+    n = len(scores)
+    mine = float(np.clip(np.mean(scores), 0.5 / n, 1 - 0.5 / n))
+    means = np.nanmean(pool, axis=0)
+    means = means[~np.isnan(means)]
+    noise = float(np.mean(means * (1 - means))) / n
+    spread = max(float(np.var(means)) - noise, 1e-4)
+    own = mine * (1 - mine) / n
+    weight = own / (own + spread)
+    return weight * float(np.mean(means)) + (1 - weight) * mine
+
+
+def _readings(p: np.ndarray, q: np.ndarray, shift: float) -> dict[str, np.ndarray]:
     zq = logit(q, 1e-4)
     zq = zq + level_shift(zq, float(p.mean()))
     z = 0.5 * (logit(p, 1e-4) + zq)
     blend = sigmoid(z + level_shift(z, float(p.mean())))
-    return {"locus": p, "mf": q, "mf@locus-level": sigmoid(zq), "blend": blend}
+    shrunk = sigmoid(logit(p, 1e-6) + shift)
+    return {"locus": p, "mf": q, "mf@locus-level": sigmoid(zq), "blend": blend, "shrunk": shrunk}
+
+
+READINGS = ("locus", "mf", "mf@locus-level", "blend", "shrunk")
 
 
 def run(dataset: str, ks: list[int], seeds: list[int]) -> dict[str, Any]:
@@ -92,7 +115,11 @@ def run(dataset: str, ks: list[int], seeds: list[int]) -> dict[str, Any]:
                 names = [*pool_ids, newcomer]
                 bound = ((names.index(guard.default), guard.margin)
                          if guard is not None and guard.default in names else None)  # fmt: skip
-                for name, proba in _readings(full[:, -1], q).items():
+                n = len(scores)
+                toward = shrunk_mean(scores, data.table.scores[probes][:, known])
+                mine = float(np.clip(np.mean(scores), 0.5 / n, 1 - 0.5 / n))
+                shift = float(logit(np.array(toward)) - logit(np.array(mine)))
+                for name, proba in _readings(full[:, -1], q, shift).items():
                     routed = full.copy()
                     routed[:, -1] = proba
                     choice = choose(routed, None, RouteRequest(), allowed=~np.isnan(truth),
@@ -108,7 +135,7 @@ def run(dataset: str, ks: list[int], seeds: list[int]) -> dict[str, Any]:
     summary = {
         f"{name} k={k}": {m: mean_sd([r[m] for r in runs if r["reading"] == name and r["k"] == k])
                           for m in ("hit@1", "auroc", "log_loss")}
-        for k in ks for name in ("locus", "mf", "mf@locus-level", "blend")
+        for k in ks for name in READINGS
     }  # fmt: skip
     return {"dataset": dataset, "newcomers": suite["newcomers"], "k": ks, "seeds": seeds,
             "runs": runs, "summary": summary}  # fmt: skip
@@ -124,7 +151,7 @@ def main() -> None:
     for key, value in result["summary"].items():
         print(f"{key:22s} hit@1 {value['hit@1']['mean']:.4f}  AUROC {value['auroc']['mean']:.3f}"
               f"  log-loss {value['log_loss']['mean']:.3f}")  # fmt: skip
-    write_results(f"newcomer-mf-blend-{args.dataset}", result)
+    write_results(f"newcomer-readings-{args.dataset}", result)
 
 
 if __name__ == "__main__":
