@@ -5,6 +5,7 @@
     _terminal.py        consoles, progress bars, the training bar
     _help.py            `locus --help` in working order (grouped by the job)
     import_commands.py  import FORMAT PATH... (auto, table, lm-eval, inspect, helm, ...)
+    _import_plan.py     what an import decides before it writes: formats, options, sources
     data_commands.py    llms, stats, encode
     model_commands.py   fit, embed, evaluate, probes
     onboard_commands.py onboard NAME --endpoint URL (probe, grade, import, embed, place)
