@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from locus.cli._app import ArtifactOption, JsonOption, QuietOption, WorkspaceOption, app, open_store
+from locus.cli._evaluation import plot_savings, render_evaluation, render_savings
 from locus.cli._render import (
     calibration_line,
     guard_line,
@@ -199,168 +200,15 @@ def evaluate_command(
                 "(`locus import llms`: price_in_per_mtok and price_out_per_mtok, or "
                 "cost_per_query)"
             )
-        _plot_savings(result, plot)
+        plot_savings(result, plot)
     if as_json:
         print_json(result.as_dict())
         return
-    _render_evaluation(result)
+    render_evaluation(result)
     if result.savings is not None:
-        _render_savings(result.savings)
+        render_savings(result.savings)
     if plot is not None:
         stdout_console().print(f"wrote {plot}")
-
-
-def _plot_savings(result: Any, path: Path) -> None:
-    import numpy as np
-
-    from locus.routing.frontier import plot_frontiers
-
-    savings = result.savings
-    plot_frontiers(
-        savings.singles,
-        {"LOCUS router (both rules)": (np.array(savings.hull), savings.frontier)},
-        path,
-        title=f"{result.split} split, {savings.queries:,} queries, {result.llms} LLMs "
-        f"(artifact {result.artifact})",
-    )
-
-
-def _render_savings(savings: Any) -> None:
-    from rich.table import Table
-
-    from locus.routing.frontier import describe_frontier
-
-    console = stdout_console()
-    strong, cheapest = savings.strong, savings.cheapest
-    table = Table(
-        title=f"what each decision rule costs on {savings.queries:,} queries every LLM was "
-        f"scored and priced on (cost share: of {strong['llm_id']}'s, the most accurate)"
-        + (
-            "; costs estimated: catalog prices on each query's tokens (~4 characters a "
-            "token, 256 completion tokens unless recorded)"
-            if savings.estimated
-            else ""
-        ),
-        title_justify="left",
-    )
-    for column in ("rule", "accuracy", "USD/query", "cost share"):
-        table.add_column(column, justify="left" if column == "rule" else "right")
-    table.add_row(f"{strong['llm_id']} alone", f"{strong['accuracy']:.4f}",
-                  f"{strong['cost']:.2e}", "100%")  # fmt: skip
-    share = cheapest["cost"] / strong["cost"]
-    table.add_row(f"{cheapest['llm_id']} alone", f"{cheapest['accuracy']:.4f}",
-                  f"{cheapest['cost']:.2e}", f"{share:.0%}")  # fmt: skip
-    for row in savings.rules:
-        if row["rule"] == "quality":
-            name = f"--quality {row['setting']:g}"
-        elif row["rule"] == "budget":
-            name = f"--budget {row['setting']:.2e}"
-        else:
-            name = "accuracy routing (locus route)"
-        table.add_row(name, f"{row['accuracy']:.4f}", f"{row['cost']:.2e}",
-                      f"{row['cost_share']:.0%}")  # fmt: skip
-    console.print(table)
-    console.print(
-        f"the router's frontier {describe_frontier(savings.frontier)} (AIQ "
-        f"{savings.frontier['aiq']:.4f}); the best static mix of single LLMs "
-        f"{describe_frontier(savings.static_mix)} (AIQ {savings.static_mix['aiq']:.4f})"
-    )
-
-
-def _render_evaluation(result: Any) -> None:
-    from rich.table import Table
-
-    console = stdout_console()
-    routing, correct, base = result.routing, result.correctness, result.baselines
-    queries = f"{result.queries:,} {'query' if result.queries == 1 else 'queries'}"
-    console.print(
-        f"{result.split} split: {queries}, {result.llms} LLMs (artifact {result.artifact})"
-    )
-    summary = Table(show_header=True)
-    summary.add_column("router")
-    summary.add_column("hit@1", justify="right")
-    if routing.guard is not None:
-        moved = f"{routing.moved:.0%} of queries moved off {routing.guard['default']}"
-        summary.add_row(f"LOCUS, guarded ({moved})", f"{routing.hit_at_1:.4f}")
-        summary.add_row("LOCUS, unguarded (--no-guard)", f"{routing.unguarded_hit_at_1:.4f}")
-    else:
-        summary.add_row("LOCUS", f"{routing.hit_at_1:.4f}")
-    if routing.task_given_hit_at_1 is not None:
-        summary.add_row("LOCUS, each query's task given (--task)",
-                        f"{routing.task_given_hit_at_1:.4f}")  # fmt: skip
-    summary.add_row(f"best single LLM ({base.best_single_llm_id})", f"{base.best_single_llm:.4f}")
-    if base.best_llm_per_task_from_text is not None:
-        summary.add_row("best LLM per task, the task read from the text",
-                        f"{base.best_llm_per_task_from_text:.4f}")  # fmt: skip
-    summary.add_row("best LLM per task, the task given", f"{base.best_llm_per_task:.4f}")
-    summary.add_row("random LLM", f"{base.random:.4f}")
-    summary.add_row("oracle", f"{base.oracle:.4f}")
-    console.print(summary)
-    if routing.hit_at_1_se is None:
-        console.print(
-            f"hit@1 on {queries}: no standard error can be estimated on so few; it says next "
-            "to nothing about routing"
-        )
-    else:
-        large = f": large, on only {queries}" if result.few_queries else ""
-        line = (
-            f"hit@1 {routing.hit_at_1:.4f} ± {routing.hit_at_1_se:.4f} (one standard error{large})"
-        )
-        if routing.gain is not None and routing.gain_se is not None:
-            verdict = (
-                "the same answers on every query"
-                if routing.gain == 0 and routing.gain_se == 0
-                else "within noise (two standard errors)"
-                if routing.gain_is_noise
-                else "beyond noise"
-                if routing.gain > 0
-                else "a loss beyond noise"
-            )
-            line += (
-                f"; {routing.gain:+.4f} ± {routing.gain_se:.4f} against the best single LLM on "
-                f"the same queries: {verdict}"
-            )
-        console.print(line)
-    winner = result.winning_baseline
-    if winner is not None:
-        name, theirs, against = winner
-        se = routing.hit_at_1_se
-        noise = (
-            "no standard error to tell noise by"
-            if se is None
-            else "within noise, two standard errors"
-            if theirs - against <= 2 * se
-            else "beyond noise, two standard errors"
-        )
-        console.print(
-            f"{name} routes these queries better: {theirs:.4f} against {against:.4f} ({noise})"
-        )
-    # hit@k with k >= the LLMs is the oracle's; AUROC needs right and wrong cells both
-    ranks = [
-        f"hit@{k} {v:.4f}"
-        for k, v in ((3, routing.hit_at_3), (5, routing.hit_at_5))
-        if v is not None
-    ]
-    auroc = "n/a (one class)" if correct.auroc is None else f"{correct.auroc:.4f}"
-    if correct.task_given_auroc is not None:
-        auroc += f" ({correct.task_given_auroc:.4f} with each query's task given)"
-    console.print(
-        "  ".join(ranks) + ("  |  " if ranks else "") + f"correctness: accuracy "
-        f"{correct.accuracy:.4f}  AUROC {auroc}  Brier {correct.brier:.4f}  ECE {correct.ece:.4f}"
-    )
-    if result.per_task:
-        tasks = Table(title="per task")
-        for column in ("task", "queries", "LOCUS hit@1", "best single", "oracle"):
-            tasks.add_column(column, justify="left" if column == "task" else "right")
-        for task, row in result.per_task.items():
-            tasks.add_row(
-                task,
-                f"{row.queries:,}",
-                f"{row.hit_at_1:.4f}",
-                f"{row.best_single_llm:.4f}",
-                f"{row.oracle:.4f}",
-            )
-        console.print(tasks)
 
 
 @app.command("probes")
