@@ -14,7 +14,7 @@ MODULES = [
     "locus.routing.guard",
     "locus.routing.stack",
     "locus.data.graders",
-    "locus.data.batch",
+    "locus.data.score_cells",
     "locus.pipeline.onboard",
     "locus.artifact.manifest",
     "locus.routing.router",

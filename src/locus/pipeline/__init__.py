@@ -12,6 +12,7 @@ score table and cached query vectors, assign the hash split, save the artifact u
     probes.py                probe_order, choose_probes: the queries to evaluate a new LLM on
     endpoint.py              check_endpoint, ask_all: an OpenAI-compatible endpoint asked prompts
     onboard.py               onboard_llm -> OnboardReport: probe, grade, import, embed, place
+    placement.py             where an onboarded LLM landed: nearest LLMs, per task, share
     workspace_artifacts.py   where artifacts live: DEFAULT_ARTIFACT, artifact_path,
                              trained_artifact, publish_artifact
     workspace_router.py      WorkspaceRouter: query vectors + the fitted router + costs,

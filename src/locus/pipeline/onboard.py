@@ -38,10 +38,11 @@ from locus.data.batch import ImportBatch
 from locus.data.graders import grade
 from locus.data.llm_catalog import Endpoint
 from locus.errors import LocusInputError
-from locus.pipeline.data import WorkspaceTable, workspace_table
+from locus.pipeline.data import workspace_table
 from locus.pipeline.embed import embed_workspace_llms
 from locus.pipeline.endpoint import EndpointAnswer, ask_all, check_endpoint
 from locus.pipeline.fit import load_workspace_locus
+from locus.pipeline.placement import placement
 from locus.pipeline.probes import probe_order
 from locus.pipeline.workspace_artifacts import DEFAULT_ARTIFACT
 from locus.pipeline.workspace_router import WorkspaceRouter
@@ -278,7 +279,7 @@ def onboard_llm(
         seconds=0.0,
         ungradable_examples=[" ".join(a.answer.split())[:120] for a in ungradable[:3]],
     )
-    placed = _placement(router, model, data, llm_id, graded)
+    placed = placement(router, model, data, llm_id, graded)
     model.close()
     return replace(report, seconds=time.perf_counter() - started, **placed)
 
@@ -321,88 +322,3 @@ def _import_scores(
     batch = ImportBatch.from_long(rows, source=f"onboard:{llm_id}", origin=endpoint.base_url)
     store.write_batch(batch, kind="onboard", replace=True, whole_source=True)
     store.upsert_llm_metadata([(llm_id, {"endpoint": endpoint.to_json()})])
-
-
-def _same_probe_distances(
-    model: Any, data: WorkspaceTable, rows: np.ndarray, mine: np.ndarray, llm_id: str
-) -> dict[str, float]:
-    """Distance from the new LLM's embedding to each pool LLM's embedding computed from its own
-    scores on the same probes: like against like. The pool's embeddings come from ~1,000 anchors
-    each, and an embedding from 32 scores sits elsewhere whatever the LLM: on real MMLU-Pro
-    answers replayed, the pool distance put the replayed LLM itself first in 5 of 30 runs, the
-    same-probe distance in 27 of 30 (benchmarks/README, "Onboarding an endpoint")."""
-    table = data.table
-    evidence, names = [], []
-    for j, other in enumerate(table.llm_ids):
-        if other == llm_id:
-            continue
-        theirs = table.scores[rows, j]
-        seen = ~np.isnan(theirs)
-        if seen.sum() >= max(4, len(rows) // 2):  # scored on most of the probes
-            evidence.append((data.vectors[rows][seen], theirs[seen].astype(np.float32)))
-            names.append(other)
-    if not names:
-        return {}
-    z = model.embed_many([(data.vectors[rows], mine.astype(np.float32)), *evidence])
-    return {name: float(np.linalg.norm(z[i + 1] - z[0])) for i, name in enumerate(names)}
-
-
-def _placement(
-    router: WorkspaceRouter,
-    model: Any,
-    data: WorkspaceTable,
-    llm_id: str,
-    graded: list[tuple[int, ProbeAnswer]],
-) -> dict[str, Any]:
-    """Nearest LLMs, predicted accuracy per task, and the routing share (see the module)."""
-    table = data.table
-    ids = list(router.llm_ids)
-    me = ids.index(llm_id)
-    vectors = router.pool.vectors(ids)
-    distance = np.linalg.norm(vectors - vectors[me], axis=1)
-    rows = np.asarray([r for r, _ in graded])
-    mine = np.asarray([a.score for _, a in graded], dtype=float)
-    same = _same_probe_distances(model, data, rows, mine, llm_id)
-    nearest = []
-    for other in sorted(same, key=lambda other: same[other])[:5]:
-        theirs = table.scores[rows, table.llm_index(other)].astype(float)
-        seen = ~np.isnan(theirs)
-        agreement = float(np.mean(np.abs(theirs[seen] - mine[seen]) < 0.5)) if seen.any() else None
-        nearest.append(
-            {
-                "llm_id": other,
-                "distance_on_probes": same[other],
-                "distance": float(distance[ids.index(other)]) if other in ids else None,
-                "agreement_on_probes": agreement,
-                "shared_probes": int(seen.sum()),
-            }
-        )
-    test = data.rows("test")
-    evaluated = test if len(test) else np.arange(len(data.splits))
-    p = router.predict_proba(data.vectors[evaluated])
-    tasks = np.asarray([t or "(no task)" for t in table.tasks], dtype=object)
-    probe_tasks = tasks[rows]
-    per_task = []
-    for task in sorted(set(tasks[evaluated])):
-        in_task = tasks[evaluated] == task
-        measured = mine[probe_tasks == task]
-        per_task.append(
-            {"task": task, "queries": int(in_task.sum()),
-             "predicted": float(p[in_task, me].mean()),
-             "probes": len(measured),
-             "measured_on_probes": float(measured.mean()) if len(measured) else None}
-        )  # fmt: skip
-    chosen = np.argmax(p, axis=1) == me
-    routed_tasks: dict[str, float] = {}
-    for task in sorted(set(tasks[evaluated][chosen])):
-        routed_tasks[task] = float(np.mean(tasks[evaluated][chosen] == task))
-    margin = p[:, me] - np.max(np.delete(p, me, axis=1), axis=1) if p.shape[1] > 1 else p[:, me]
-    best = [int(i) for i in np.argsort(-margin)[:3] if chosen[i]]
-    examples = [" ".join(str(table.query_texts[evaluated[i]]).split())[:100] for i in best]
-    return {
-        "nearest": nearest,
-        "per_task": per_task,
-        "routing_share": float(chosen.mean()),
-        "routed_tasks": dict(sorted(routed_tasks.items(), key=lambda kv: -kv[1])),
-        "routed_examples": examples,
-    }
