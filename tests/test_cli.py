@@ -180,6 +180,20 @@ def test_progress_in_a_log_file_is_plain_lines(
     assert len(lines) == 21 and "\x1b" not in "".join(lines)
 
 
+def test_a_section_rule_in_a_log_is_a_line_people_can_read(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from locus.cli._terminal import RULE_WIDTH, rule, stdout_console
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    console = stdout_console()  # stdout is captured: no terminal, lines are never cut
+    console.print("x" * 300)
+    rule(console, "5. routing accuracy")
+    long, line = capsys.readouterr().out.splitlines()
+    assert long == "x" * 300  # a result line keeps its length
+    assert "5. routing accuracy" in line and len(line) == RULE_WIDTH  # the rule does not fill 10k
+
+
 def test_plain_progress_every_tenth_or_interval_whichever_first() -> None:
     import io
 

@@ -27,6 +27,7 @@ __all__ = [
     "duration",
     "progress_bars",
     "progress_seconds",
+    "rule",
     "stderr_console",
     "stdout_console",
     "training_bar",
@@ -35,6 +36,7 @@ __all__ = [
 
 PROGRESS_SECONDS_ENV = "LOCUS_PROGRESS_SECONDS"
 DEFAULT_PROGRESS_SECONDS = 30.0  # without a terminal: a progress line at least this often
+RULE_WIDTH = 100  # a section rule's columns without a terminal
 _UNBOUNDED_WIDTH = 10_000  # a console without a terminal has no width to fit lines to
 
 
@@ -48,6 +50,15 @@ def _console(stderr: bool) -> Console:
         return console
     width = None if os.environ.get("COLUMNS") else _UNBOUNDED_WIDTH
     return Console(stderr=stderr, soft_wrap=True, width=width)
+
+
+def rule(console: Console, title: str) -> None:
+    """A section rule titled `title`: the terminal's width on a terminal, `RULE_WIDTH` columns
+    without one (a console writing to a log has no width, and a rule would fill 10,000)."""
+    from rich.rule import Rule
+
+    width = console.width if console.is_terminal else min(console.width, RULE_WIDTH)
+    console.print(Rule(title), width=width)
 
 
 def stderr_console() -> Console:

@@ -8,6 +8,7 @@ import typer
 
 from locus.cli._app import QuietOption, WorkspaceOption, app, open_store
 from locus.cli._render import stdout_console
+from locus.cli._terminal import rule
 from locus.cli.data_commands import encode_command, llms_command
 from locus.cli.import_commands import import_command
 from locus.cli.model_commands import evaluate_command, fit_command
@@ -36,29 +37,29 @@ def demo_command(
 ) -> None:
     """The main job: import MMLU-Pro, encode, fit (or reuse), evaluate, route examples."""
     console = stdout_console()
-    console.rule("1. import the MMLU-Pro results")
+    rule(console, "1. import the MMLU-Pro results")
     import_command("mmlu-pro", None, workspace=workspace, quiet=quiet)
-    console.rule("2. encode the queries (cached)")
+    rule(console, "2. encode the queries (cached)")
     encode_command(encoder=encoder, workspace=workspace, quiet=quiet)
     example_prices(workspace)
-    console.rule("3. the pool")
+    rule(console, "3. the pool")
     llms_command(workspace=workspace)
-    console.rule("4. train LOCUS (or reuse the artifact trained on the same data)")
+    rule(console, "4. train LOCUS (or reuse the artifact trained on the same data)")
     with open_store(workspace, create=False) as store:
         fresh = artifact_is_current(store)
     if fresh:
         console.print("artifact 'default' matches the workspace's data: reused")
     else:
         fit_command(workspace=workspace, quiet=quiet)
-    console.rule("5. routing accuracy on the held-out test queries")
+    rule(console, "5. routing accuracy on the held-out test queries")
     evaluate_command(workspace=workspace)
-    console.rule("6. route three new queries")
+    rule(console, "6. route three new queries")
     route_and_render(list(DEMO_QUERIES), workspace=workspace)
     from locus.routing.decision import RouteRequest  # not at start-up: it loads routing
 
-    console.rule("7. the cheapest LLM within 95% of the best one's P(correct)")
+    rule(console, "7. the cheapest LLM within 95% of the best one's P(correct)")
     route_and_render(list(DEMO_QUERIES), RouteRequest(quality=0.95), workspace=workspace)
-    console.rule("next")
+    rule(console, "next")
     console.print(
         "the map of the pool: [bold]locus atlas --out atlas.html[/] (one page, opens from disk); "
         "[bold]locus similar gemini-1.5-pro-002[/], [bold]locus portfolio --k 5[/], "
