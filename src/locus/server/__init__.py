@@ -2,8 +2,8 @@
 
 settings.py        ServerSettings: limits, timeouts, attempts, retries, circuit breaker
 upstream.py        Upstreams: one OpenAI-compatible call to an LLM's endpoint (httpx,
-                   injectable transport); its failure typed (`Failure`, `UpstreamError`), a
-                   failed try recorded (`Attempt`)
+                   injectable transport); re-exports upstream_failures'
+upstream_failures.py  a failure typed (`Failure`, `UpstreamError`), a failed try (`Attempt`)
 health.py          CircuitBreaker (LLMs that keep failing skipped for a cool-down) and
                    LatencyTracker (each upstream's recent latency and error rate)
 metrics.py         Metrics: Prometheus counters and histograms on the app's own registry
