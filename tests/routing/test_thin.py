@@ -14,7 +14,15 @@ from sklearn.metrics import roc_auc_score
 from locus.calibration import sigmoid
 from locus.errors import LocusInputError
 from locus.routing import Evidence, StackedRouter
-from locus.routing.thin import FEATURES, SIZES, ThinEvidence, fit_thin, level_shift
+from locus.routing.thin import (
+    FEATURES,
+    MONOTONE,
+    SIZES,
+    ThinEvidence,
+    _monotone_logistic,
+    fit_thin,
+    level_shift,
+)
 from tests.routing.test_evidence_floor import SKILL, LevelsOnly, _queries, _scores, _small_pool
 
 
@@ -153,6 +161,44 @@ def test_a_specialist_read_beside_the_pool_keeps_its_task_and_its_level() -> Non
     assert read is not None and stacked is not None
     assert read[0][-1] == stacked[0][-1] == router.locus.llm_ids.index("math-llm")
     mean = float(sigmoid(stacked[1][:, -1]).mean())
+    assert 0.5 / 65 < mean < 64.5 / 65  # within what its 64 scores can say: kept as it is
     assert float(sigmoid(read[1][:, -1]).mean()) == pytest.approx(mean, abs=1e-4)
     blend = router.predict_logits(probes)[:, -1]
     np.testing.assert_allclose(blend, (read[1][:, -1] + stacked[1][:, -1]) / 2, atol=1e-5)
+
+
+def test_the_fit_matches_a_logistic_regression_and_keeps_own_readings_from_counting_against() -> (
+    None
+):
+    """Where the best weights are >= 0 the fit is sklearn's logistic regression (same penalty);
+    an own reading that goes against the scores is held at 0, the others free."""
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(4_000, len(FEATURES)))
+    truth = x @ np.array([1.0, 0.5, 0.3, 0.2, -0.7, 0.4]) - 0.3
+    y = (rng.random(4_000) < sigmoid(truth)).astype(np.float64)
+    weights, intercept = _monotone_logistic(x, y)
+    reference = LogisticRegression(C=1.0, max_iter=1_000).fit(x, y)
+    np.testing.assert_allclose(weights, reference.coef_[0], atol=2e-3)
+    assert intercept == pytest.approx(float(reference.intercept_[0]), abs=2e-3)
+    against = x.copy()
+    against[:, FEATURES.index("region")] *= -1.0  # region now counts against the scores
+    weights, _ = _monotone_logistic(against, y)
+    assert weights[FEATURES.index("region")] == 0.0
+    assert weights[FEATURES.index("mean")] < -0.5  # a pool reading may weigh against
+    assert all(weights[FEATURES.index(name)] >= 0.0 for name in MONOTONE)
+
+
+def test_an_llm_whose_probes_were_all_right_is_not_read_as_never_wrong() -> None:
+    """Every one of its 32 probes right: its level is at most (32 + 1/2) / 33 over the queries
+    it was scored on, not the stack's 0.999, and still well above the pool's."""
+    router, _ = _specialist_pool()
+    assert router.thin is not None
+    for row in router.thin.weights:
+        assert all(row[FEATURES.index(name)] >= 0.0 for name in MONOTONE)
+    probes, probe_tasks = _queries(32, np.random.default_rng(12))
+    router.join("math-llm", probes, np.ones(32, np.float32), probe_tasks)
+    mean = float(router.predict_proba(probes)[:, -1].mean())
+    assert 0.9 < mean <= 32.5 / 33 + 1e-4
+    assert mean > float(router.predict_proba(probes)[:, :-1].mean(axis=0).max())

@@ -56,6 +56,8 @@ if TYPE_CHECKING:
 __all__ = ["FEATURES", "SIZES", "ThinEvidence", "ThinLogits", "fit_thin", "level_shift"]
 
 FEATURES = ("own", "task", "near", "region", "mean", "best")
+# the readings of the LLM's own evidence: their weights are kept >= 0 (`_monotone_logistic`)
+MONOTONE = ("own", "task", "near", "region")
 # the evidence sizes the weights are fitted at: `locus onboard`'s probe counts
 SIZES = (16, 32, 64, 128)
 # from how many scores on the stack's own reading of the LLM takes over, in log n: this
@@ -220,6 +222,36 @@ def level_shift(logits: NDArray[Any], target: float) -> float:
     return float(brentq(lambda a: float(sigmoid(z + a).mean()) - goal, -40.0, 40.0, xtol=1e-6))
 
 
+def _monotone_logistic(
+    x: NDArray[np.float64], y: NDArray[np.float64]
+) -> tuple[tuple[float, ...], float]:
+    """(weights, intercept) of an L2-penalised logistic regression of scores `y` (n,) in [0, 1]
+    (s counts as s successes and 1 - s failures) on readings `x` (n, 6) of `FEATURES`, the
+    weights of the LLM's own readings (`MONOTONE`) kept >= 0.
+
+    The vote readings move with the LLM's LOCUS logit (each is its votes shrunk towards it);
+    unconstrained, the fit reads signal from their differences with large offsetting weights
+    (BFCL: own +2.1, near +1.3, region -3.3), which turns the ranking around where the votes
+    carry nothing of their own: an LLM whose probes were all right (every vote 1, each reading
+    then LOCUS's logit bent alike) had its queries ranked at AUROC 0.33 against its LOCUS
+    logit's 0.70. More of the LLM's own evidence never lowers its reading."""
+    from scipy.optimize import minimize
+
+    d = x.shape[1]
+
+    def loss(theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+        z = x @ theta[:d] + theta[d]
+        residual = sigmoid(z) - y
+        value = float(np.sum(np.logaddexp(0.0, z) - y * z)) + 0.5 * float(theta[:d] @ theta[:d])
+        gradient = np.append(x.T @ residual + theta[:d], residual.sum())
+        return value, gradient
+
+    bounds = [(0.0, None) if name in MONOTONE else (None, None) for name in FEATURES]
+    found = minimize(loss, np.zeros(d + 1), jac=True, method="L-BFGS-B",
+                     bounds=[*bounds, (None, None)], options={"maxiter": 1_000})  # fmt: skip
+    return tuple(float(w) for w in found.x[:d]), float(found.x[d])
+
+
 def fit_thin(
     thin_logits: ThinLogits,
     train: Evidence,
@@ -249,8 +281,6 @@ def fit_thin(
     own, N the training queries); None: no vote readings. None where the pool is too small to
     fit on (fewer than three LLMs, or no size with a scored validation cell).
     """
-    from sklearn.linear_model import LogisticRegression
-
     scores = np.asarray(val_scores, np.float64)
     stacked = np.asarray(val_stacked, np.float64)
     n_llms = scores.shape[1]
@@ -300,13 +330,8 @@ def fit_thin(
             others = np.delete(stacked, j, axis=1)
             rows_x.append(features(own[:, i], task, votes, others)[kept])
             rows_y.append(truth[kept])
-        x, y = np.vstack(rows_x), np.concatenate(rows_y)
-        model = LogisticRegression(C=1.0, max_iter=500).fit(
-            np.vstack([x, x]),
-            np.concatenate([np.ones(len(y)), np.zeros(len(y))]),
-            sample_weight=np.concatenate([y, 1.0 - y]),
-        )
-        fitted.append((size, tuple(float(w) for w in model.coef_[0]), float(model.intercept_[0])))
+        weights, intercept = _monotone_logistic(np.vstack(rows_x), np.concatenate(rows_y))
+        fitted.append((size, weights, intercept))
     if not fitted:
         return None
     return ThinEvidence(
