@@ -93,8 +93,9 @@ def test_weights_between_sizes_are_interpolated_in_log_n() -> None:
     np.testing.assert_allclose(thin.coefficients(4)[0], rows[0])  # the nearest size's
     np.testing.assert_allclose(thin.coefficients(10_000)[0], rows[1])
     assert ThinEvidence.from_dict(thin.as_dict()) == thin
-    assert thin.share(16) == thin.share(32) == 1.0 and thin.share(128) == thin.share(1e4) == 0.0
-    assert thin.share(64) == pytest.approx(0.5)  # halfway from 32 to 128 in log n
+    assert thin.share(16) == thin.share(128) == 1.0 and thin.share(512) == thin.share(1e4) == 0.0
+    assert thin.share(256) == pytest.approx(0.5)  # halfway from 128 to 512 in log n
+    assert ThinEvidence((16, 64), rows, (0.0, 1.0), fade=(32, 128)).share(64) == pytest.approx(0.5)
     with pytest.raises(LocusInputError, match="one row of weights per evidence size"):
         ThinEvidence((16, 64), rows[:1], (0.0, 0.0))
     with pytest.raises(LocusInputError, match="sizes ascending"):
@@ -152,7 +153,7 @@ def test_a_specialist_read_beside_the_pool_keeps_its_task_and_its_level() -> Non
     chosen = [d.llm_id for d in router.route(maths, top=1)]
     assert chosen.count("math-llm") >= 90
     # its level: the stack's reading of its evidence, on the queries it was scored on; at 64
-    # scores its logit is half this reading, half the stack's
+    # scores its logit is this reading alone (`FADE`)
     logits = router.locus.predict_logits(probes)
     read, stacked = (
         router._stacked(probes, logits, thin=1.0),
@@ -163,6 +164,16 @@ def test_a_specialist_read_beside_the_pool_keeps_its_task_and_its_level() -> Non
     mean = float(sigmoid(stacked[1][:, -1]).mean())
     assert 0.5 / 65 < mean < 64.5 / 65  # within what its 64 scores can say: kept as it is
     assert float(sigmoid(read[1][:, -1]).mean()) == pytest.approx(mean, abs=1e-4)
+    np.testing.assert_allclose(router.predict_logits(probes)[:, -1], read[1][:, -1], atol=1e-5)
+    # joined again with 256 scores: half this reading, half the stack's
+    more, more_tasks = _queries(256, rng)
+    router.join("math-llm", more, _scores(more_tasks, ["math-llm"], rng)[:, 0], more_tasks)
+    logits = router.locus.predict_logits(probes)
+    read, stacked = (
+        router._stacked(probes, logits, thin=1.0),
+        router._stacked(probes, logits, thin=0.0),
+    )
+    assert read is not None and stacked is not None
     blend = router.predict_logits(probes)[:, -1]
     np.testing.assert_allclose(blend, (read[1][:, -1] + stacked[1][:, -1]) / 2, atol=1e-5)
 

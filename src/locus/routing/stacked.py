@@ -74,8 +74,8 @@ class StackedRouter(LogitRouter):
     `prior_strength` more scores, those scores counted by the share of the query's k nearest
     training queries they hold (n probes among N training queries: k n / N): a vote of 50
     neighbours read from 128 probes spread over the pool is not local, and LOCUS says more
-    about the query. With 16-128 scores a joined LLM is read beside the fitted LLMs instead
-    (`thin`, fitted by `fit` where the stack has its own validation split:
+    about the query. With up to 128 scores (fading out by 512) a joined LLM is read beside
+    the fitted LLMs instead (`thin`, fitted by `fit` where the stack has its own validation split:
     `locus.routing.thin`), the stack's reading taking over as its scores grow. LLMs of
     `locus` that have not joined get LOCUS's P(correct) alone.
 

@@ -21,11 +21,12 @@ six readings,
 
 with weights fitted by `locus fit` on the fitted LLMs themselves made thin: each embedded from n
 of its training scores, its validation scores the targets, for each n of `SIZES` (an LLM
-with another number of scores gets weights interpolated in log n). The newcomer's level is its
+with another number of scores gets weights interpolated in log n; the weights of its own
+four readings kept >= 0: `_monotone_logistic`). The newcomer's level is its
 own, not the fitted LLMs': its logits are shifted so that their mean P(correct) over its
 scored queries is what its own evidence says there (`level_shift`). The reading is for thin
 evidence: as its scores grow (more probes, production outcomes) the stack's own reading of
-them takes over (`FADE`: all of it from 128 scores on).
+them takes over (`FADE`: from 128 scores, all of it from 512 on).
 
     >>> import numpy as np
     >>> rows = ((1.0, 0.0, 0.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 0.0, 1.0, 0.0))
@@ -59,17 +60,19 @@ FEATURES = ("own", "task", "near", "region", "mean", "best")
 # the readings of the LLM's own evidence: their weights are kept >= 0 (`_monotone_logistic`)
 MONOTONE = ("own", "task", "near", "region")
 # the evidence sizes the weights are fitted at: `locus onboard`'s probe counts
-SIZES = (16, 32, 64, 128)
+SIZES = (16, 32, 64, 128, 256)
 # from how many scores on the stack's own reading of the LLM takes over, in log n: this
 # reading alone up to the first, the stack's alone from the second (`ThinEvidence.share`).
-# Measured on leave-one-out fits (docs/decisions.md, "A newcomer read beside the pool"): the
-# reading routes better at 16-32 probes, the stack's from 128 scores on (split2_model7's best
-# LLM onboarded from 1,024: 36% of the queries and -1.3 points with this reading, 10% and
-# +0.2 with the stack's)
-FADE = (32, 128)
+# Measured on leave-one-out fits (docs/decisions.md, "A newcomer read beside the pool" and
+# "A newcomer whose probes were all right"): with many scores the stack's reading routes better
+# (split2_model7's best LLM onboarded from 1,024: 36% of the queries and -1.3 points with this
+# reading, 10% and +0.2 with the stack's); up to 128 probes, its own-evidence weights kept
+# >= 0, this one does (newcomers suite at 128: BFCL AUROC 0.685 -> 0.707, MMLU-Pro's best LLM
+# 0.7069 -> 0.7135, split2_model7's gain -0.0048 -> -0.0018)
+FADE = (128, 512)
 # fitted LLMs made thin per size (a sample of the pool's), draws of n scores per LLM, and the
 # validation queries they are scored on: measured 3.3 s of a 45 s fit on MMLU-Pro (29 LLMs),
-# 1.0 s on ZeroEval (55), 0.8 s on BFCL (71)
+# 1.0 s on ZeroEval (55), 0.8 s on BFCL (71); the size 256 took MMLU-Pro's 0.8 s to 1.4 s
 MAX_LLMS = 32
 DRAWS = 2
 MAX_QUERIES = 1_024
