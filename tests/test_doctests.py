@@ -13,6 +13,7 @@ MODULES = [
     "locus.calibration",
     "locus.routing.guard",
     "locus.routing.stack",
+    "locus.routing.thin",
     "locus.data.graders",
     "locus.data.score_cells",
     "locus.pipeline.onboard",

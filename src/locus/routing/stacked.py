@@ -41,7 +41,7 @@ from locus.routing.stacked_fit import (
     STACK_MIN_ROWS,
     learns_from,
 )
-from locus.routing.thin import LEVEL_QUERIES, ThinEvidence, ThinLogits, level_shift
+from locus.routing.thin import LEVEL_QUERIES, ThinEvidence, ThinLogits, bounded_level, level_shift
 
 __all__ = [
     "KNN_FOLDER",
@@ -244,8 +244,8 @@ class StackedRouter(LogitRouter):
     def _level_of(self, llm_id: str, vectors: NDArray[np.float32]) -> float:
         """A joined LLM's level shift: its `ThinEvidence` reading's mean P(correct) over the
         queries it was scored on (`vectors`, at most `LEVEL_QUERIES`) put at the mean the stack
-        gives it there (its LOCUS embedding and its own votes: its own level), kept within
-        [1/2, n + 1/2] / (n + 1) for its n scores."""
+        gives it there (its LOCUS embedding and its own votes: its own level), bounded by
+        what its scores can say (`bounded_level`)."""
         self._levels[llm_id] = 0.0
         if self.thin is None or self.thin.share(self.joined[llm_id]) == 0:
             return 0.0  # read by the stack alone: no level of its own to keep
@@ -259,11 +259,7 @@ class StackedRouter(LogitRouter):
             return 0.0
         mine, stacked, readings = found
         column = mine.index(list(self.locus.llm_ids).index(llm_id))
-        # no surer than n scores all one way can make it: the stack reads every probe right
-        # as P 0.999 (BFCL: log-loss 0.54-0.96 against 0.24-0.38 with all its scores, 4 of 84
-        # newcomers); (n + 1/2) / (n + 1) is their mean under the Jeffreys prior
-        bound = 0.5 / (self.joined[llm_id] + 1.0)
-        level = float(np.clip(sigmoid(stacked[:, column]).mean(), bound, 1.0 - bound))
+        level = bounded_level(float(sigmoid(stacked[:, column]).mean()), self.joined[llm_id])
         return level_shift(readings[column][1], level)
 
     def predict_logits(
@@ -367,12 +363,9 @@ class StackedRouter(LogitRouter):
         self, train: Evidence, val: Evidence, thin_logits: ThinLogits | None = None
     ) -> None:
         """Fit how an LLM joined since the fit is read beside the fitted LLMs
-        (`locus.routing.thin.fit_thin`): the fitted LLMs made thin, each embedded from a few of
-        its `train` scores by `thin_logits` (default: the torch LOCUS's own,
-        `LocusRouter.thin_logits`), read on `val`'s queries beside the others' stacked logits.
-        `fit` calls it; a router fitted before it can be given one. Without a way to embed
-        (a numpy LOCUS), without a stack, or on a pool of fewer than three LLMs, it keeps
-        none."""
+        (`locus.routing.thin.fit_thin`; `thin_logits` embeds them, by default the torch LOCUS's
+        `LocusRouter.thin_logits`). `fit` calls it; a router fitted before can be given one.
+        None without a way to embed (a numpy LOCUS), a stack, or three LLMs."""
         from locus.routing.stacked_fit import fit_thin_reading
 
         self.thin = fit_thin_reading(self, train, val, thin_logits)
