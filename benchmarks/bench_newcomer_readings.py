@@ -38,7 +38,7 @@ from _common import REPO_ROOT, write_results
 
 from locus.benchmark._stats import log_loss, mean_sd
 from locus.benchmark.methods import Fold, fit_method
-from locus.benchmark.newcomers import _probes, _stacked
+from locus.benchmark.newcomers import newcomer_probes, suite_router
 from locus.calibration import logit, sigmoid
 from locus.metrics import correctness_metrics
 from locus.pipeline import workspace_table
@@ -91,14 +91,14 @@ def run(dataset: str, ks: list[int], seeds: list[int]) -> dict[str, Any]:
         pool_ids = [ids[c] for c in known]
         fold = Fold(replace(data.table, scores=hidden).select_llms(pool_ids), data.vectors, train,
                     val, data.encoder, 0, f"without {newcomer}")  # fmt: skip
-        base, _ = _stacked(fold, None, cache)
+        base, _ = suite_router(fold, None, cache)
         mf = fit_method("mf", fold, cache_dir=cache)[0]
         rows = test[~np.isnan(data.table.scores[test, column])]
         truth = data.table.scores[rows][:, [*known, column]]
         default = base.guard.default if base.guard is not None else None
         for k in ks:
             for seed in seeds:
-                probes = _probes(data, known, column, k, seed, "random")
+                probes = newcomer_probes(data, known, column, k, seed, "random")
                 scores = data.table.scores[probes, column]
                 tasks = ["" if data.table.tasks[i] is None else str(data.table.tasks[i])
                          for i in probes]  # fmt: skip

@@ -44,7 +44,14 @@ from locus.pipeline import WorkspaceTable
 from locus.routing import KNNRouter, LocusRouter, StackedRouter
 from locus.routing.decision import RouteRequest, choose
 
-__all__ = ["NEWCOMER_BASELINES", "NEWCOMER_K", "choose_newcomers", "run_newcomers"]
+__all__ = [
+    "NEWCOMER_BASELINES",
+    "NEWCOMER_K",
+    "choose_newcomers",
+    "newcomer_probes",
+    "run_newcomers",
+    "suite_router",
+]
 
 NEWCOMER_K: tuple[int, ...] = (16, 32, 64, 128)
 NEWCOMER_BASELINES = ("mf", "irt", "knn")
@@ -76,7 +83,7 @@ def choose_newcomers(
     return chosen + [rest[i] for i in sorted(drawn)]
 
 
-def _probes(
+def newcomer_probes(
     data: WorkspaceTable, known: list[int], column: int, k: int, seed: int, strategy: str
 ) -> np.ndarray:
     """The newcomer's k probe rows: the first k training queries it was scored on in the
@@ -163,7 +170,7 @@ def run_newcomers(
     started = time.perf_counter()
     whole = Fold(replace(data.table, scores=hidden), data.vectors, train, val, data.encoder, 0,
                  "the whole pool")  # fmt: skip
-    in_pool, _ = _stacked(whole, locus_settings, cache_dir)
+    in_pool, _ = suite_router(whole, locus_settings, cache_dir)
     runs: list[dict[str, Any]] = []
     with progress("newcomers suite", total=len(chosen) + 1) as step:
         step(1)
@@ -173,7 +180,7 @@ def run_newcomers(
             pool_ids = [ids[c] for c in known]
             table = replace(data.table, scores=hidden).select_llms(pool_ids)
             fold = Fold(table, data.vectors, train, val, data.encoder, 0, f"without {newcomer}")
-            base, knn = _stacked(fold, locus_settings, cache_dir)
+            base, knn = suite_router(fold, locus_settings, cache_dir)
             fitted = {  # each copied before the newcomer joins it: the stack's kNN part too
                 b: knn if b == "knn" else fit_method(b, fold, cache_dir=cache_dir)[0]
                 for b in baselines
@@ -188,7 +195,7 @@ def run_newcomers(
             default = base.guard.default if base.guard is not None else None
             for k in ks:
                 for seed in seeds:
-                    probes = _probes(data, known, column, int(k), seed, strategy)
+                    probes = newcomer_probes(data, known, column, int(k), seed, strategy)
                     scores = data.table.scores[probes, column]
                     probe_tasks = ["" if data.table.tasks[i] is None else str(data.table.tasks[i])
                                    for i in probes]  # fmt: skip
@@ -240,7 +247,7 @@ def run_newcomers(
     }
 
 
-def _stacked(
+def suite_router(
     fold: Fold, locus_settings: dict[str, Any] | None, cache_dir: Path | None
 ) -> tuple[StackedRouter, KNNRouter]:
     """(the router `locus fit` keeps, fitted on `fold`; its kNN part) (LOCUS and kNN cached)."""
