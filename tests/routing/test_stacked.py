@@ -158,24 +158,41 @@ def test_the_reading_of_a_newcomer_is_fitted_saved_and_read_back(
     data: WorkspaceTable, locus: LocusRouter, tmp_path: Path
 ) -> None:
     """`fit_thin` embeds the fitted LLMs from a few of their scores with the torch LOCUS (none
-    enters the pool) and keeps weights per evidence size that the pool can fill; the artifact
-    keeps them, and a router read back without torch reads a newcomer the same way."""
+    enters the pool) and keeps weights per evidence size that the pool can fill, and the factor
+    model the newcomer's "factor" reading onboards it in; the artifact keeps both, and a router
+    read back without torch reads a newcomer the same way."""
     router = StackedRouter.fit(locus, _evidence(data, "train"), _evidence(data, "val"))
     pool = list(locus.llm_ids)
-    router.fit_thin(_evidence(data, "train"), _evidence(data, "val"))
+    router.fit_thin(_evidence(data, "train"), _evidence(data, "val"), factors=True)
+    assert router.factors is not None and sorted(router.factors.llm_ids) == sorted(pool)
     assert list(locus.llm_ids) == pool
     assert router.thin is not None and router.thin.sizes[0] == 16
     train = data.rows("train")
     fewest = int((~np.isnan(data.table.scores[train])).sum(axis=0).min())
     assert 2 * router.thin.sizes[-1] <= fewest  # each size drawn twice from every LLM's scores
     folder = router.save(tmp_path / "artifact")
-    assert json.loads((folder / "stacked.json").read_text())["thin"] == router.thin.as_dict()
+    parts = json.loads((folder / "stacked.json").read_text())
+    assert parts["thin"] == router.thin.as_dict() and parts["factors"] == "factors"
     routing = read_for_routing(folder)
     _, numpy_pool = artifact_pools(
         routing.llm_ids, routing.llm_embeddings, routing.evidence_counts, routing.manifest
     )
     twin = StackedRouter.load(folder, NumpyLocusRouter(routing.predictor, numpy_pool))
-    assert twin.thin == router.thin
+    assert twin.thin == router.thin and twin.factors is not None
+    probes = data.rows("train")[:32]
+    scores = data.table.scores[probes, 0]
+    vectors = data.vectors[data.rows("test")]
+    onboarded = [
+        r.factors.logits_of(vectors, r.factors.onboarded(data.vectors[probes], scores)[None])
+        for r in (router, twin)
+    ]
+    np.testing.assert_array_equal(onboarded[0], onboarded[1])
+    # fitted again without one, the router keeps none and its artifact names none
+    router.fit_thin(_evidence(data, "train"), _evidence(data, "val"), factors=False)
+    assert router.factors is None and router.thin is not None
+    again = router.save(tmp_path / "again")
+    assert json.loads((again / "stacked.json").read_text())["factors"] is None
+    assert not (again / "factors").exists()
 
 
 def test_logits_of_embeddings_are_the_pools_own_for_a_pool_llm(

@@ -86,9 +86,9 @@ def test_the_readings_follow_the_pools_sense_of_difficulty() -> None:
 
 
 def test_weights_between_sizes_are_interpolated_in_log_n() -> None:
-    rows = ((1.0, 0.0, 0.0, 0.0, 0.0, 2.0), (0.0, 1.0, 0.0, 0.0, 0.0, 0.0))
+    rows = ((1.0, 0.0, 0.0, 0.0, 0.0, 2.0, 0.0), (0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0))
     thin = ThinEvidence((16, 64), rows, (0.0, 1.0))
-    np.testing.assert_allclose(thin.coefficients(32)[0], [0.5, 0.5, 0.0, 0.0, 0.0, 1.0])
+    np.testing.assert_allclose(thin.coefficients(32)[0], [0.5, 0.5, 0.0, 0.0, 0.0, 1.0, 0.5])
     assert thin.coefficients(32)[1] == pytest.approx(0.5)
     np.testing.assert_allclose(thin.coefficients(4)[0], rows[0])  # the nearest size's
     np.testing.assert_allclose(thin.coefficients(10_000)[0], rows[1])
@@ -100,7 +100,7 @@ def test_weights_between_sizes_are_interpolated_in_log_n() -> None:
         ThinEvidence((16, 64), rows[:1], (0.0, 0.0))
     with pytest.raises(LocusInputError, match="sizes ascending"):
         ThinEvidence((64, 16), rows, (0.0, 0.0))
-    with pytest.raises(LocusInputError, match="6 weights per size"):
+    with pytest.raises(LocusInputError, match="7 weights per size"):
         ThinEvidence((16, 64), ((0.0,) * 4,) * 2, (0.0, 0.0))
     with pytest.raises(LocusInputError, match="readings"):
         ThinEvidence.from_dict({**thin.as_dict(), "features": ["own"]})
@@ -141,7 +141,9 @@ def test_a_specialist_read_beside_the_pool_keeps_its_task_and_its_level() -> Non
     router, _ = _specialist_pool()
     assert router.thin is not None
     weights = dict(zip(FEATURES, router.thin.coefficients(64)[0], strict=True))
-    assert weights["task"] > 0.5  # on this pool the per-task rates tell the LLMs apart
+    # on this pool the per-task rates tell the LLMs apart; the factor model (tasks are apart
+    # in the query vectors) reads them too: 64 scores weigh them 0.46 and 0.57
+    assert weights["task"] > 0.25 and weights["task"] + weights["factor"] > 0.75
     rng = np.random.default_rng(11)
     maths, _ = _queries(400, rng)
     maths = maths[::4]
@@ -187,7 +189,7 @@ def test_the_fit_matches_a_logistic_regression_and_keeps_own_readings_from_count
 
     rng = np.random.default_rng(5)
     x = rng.normal(size=(4_000, len(FEATURES)))
-    truth = x @ np.array([1.0, 0.5, 0.3, 0.2, -0.7, 0.4]) - 0.3
+    truth = x @ np.array([1.0, 0.5, 0.3, 0.2, -0.7, 0.4, 0.6]) - 0.3
     y = (rng.random(4_000) < sigmoid(truth)).astype(np.float64)
     weights, intercept = _monotone_logistic(x, y)
     reference = LogisticRegression(C=1.0, max_iter=1_000).fit(x, y)
@@ -213,3 +215,67 @@ def test_an_llm_whose_probes_were_all_right_is_not_read_as_never_wrong() -> None
     mean = float(router.predict_proba(probes)[:, -1].mean())
     assert 0.9 < mean <= 32.5 / 33 + 1e-4
     assert mean > float(router.predict_proba(probes)[:, :-1].mean(axis=0).max())
+
+
+def test_a_reading_written_before_the_factor_reading_gives_it_no_weight() -> None:
+    old = {
+        "features": list(FEATURES[:-1]),
+        "sizes": [16, 64],
+        "weights": [[1.0, 0.0, 0.0, 0.0, 0.5, 0.0], [0.5, 0.0, 0.0, 0.0, 0.5, 0.0]],
+        "intercepts": [0.0, 0.1],
+        "fade": [128, 512],
+    }
+    thin = ThinEvidence.from_dict(old)
+    assert [row[-1] for row in thin.weights] == [0.0, 0.0]
+    assert thin.weights[0][:-1] == (1.0, 0.0, 0.0, 0.0, 0.5, 0.0)
+
+
+def _taste_pool(
+    n_llms: int = 12, n_queries: int = 3_000, seed: int = 2
+) -> tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.float64]]:
+    """LLMs that differ in which queries suit them, linearly in the query's vector: logit P =
+    level + taste . q[:3] - difficulty. (vectors, scores (n, n_llms), the true logits)"""
+    rng = np.random.default_rng(seed)
+    vectors = rng.normal(size=(n_queries, 8)).astype(np.float32)
+    difficulty = vectors[:, 3:6] @ np.array([0.8, -0.6, 0.5])
+    tastes = rng.normal(0, 1.2, (n_llms, 3))
+    truth = rng.normal(0, 0.5, n_llms)[None, :] + vectors[:, :3] @ tastes.T - difficulty[:, None]
+    scores = (rng.random(truth.shape) < sigmoid(truth)).astype(np.float32)
+    return vectors, scores, truth
+
+
+def test_the_factor_reading_ranks_a_newcomers_queries_by_its_own_taste() -> None:
+    """LLMs whose strengths are linear in the query (a taste each), a LOCUS that knows only
+    levels, fitted LLMs that know their own tastes: the pool's mean says nothing of the
+    newcomer's. The factor model, its vector onboarded from the newcomer's 64 scores, does:
+    its weight is positive and the newcomer's queries rank far better with it than without."""
+    from locus.nn.factor_models import LearnedBaselineConfig
+    from locus.routing.factors import SplitFactors
+
+    vectors, scores, truth = _taste_pool()
+    train, val, test = slice(0, 2_000), slice(2_000, 2_600), slice(2_600, None)
+    pool = list(range(11))  # the 12th LLM is the newcomer
+    locus = LevelsFromEvidence({f"m{j}": 0.5 for j in pool})
+    ids = tuple(locus.levels)
+    evidence = Evidence(vectors[train], scores[train][:, pool], ids)
+    config = LearnedBaselineConfig(dim=8, min_steps=400, max_epochs=40)
+    factors = SplitFactors.fit(evidence, Evidence(vectors[val], scores[val][:, pool], ids),
+                               config=config)  # fmt: skip
+    read = {}
+    for name, reader in (("with", factors.thin_logits), ("without", None)):
+        thin = fit_thin(locus.thin_logits, evidence, vectors[val], scores[val][:, pool],
+                        truth[val][:, pool], factor_logits=reader)  # fmt: skip
+        assert thin is not None
+        weights = dict(zip(FEATURES, thin.coefficients(64)[0], strict=True))
+        assert (weights["factor"] > 0.3) == (name == "with")
+        probes = np.arange(64)
+        newcomer = scores[train, 11][probes]
+        own = np.full(len(vectors[test]), _logit(np.array([newcomer.mean()]))[0])
+        factor = None
+        if reader is not None:
+            rows = factors.onboarded(vectors[train][probes], newcomer)[None]
+            factor = factors.logits_of(vectors[test], rows)[:, 0]
+        read[name] = roc_auc_score(
+            scores[test, 11], thin.logits(own, None, None, truth[test][:, pool], 64, factor)
+        )
+    assert read["with"] > read["without"] + 0.04, read

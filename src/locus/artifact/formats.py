@@ -15,6 +15,10 @@ kinds of versioned file:
                                                              version 1 since 2026-12-03)
                                         3        2026-12-04  `thin`: how an LLM joined since the
                                                              fit is read (`locus.routing.thin`)
+                                        4        2026-12-05  `factors`: the folder of the factor
+                                                             model `thin`'s "factor" reading
+                                                             onboards in (two router folders);
+                                                             the `thin` weights of that reading
     router.json + arrays.safetensors    1        2026-12-01  `kind`, `llm_ids`, the kind's settings
     (a router folder: knn/, costs/,     2        2026-12-04  the kNN router's and the cost model's
     every saved baseline; "format": N)                       `ann_from`; the kNN router's `search`,
@@ -63,8 +67,13 @@ __all__ = [
 
 ARTIFACT_FORMAT = "locus-artifact/3"
 READABLE_FORMATS = ("locus-artifact/1", "locus-artifact/2", ARTIFACT_FORMAT)
-STACKED_FORMAT = "locus-stacked/3"
-READABLE_STACKED_FORMATS = ("locus-stacked/1", "locus-stacked/2", STACKED_FORMAT)
+STACKED_FORMAT = "locus-stacked/4"
+READABLE_STACKED_FORMATS = (
+    "locus-stacked/1",
+    "locus-stacked/2",
+    "locus-stacked/3",
+    STACKED_FORMAT,
+)
 ROUTER_FOLDER_FORMAT = 2
 READABLE_ROUTER_FOLDER_FORMATS = (1, ROUTER_FOLDER_FORMAT)
 
@@ -132,10 +141,12 @@ def upgrade_config(config: Any, where: str | Path) -> dict[str, Any]:
 def upgrade_stacked(
     parts: Mapping[str, Any] | None, metadata: Mapping[str, Any], where: str | Path
 ) -> dict[str, Any]:
-    """The stacked router's parts {"format", "stack", "guard", "knn", "thin"} (each None where
-    the router has none; `thin` None before locus-stacked/3: a joined LLM read by the stack as
-    a fitted one) from `stacked.json` (`parts`), or, where the folder has none (format 2, or
-    the networks saved alone), from the config's `metadata` as format 2 kept them.
+    """The stacked router's parts {"format", "stack", "guard", "knn", "thin", "factors"} (each
+    None where the router has none; `thin` None before locus-stacked/3: a joined LLM read by the
+    stack as a fitted one; `factors` None before locus-stacked/4: no factor reading, which
+    `ThinEvidence.from_dict` reads as a weight of 0) from `stacked.json` (`parts`), or, where
+    the folder has none (format 2, or the networks saved alone), from the config's `metadata`
+    as format 2 kept them.
 
     Raises:
         LocusArtifactError: a format not in `READABLE_STACKED_FORMATS`, or format 2's
@@ -157,7 +168,7 @@ def upgrade_stacked(
     else:
         found = parts.get("format") if isinstance(parts, Mapping) else type(parts).__name__
         check_format(found, READABLE_STACKED_FORMATS, where)
-    out = {key: parts.get(key) for key in ("format", "stack", "guard", "knn", "thin")}
+    out = {key: parts.get(key) for key in ("format", "stack", "guard", "knn", "thin", "factors")}
     if out["stack"]:
         out["stack"] = upgrade_stack(out["stack"])
     return out

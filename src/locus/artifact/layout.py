@@ -44,6 +44,7 @@ __all__ = [
     "ARTIFACT_FORMAT",
     "CONFIG_FILE",
     "COST_FOLDER",
+    "FACTORS_FOLDER",
     "KNN_FOLDER",
     "READABLE_FORMATS",
     "REFERENCE_QUERIES",
@@ -70,6 +71,7 @@ WEIGHTS_FILE = "weights.safetensors"
 REFERENCE_QUERIES = "reference_queries"  # tensor name: the calibration's reference queries
 STACKED_FILE = "stacked.json"
 KNN_FOLDER = "knn"
+FACTORS_FOLDER = "factors"  # the factor model a newcomer's "factor" reading onboards in
 COST_FOLDER = "costs"  # the cost model (where the workspace had per-query costs), validation
 VALIDATION_FILE = "validation.safetensors"  # inside COST_FOLDER
 ROUTER_FILE = "router.json"  # a router folder's description

@@ -27,6 +27,7 @@ the other suites); the seeds draw the probes.
 from __future__ import annotations
 
 import copy
+import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -38,11 +39,12 @@ import numpy as np
 from locus._progress import ProgressFactory, no_progress
 from locus.benchmark._stats import log_loss, mean_sd
 from locus.benchmark.methods import Fold, fit_method
-from locus.errors import LocusInputError
+from locus.errors import LocusArtifactError, LocusInputError
 from locus.metrics import correctness_metrics
 from locus.pipeline import WorkspaceTable
 from locus.routing import KNNRouter, LocusRouter, StackedRouter
 from locus.routing.decision import RouteRequest, choose
+from locus.routing.factors import SplitFactors
 
 __all__ = [
     "NEWCOMER_BASELINES",
@@ -250,11 +252,23 @@ def run_newcomers(
 def suite_router(
     fold: Fold, locus_settings: dict[str, Any] | None, cache_dir: Path | None
 ) -> tuple[StackedRouter, KNNRouter]:
-    """(the router `locus fit` keeps, fitted on `fold`; its kNN part) (LOCUS and kNN cached)."""
+    """(the router `locus fit` keeps, fitted on `fold`; its kNN part) (LOCUS, kNN and the
+    factor model cached)."""
     locus, _ = fit_method("locus", fold, locus_settings=locus_settings, cache_dir=cache_dir)
     knn, _ = fit_method("knn", fold, cache_dir=cache_dir)
     assert isinstance(locus, LocusRouter) and isinstance(knn, KNNRouter)
-    return StackedRouter.fit(locus, fold.evidence("train"), fold.evidence("val"), knn=knn), knn
+    train, val = fold.evidence("train"), fold.evidence("val")
+    folder = None if cache_dir is None else cache_dir / "factors" / fold.key("factors", {})
+    try:
+        factors = SplitFactors.load(folder) if folder is not None else None
+    except LocusArtifactError:  # none cached yet, or a save cut short
+        factors = None
+    if factors is None:
+        factors = SplitFactors.fit(train, val)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+            factors.save(folder)
+    return StackedRouter.fit(locus, train, val, knn=knn, factors=factors), knn
 
 
 def _summary(

@@ -118,19 +118,37 @@ class _LearnedRouter(BaselineRouter):
         return _sigmoid(features @ self.arrays_[self._per_llm].T + offset[:, None])
 
     def add_llm(self, llm_id: str, vectors: NDArray[np.float32], scores: Sequence[float]) -> None:
-        name = self._per_llm
         new = self._new_llm(llm_id, vectors, scores)
-        features, offset = self._linear_in_llm(new.vectors)
-        known = self.arrays_[name].astype(np.float64)
-        vector = _fit_llm_vector(
+        vector = self.onboarded_vector(new.vectors, new.scores[:, 0])
+        self.arrays_[self._per_llm] = np.vstack([self.arrays_[self._per_llm], vector[None, :]])
+        self.llm_ids.append(llm_id)
+
+    def onboarded_vector(
+        self, vectors: NDArray[np.float32], scores: NDArray[np.floating[Any]]
+    ) -> NDArray[np.float32]:
+        """The parameters (p,) of an LLM onboarded from its `scores` (n,) on queries of
+        `vectors` (n, dq) (NaN: not scored), as `add_llm` fits them, without adding it."""
+        self._check_fitted()
+        values = np.asarray(scores, np.float64).reshape(-1)
+        kept = ~np.isnan(values)
+        features, offset = self._linear_in_llm(np.asarray(vectors, np.float32)[kept])
+        return _fit_llm_vector(
             features.astype(np.float64),
             offset.astype(np.float64),
-            new.scores[:, 0].astype(np.float64),
-            known.mean(axis=0),
+            values[kept],
+            self.arrays_[self._per_llm].astype(np.float64).mean(axis=0),
             self.onboarding_strength,
         )
-        self.arrays_[name] = np.vstack([self.arrays_[name], vector[None, :]])
-        self.llm_ids.append(llm_id)
+
+    def logits_of(
+        self, query_vectors: NDArray[np.float32], llm_vectors: NDArray[np.floating[Any]]
+    ) -> NDArray[np.float64]:
+        """(n_queries, m) the logits of LLMs of parameters `llm_vectors` (m, p)
+        (`onboarded_vector`'s) on queries of `query_vectors` (n_queries, dq)."""
+        self._check_fitted()
+        features, offset = self._linear_in_llm(np.asarray(query_vectors, np.float32))
+        rows = np.asarray(llm_vectors, np.float64).reshape(-1, features.shape[1])
+        return np.asarray(features, np.float64) @ rows.T + np.asarray(offset, np.float64)[:, None]
 
     def _linear_in_llm(
         self, vectors: NDArray[np.float32]

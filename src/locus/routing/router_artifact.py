@@ -7,6 +7,8 @@ one `save` and read by one `load`.
     stacked.json                    the stack, the guard, where the kNN part is, and how an
                                     LLM joined since the fit is read (`thin`)
     knn/                            the kNN router the stack reads (a router folder)
+    factors/0/, factors/1/          the factor model a newcomer's "factor" reading onboards in
+                                    (`locus.routing.factors.SplitFactors`: two router folders)
     costs/router.json + arrays      the per-query cost model (only where the workspace had
                                     per-query costs; a router folder)
     costs/validation.safetensors    the fit's validation query vectors, which a budget is
@@ -33,6 +35,7 @@ from numpy.typing import NDArray
 from locus.artifact.formats import STACKED_FORMAT, upgrade_stacked
 from locus.artifact.layout import (
     COST_FOLDER,
+    FACTORS_FOLDER,
     KNN_FOLDER,
     ROUTER_FILE,
     STACKED_FILE,
@@ -97,12 +100,15 @@ def save(
         locus.model.save(staging)  # the networks' files (the facade replaces `staging` whole)
         if router.knn is not None:
             router.knn.save(staging / KNN_FOLDER)
+        if router.factors is not None:
+            router.factors.save(staging / FACTORS_FOLDER)
         parts = {
             "format": STACKED_FORMAT,
             "stack": None if router.stack is None else router.stack.as_dict(),
             "guard": None if router.guard is None else router.guard.as_dict(),
             "knn": None if router.knn is None else KNN_FOLDER,
             "thin": None if router.thin is None else router.thin.as_dict(),
+            "factors": None if router.factors is None else FACTORS_FOLDER,
         }
         write_json(staging / STACKED_FILE, parts)
         if cost_model is not None:
@@ -135,13 +141,18 @@ def load(path: str | Path, locus: LogitRouter | None = None) -> RouterArtifact:
         if not isinstance(loaded, KNNRouter):  # KNNRouter.load refuses another kind
             raise LocusArtifactError(f"{folder}: the stack's kNN part is not a kNN router")
         knn = loaded
+    factors = None
+    if parts["factors"]:
+        from locus.routing.factors import SplitFactors
+
+        factors = SplitFactors.load(folder / str(parts["factors"]))
     if locus is None:
         locus = LocusRouter.load(folder)
     try:
         stack = None if not parts["stack"] else Stack.from_dict(parts["stack"])
         guard = None if not parts["guard"] else Guard.from_dict(parts["guard"])
         thin = None if not parts["thin"] else ThinEvidence.from_dict(parts["thin"])
-        router = StackedRouter(locus, knn, stack, guard, thin=thin)
+        router = StackedRouter(locus, knn, stack, guard, thin=thin, factors=factors)
     except (KeyError, TypeError, ValueError, LocusInputError) as error:
         raise LocusArtifactError(
             f"{where}: a damaged stack or guard ({error}); re-run locus fit"

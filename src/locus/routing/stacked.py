@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -42,6 +42,9 @@ from locus.routing.stacked_fit import (
     learns_from,
 )
 from locus.routing.thin import LEVEL_QUERIES, ThinEvidence, ThinLogits, bounded_level, level_shift
+
+if TYPE_CHECKING:
+    from locus.routing.factors import SplitFactors
 
 __all__ = [
     "KNN_FOLDER",
@@ -67,6 +70,8 @@ class StackedRouter(LogitRouter):
         prior_strength: the scores LOCUS's P(correct) counts as beside a joined LLM's votes.
         thin: how a joined LLM with few scores is read beside the fitted LLMs (None: by the
             stack, as a fitted LLM).
+        factors: the factor model a joined LLM's "factor" reading is onboarded in (`thin`;
+            None: that reading is 0).
 
     An LLM onboarded since the fit joins the votes from its own scores (`join`): its task
     vote is its own per-task rates; its kNN votes are posteriors, the mean of the scores a
@@ -92,6 +97,7 @@ class StackedRouter(LogitRouter):
         *,
         prior_strength: float | None = None,
         thin: ThinEvidence | None = None,
+        factors: SplitFactors | None = None,
     ) -> None:
         if (knn is None) != (stack is None):
             raise LocusInputError(
@@ -99,7 +105,9 @@ class StackedRouter(LogitRouter):
             )
         self.locus, self.knn, self.stack, self.guard = locus, knn, stack, guard
         self.thin = thin if stack is not None else None
+        self.factors = factors if self.thin is not None else None
         self._levels: dict[str, float] = {}  # a joined LLM's level shift (`ThinEvidence`)
+        self._factor_rows: dict[str, NDArray[Any]] = {}  # its vectors in `factors`
         self.prior_strength = PRIOR_STRENGTH if prior_strength is None else float(prior_strength)
         if not self.prior_strength >= 0:
             raise LocusInputError(f"prior_strength must be >= 0, found {self.prior_strength}")
@@ -188,13 +196,15 @@ class StackedRouter(LogitRouter):
         readings: dict[int, tuple[str, NDArray[Any]]] = {}
         if self.thin is not None and reference is not None and reference.any():
             pool, ks = out[:, reference], self.stack.ks
+            factor = self._factor_logits(vectors)
             for c in np.flatnonzero(~reference):
                 llm = self.locus.llm_ids[mine[c]]
                 task = None if task_votes is None else task_votes[:, c]
                 near = None if not ks else (votes[min(ks)][:, c], votes[max(ks)][:, c])
                 own = np.asarray(locus_logits[:, mine[c]], np.float64)
                 n = float(self.joined[llm])
-                readings[int(c)] = (llm, self.thin.logits(own, task, near, pool, n))
+                reading = self.thin.logits(own, task, near, pool, n, factor.get(llm))
+                readings[int(c)] = (llm, reading)
         return mine, out, readings
 
     def join(
@@ -236,10 +246,20 @@ class StackedRouter(LogitRouter):
             self.knn.add_llm(llm_id, *evidence)
             self._knn_column[llm_id] = len(self.knn.llm_ids) - 1
         self.joined[llm_id] = int(kept.sum())
+        if self.factors is not None:
+            self._factor_rows[llm_id] = self.factors.onboarded(evidence[0], values[kept])
         if self.thin is not None:
             self._levels[llm_id] = self._level_of(llm_id, evidence[0])
         if self.guard is not None and default_scores is not None:
             self.guard = rechosen_default(self.guard, llm_id, values, default_scores)
+
+    def _factor_logits(self, vectors: NDArray[np.float32]) -> dict[str, NDArray[np.float64]]:
+        """Each joined LLM's logits (n_queries,) by the factor model, where the router has one."""
+        if self.factors is None or not self._factor_rows:
+            return {}
+        names = list(self._factor_rows)
+        found = self.factors.logits_of(vectors, np.stack([self._factor_rows[n] for n in names]))
+        return {name: found[:, i] for i, name in enumerate(names)}
 
     def _level_of(self, llm_id: str, vectors: NDArray[np.float32]) -> float:
         """A joined LLM's level shift: its `ThinEvidence` reading's mean P(correct) over the
@@ -331,6 +351,7 @@ class StackedRouter(LogitRouter):
         max_cells: int = STACK_MAX_CELLS,
         min_rows: int = STACK_MIN_ROWS,
         ann_from: int = ANN_FROM,
+        factors: SplitFactors | bool = True,
     ) -> StackedRouter:
         """Stack a fitted LOCUS with a kNN router and choose the guard, on `train` and `val`.
 
@@ -347,6 +368,9 @@ class StackedRouter(LogitRouter):
         Without `use_locus` (by default: where some LLM has fewer than `LEARN_MIN_PER_LLM`
         scored training queries, too few for the networks to learn from), LOCUS has no say in
         which LLM a query goes to: the evidence's own votes decide, chosen the same way.
+        `factors`: the factor model a newcomer's "factor" reading onboards it in (`thin`): one
+        fitted here on `train` and `val` (True), this one (a `SplitFactors` of the same
+        pool, fitted on the same split), or none (False).
 
         Raises:
             LocusInputError: evidence over other LLMs than LOCUS's pool.
@@ -356,19 +380,26 @@ class StackedRouter(LogitRouter):
         return fit_stacked(
             cls, locus, train, val, knn=knn, stacked=stacked, use_locus=use_locus,
             cross_fit_below=cross_fit_below, max_cells=max_cells, min_rows=min_rows,
-            ann_from=ann_from,
+            ann_from=ann_from, factors=factors,
         )  # fmt: skip
 
     def fit_thin(
-        self, train: Evidence, val: Evidence, thin_logits: ThinLogits | None = None
+        self,
+        train: Evidence,
+        val: Evidence,
+        thin_logits: ThinLogits | None = None,
+        *,
+        factors: SplitFactors | bool | None = None,
     ) -> None:
         """Fit how an LLM joined since the fit is read beside the fitted LLMs
         (`locus.routing.thin.fit_thin`; `thin_logits` embeds them, by default the torch LOCUS's
-        `LocusRouter.thin_logits`). `fit` calls it; a router fitted before can be given one.
-        None without a way to embed (a numpy LOCUS), a stack, or three LLMs."""
+        `LocusRouter.thin_logits`; `factors` as `fit`'s, None: the router's own, if any).
+        `fit` calls it; a router fitted before can be given one. None without a way to embed
+        (a numpy LOCUS), a stack, or three LLMs."""
         from locus.routing.stacked_fit import fit_thin_reading
 
-        self.thin = fit_thin_reading(self, train, val, thin_logits)
+        chosen = (self.factors or False) if factors is None else factors
+        self.thin, self.factors = fit_thin_reading(self, train, val, thin_logits, factors=chosen)
 
     # -- persistence -----------------------------------------------------------------------
 

@@ -4,7 +4,8 @@ and `StackedRouter.fit_thin`, apart from the router that routes with what they c
     fit_stacked        the kNN router, the stack and the guard on training and validation
                        evidence (out of fold on a small validation split), then the reading
                        of a newcomer (`fit_thin_reading`)
-    fit_thin_reading   `locus.routing.thin.fit_thin` on a fitted router's own parts
+    fit_thin_reading   `locus.routing.thin.fit_thin` on a fitted router's own parts, and the
+                       factor model its "factor" reading onboards newcomers in
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from locus.routing.thin import MAX_QUERIES as THIN_MAX_QUERIES
 from locus.routing.thin import ThinEvidence, ThinLogits, fit_thin
 
 if TYPE_CHECKING:
+    from locus.routing.factors import SplitFactors
     from locus.routing.locus_router import LogitRouter
     from locus.routing.stacked import StackedRouter
 
@@ -71,6 +73,7 @@ def fit_stacked(
     max_cells: int,
     min_rows: int,
     ann_from: int,
+    factors: SplitFactors | bool = True,
 ) -> StackedRouter:
     """`StackedRouter.fit` (its arguments and what it does are described there)."""
     ids = list(locus.llm_ids)
@@ -120,24 +123,41 @@ def fit_stacked(
         knn, val_proba = None, sigmoid(val_logits)
     guard = fit_default_guard(val_proba, trained_on, truth["val"], ids)
     router = cls(locus, knn, stack, guard)
-    router.thin = fit_thin_reading(router, reference, val)
+    router.thin, router.factors = fit_thin_reading(router, reference, val, factors=factors)
     return router
 
 
 def fit_thin_reading(
-    router: StackedRouter, train: Evidence, val: Evidence, thin_logits: ThinLogits | None = None
-) -> ThinEvidence | None:
-    """`StackedRouter.fit_thin`'s reading (described there); None where it keeps none."""
+    router: StackedRouter,
+    train: Evidence,
+    val: Evidence,
+    thin_logits: ThinLogits | None = None,
+    *,
+    factors: SplitFactors | bool = False,
+) -> tuple[ThinEvidence | None, SplitFactors | None]:
+    """`StackedRouter.fit_thin`'s reading (described there) and the factor model it reads
+    newcomers in: `factors` itself, one fitted on `train` and `val` (True), or none (False);
+    (None, None) where it keeps no reading."""
+    from locus.routing.factors import SplitFactors
+
     reader = thin_logits or getattr(router.locus, "thin_logits", None)
-    if reader is None or router.stack is None or router.knn is None:
-        return None
+    if reader is None or router.stack is None or router.knn is None or len(router.llm_ids) < 3:
+        return None, None
     ids = list(router.locus.llm_ids)
-    val = _bounded(val, THIN_MAX_QUERIES, "thin")
     train = Evidence(train.vectors, _columns(train, ids).astype(np.float32), tuple(ids),
                      train.tasks)  # fmt: skip
+    model: SplitFactors | None = None
+    if isinstance(factors, SplitFactors):
+        model = factors
+    elif factors:
+        val_scores = _columns(val, ids).astype(np.float32)
+        model = SplitFactors.fit(train, Evidence(val.vectors, val_scores, tuple(ids)))
+    if model is not None and sorted(model.llm_ids) != sorted(ids):
+        raise LocusInputError("a stacked router's factor model must cover its pool's LLMs")
+    val = _bounded(val, THIN_MAX_QUERIES, "thin")
     tasks = router.stack.tasks and router.knn.has_task_vote
     ks = router.stack.ks
-    return fit_thin(
+    thin = fit_thin(
         reader,
         train,
         val.vectors,
@@ -147,7 +167,9 @@ def fit_thin_reading(
         val_shares=router.knn.task_shares(val.vectors) if tasks else None,
         vote_ks=(min(ks), max(ks)) if ks else None,
         prior_strength=router.prior_strength,
+        factor_logits=None if model is None else model.thin_logits,
     )
+    return thin, model if thin is not None else None
 
 
 def _bounded(evidence: Evidence, limit: int, split: str) -> Evidence:

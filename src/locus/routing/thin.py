@@ -7,7 +7,7 @@ leave-one-out fits (docs/decisions.md, "A newcomer read beside the pool"), the n
 P(correct) ranks its queries worse than the pool's mean prediction does and, beside the fitted
 LLMs' sharper predictions, looks best on the hard queries: it made routing worse even with its
 true accuracy and calibration given to it. `ThinEvidence` predicts its logit on a query from
-six readings,
+seven readings,
 
     own     its LOCUS logit (its embedding read from its scores)
     task    the logit of its own task vote (its per-task rates), where the pool has tasks
@@ -18,20 +18,25 @@ six readings,
     region  the same over the stack's widest neighbourhood
     mean    the fitted LLMs' mean stacked logit on the query: how hard the query is
     best    their largest: how well the pool answers it already
+    factor  its logit by a factor model of the pool (`locus.routing.factors.SplitFactors`,
+            fitted by `locus fit` beside LOCUS), its vector onboarded from its scores: a
+            reading linear in the query, which ranks a newcomer's queries from 16 scores
+            where LOCUS's embedding does not (BFCL: MF onboarded 0.707 against 0.666); 0
+            where the router has none
 
 with weights fitted by `locus fit` on the fitted LLMs themselves made thin: each embedded from n
 of its training scores, its validation scores the targets, for each n of `SIZES` (an LLM
 with another number of scores gets weights interpolated in log n; the weights of its own
-four readings kept >= 0: `_monotone_logistic`). The newcomer's level is its
+five readings kept >= 0: `_monotone_logistic`). The newcomer's level is its
 own, not the fitted LLMs': its logits are shifted so that their mean P(correct) over its
 scored queries is what its own evidence says there (`level_shift`). The reading is for thin
 evidence: as its scores grow (more probes, production outcomes) the stack's own reading of
 them takes over (`FADE`: from 128 scores, all of it from 512 on).
 
     >>> import numpy as np
-    >>> rows = ((1.0, 0.0, 0.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 0.0, 1.0, 0.0))
+    >>> rows = ((1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0))
     >>> np.round(ThinEvidence((16, 64), rows, (0.0, 0.0)).coefficients(32)[0], 6).tolist()
-    [0.5, 0.0, 0.0, 0.0, 0.5, 0.0]
+    [0.5, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0]
     >>> round(level_shift(np.zeros(4), 0.5), 6)
     0.0
 """
@@ -57,6 +62,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FEATURES",
     "SIZES",
+    "FactorLogits",
     "ThinEvidence",
     "ThinLogits",
     "bounded_level",
@@ -64,9 +70,9 @@ __all__ = [
     "level_shift",
 ]
 
-FEATURES = ("own", "task", "near", "region", "mean", "best")
+FEATURES = ("own", "task", "near", "region", "mean", "best", "factor")
 # the readings of the LLM's own evidence: their weights are kept >= 0 (`_monotone_logistic`)
-MONOTONE = ("own", "task", "near", "region")
+MONOTONE = ("own", "task", "near", "region", "factor")
 # the evidence sizes the weights are fitted at: `locus onboard`'s probe counts
 SIZES = (16, 32, 64, 128, 256)
 # from how many scores on the stack's own reading of the LLM takes over, in log n: this
@@ -94,6 +100,17 @@ ThinLogits = Callable[
     [Sequence[tuple[NDArray[np.float32], NDArray[np.float32]]], NDArray[np.float32]],
     NDArray[Any],
 ]
+# (the pool's LLMs made thin, their evidence as `ThinLogits`', query vectors) -> their logits
+# (q, m) by the factor model, each read by a part that never saw its scores
+# (`SplitFactors.thin_logits`)
+FactorLogits = Callable[
+    [
+        Sequence[str],
+        Sequence[tuple[NDArray[np.float32], NDArray[np.float32]]],
+        NDArray[np.float32],
+    ],
+    NDArray[Any],
+]
 
 
 def features(
@@ -101,11 +118,12 @@ def features(
     task: NDArray[Any] | None,
     votes: tuple[NDArray[Any], NDArray[Any]] | None,
     pool: NDArray[Any],
+    factor: NDArray[Any] | None = None,
 ) -> NDArray[np.float64]:
-    """(n_queries, 6) the readings of `FEATURES`: `own` (n,) logits, `task` (n,) task votes
+    """(n_queries, 7) the readings of `FEATURES`: `own` (n,) logits, `task` (n,) task votes
     (None: none, read as 0), `votes` the kNN votes (n,) over the narrowest and the widest
     neighbourhood (None: none, read as 0), `pool` (n, n_fitted) the fitted LLMs' stacked
-    logits."""
+    logits, `factor` (n,) the factor model's logits (None: none, read as 0)."""
     p = np.asarray(pool, np.float64)
     zero = np.zeros(len(p))
     task_part = zero if task is None else logit(task, _CLIP)
@@ -113,7 +131,10 @@ def features(
         (zero, zero) if votes is None else (logit(votes[0], _CLIP), logit(votes[1], _CLIP))
     )
     own_part = np.asarray(own, np.float64)
-    return np.column_stack([own_part, task_part, near, region, p.mean(axis=1), p.max(axis=1)])
+    factor_part = zero if factor is None else np.asarray(factor, np.float64)
+    return np.column_stack(
+        [own_part, task_part, near, region, p.mean(axis=1), p.max(axis=1), factor_part]
+    )
 
 
 @dataclass(frozen=True)
@@ -154,7 +175,7 @@ class ThinEvidence:
         return float(np.log(stop / n) / np.log(stop / start))
 
     def coefficients(self, n: float) -> tuple[NDArray[np.float64], float]:
-        """(weights (6,), intercept) for an LLM of `n` scores: linear in log n between the
+        """(weights (7,), intercept) for an LLM of `n` scores: linear in log n between the
         fitted sizes, the nearest size's beyond them."""
         at = np.log(np.clip(float(n), self.sizes[0], self.sizes[-1]))
         grid = np.log(np.asarray(self.sizes, np.float64))
@@ -169,11 +190,12 @@ class ThinEvidence:
         votes: tuple[NDArray[Any], NDArray[Any]] | None,
         pool: NDArray[Any],
         n: float,
+        factor: NDArray[Any] | None = None,
     ) -> NDArray[np.float64]:
         """(n_queries,) a newcomer's logits, before its level shift, from its readings
         (`features`) and its number of scores `n`."""
         weights, intercept = self.coefficients(n)
-        return features(own, task, votes, pool) @ weights + intercept
+        return features(own, task, votes, pool, factor) @ weights + intercept
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -186,11 +208,17 @@ class ThinEvidence:
 
     @classmethod
     def from_dict(cls, value: dict[str, Any]) -> ThinEvidence:
-        if list(value.get("features", FEATURES)) != list(FEATURES):
+        """Read `as_dict`'s value; one of the readings before "factor" (written before
+        locus-stacked/4) reads with a factor weight of 0."""
+        names = list(value.get("features", FEATURES))
+        if names not in (list(FEATURES), list(FEATURES[:-1])):
             raise LocusInputError(f"thin evidence: readings {value.get('features')} unknown")
+        missing = len(FEATURES) - len(names)
         return cls(
             sizes=tuple(int(n) for n in value["sizes"]),
-            weights=tuple(tuple(float(w) for w in row) for row in value["weights"]),
+            weights=tuple(
+                tuple(float(w) for w in row) + (0.0,) * missing for row in value["weights"]
+            ),
             intercepts=tuple(float(b) for b in value["intercepts"]),
             fade=(int(value["fade"][0]), int(value["fade"][1])),
         )
@@ -250,7 +278,7 @@ def _monotone_logistic(
     x: NDArray[np.float64], y: NDArray[np.float64]
 ) -> tuple[tuple[float, ...], float]:
     """(weights, intercept) of an L2-penalised logistic regression of scores `y` (n,) in [0, 1]
-    (s counts as s successes and 1 - s failures) on readings `x` (n, 6) of `FEATURES`, the
+    (s counts as s successes and 1 - s failures) on readings `x` (n, 7) of `FEATURES`, the
     weights of the LLM's own readings (`MONOTONE`) kept >= 0.
 
     The vote readings move with the LLM's LOCUS logit (each is its votes shrunk towards it);
@@ -287,6 +315,7 @@ def fit_thin(
     val_shares: NDArray[np.floating[Any]] | None = None,
     vote_ks: tuple[int, int] | None = None,
     prior_strength: float = 32.0,
+    factor_logits: FactorLogits | None = None,
     sizes: Sequence[int] = SIZES,
     seed: int = 0,
 ) -> ThinEvidence | None:
@@ -302,8 +331,9 @@ def fit_thin(
     and widest neighbourhood, where the vote readings are its kNN votes there (the mean of its
     scores on the k of its scored queries nearest the query, by cosine) shrunk towards LOCUS
     as `StackedRouter` shrinks a joined LLM's (`prior_strength` scores against k n / N of its
-    own, N the training queries); None: no vote readings. None where the pool is too small to
-    fit on (fewer than three LLMs, or no size with a scored validation cell).
+    own, N the training queries); None: no vote readings. `factor_logits`: the factor
+    reading of each draw (`SplitFactors.thin_logits`), else none. None where the pool is too small
+    to fit on (fewer than three LLMs, or no size with a scored validation cell).
     """
     scores = np.asarray(val_scores, np.float64)
     stacked = np.asarray(val_stacked, np.float64)
@@ -328,12 +358,12 @@ def fit_thin(
                 draws += [(int(j), rng.choice(scored, size, replace=False)) for _ in range(DRAWS)]
         if not draws:
             continue
-        own = np.asarray(
-            thin_logits(
-                [(train.vectors[rows], train_scores[rows, j]) for j, rows in draws], vectors
-            ),
-            np.float64,
-        )
+        evidence = [(train.vectors[rows], train_scores[rows, j]) for j, rows in draws]
+        own = np.asarray(thin_logits(evidence, vectors), np.float64)
+        factor = None
+        if factor_logits is not None:
+            names = [train.llm_ids[j] for j, _ in draws]
+            factor = np.asarray(factor_logits(names, evidence, vectors), np.float64)
         rows_x, rows_y = [], []
         for i, (j, rows) in enumerate(draws):
             truth = scores[:, j]
@@ -352,7 +382,8 @@ def fit_thin(
                 )  # fmt: skip
                 votes = (near, region)
             others = np.delete(stacked, j, axis=1)
-            rows_x.append(features(own[:, i], task, votes, others)[kept])
+            reading = None if factor is None else factor[:, i]
+            rows_x.append(features(own[:, i], task, votes, others, reading)[kept])
             rows_y.append(truth[kept])
         weights, intercept = _monotone_logistic(np.vstack(rows_x), np.concatenate(rows_y))
         fitted.append((size, weights, intercept))
