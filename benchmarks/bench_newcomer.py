@@ -70,12 +70,14 @@ def _router(folder: Path, prior_strength: float | None = None) -> StackedRouter:
 
 def thin_reading(router: StackedRouter, data: Any, model: Locus) -> ThinEvidence | None:
     """The reading of a newcomer beside the pool (`locus.routing.thin`) fitted on `router`
-    (a leave-one-out router fitted before `locus fit` kept one) as `locus fit` fits it."""
+    (a leave-one-out router fitted before `locus fit` kept one) as `locus fit` fits it, its
+    factor model included."""
     table = data.table
     router.fit_thin(
         Evidence.from_table(table, data.vectors, data.rows("train")),
         Evidence.from_table(table, data.vectors, data.rows("val")),
         LocusRouter(model).thin_logits,
+        factors=True,
     )
     return router.thin
 

@@ -73,16 +73,11 @@ class StackedRouter(LogitRouter):
         factors: the factor model a joined LLM's "factor" reading is onboarded in (`thin`;
             None: that reading is 0).
 
-    An LLM onboarded since the fit joins the votes from its own scores (`join`): its task
-    vote is its own per-task rates; its kNN votes are posteriors, the mean of the scores a
-    vote reads shrunk towards LOCUS's P(correct) as if LOCUS's prediction were
-    `prior_strength` more scores, those scores counted by the share of the query's k nearest
-    training queries they hold (n probes among N training queries: k n / N): a vote of 50
-    neighbours read from 128 probes spread over the pool is not local, and LOCUS says more
-    about the query. With up to 128 scores (fading out by 512) a joined LLM is read beside
-    the fitted LLMs instead (`thin`, fitted by `fit` where the stack has its own validation split:
-    `locus.routing.thin`), the stack's reading taking over as its scores grow. LLMs of
-    `locus` that have not joined get LOCUS's P(correct) alone.
+    An LLM onboarded since the fit joins the votes from its own scores (`join`: its votes are
+    posteriors, LOCUS's P(correct) counted as `prior_strength` scores); with up to 128 scores
+    (fading out by 512) it is read beside the fitted LLMs instead (`thin`, fitted by `fit`
+    where the stack has its own validation split: `locus.routing.thin`). LLMs of `locus` that
+    have not joined get LOCUS's P(correct) alone.
 
     Raises:
         LocusInputError: a stack without a kNN router or the other way round.
@@ -353,24 +348,8 @@ class StackedRouter(LogitRouter):
         ann_from: int = ANN_FROM,
         factors: SplitFactors | bool = True,
     ) -> StackedRouter:
-        """Stack a fitted LOCUS with a kNN router and choose the guard, on `train` and `val`.
-
-        The kNN router (`knn`, else one fitted on `train` with its k chosen on `val`), then the
-        stack's weights on the validation cells and its base rate over both splits
-        (`locus.routing.stack.fit_locus_knn_stack`), then the guard on the stacked validation
-        P(correct) (`fit_default_guard`). Without `stacked`, or without a scored validation
-        cell, LOCUS alone (and its guard, where validation allows one). On a pool larger than
-        `STACK_MAX_CELLS` cells per split, the votes, the stack and the guard are read on a
-        fixed random sample of each split's queries; the kNN router keeps every training query.
-        With fewer than `cross_fit_below` scored validation cells, the stack and the guard are
-        chosen on out-of-fold votes over the training and validation queries together, and the
-        kNN router keeps both (`locus.routing.cross_fit`; a `knn` given is not used then).
-        Without `use_locus` (by default: where some LLM has fewer than `LEARN_MIN_PER_LLM`
-        scored training queries, too few for the networks to learn from), LOCUS has no say in
-        which LLM a query goes to: the evidence's own votes decide, chosen the same way.
-        `factors`: the factor model a newcomer's "factor" reading onboards it in (`thin`): one
-        fitted here on `train` and `val` (True), this one (a `SplitFactors` of the same
-        pool, fitted on the same split), or none (False).
+        """Stack a fitted LOCUS with a kNN router and choose the guard, on `train` and `val`
+        (the recipe and what each argument does: `locus.routing.stacked_fit.fit_stacked`).
 
         Raises:
             LocusInputError: evidence over other LLMs than LOCUS's pool.

@@ -75,7 +75,29 @@ def fit_stacked(
     ann_from: int,
     factors: SplitFactors | bool = True,
 ) -> StackedRouter:
-    """`StackedRouter.fit` (its arguments and what it does are described there)."""
+    """`StackedRouter.fit`: stack a fitted LOCUS with a kNN router and choose the guard, on
+    `train` and `val`.
+
+    The kNN router (`knn`, else one fitted on `train` with its k chosen on `val`), then the
+    stack's weights on the validation cells and its base rate over both splits
+    (`locus.routing.stack.fit_locus_knn_stack`), then the guard on the stacked validation
+    P(correct) (`fit_default_guard`). Without `stacked`, or without a scored validation
+    cell, LOCUS alone (and its guard, where validation allows one). On a pool larger than
+    `STACK_MAX_CELLS` cells per split, the votes, the stack and the guard are read on a
+    fixed random sample of each split's queries; the kNN router keeps every training query.
+    With fewer than `cross_fit_below` scored validation cells, the stack and the guard are
+    chosen on out-of-fold votes over the training and validation queries together, and the
+    kNN router keeps both (`locus.routing.cross_fit`; a `knn` given is not used then).
+    Without `use_locus` (by default: where some LLM has fewer than `LEARN_MIN_PER_LLM`
+    scored training queries, too few for the networks to learn from), LOCUS has no say in
+    which LLM a query goes to: the evidence's own votes decide, chosen the same way.
+    `factors`: the factor model a newcomer's "factor" reading onboards it in (`thin`): one
+    fitted here on `train` and `val` (True), this one (a `SplitFactors` of the same pool,
+    fitted on the same split), or none (False).
+
+    Raises:
+        LocusInputError: evidence over other LLMs than LOCUS's pool.
+    """
     ids = list(locus.llm_ids)
     reference = train
     trained_on = _columns(train, ids)  # the guard's default: the best LLM on all of them
