@@ -182,11 +182,14 @@ def test_the_reading_of_a_newcomer_is_fitted_saved_and_read_back(
     probes = data.rows("train")[:32]
     scores = data.table.scores[probes, 0]
     vectors = data.vectors[data.rows("test")]
-    onboarded = [
-        r.factors.logits_of(vectors, r.factors.onboarded(data.vectors[probes], scores)[None])
-        for r in (router, twin)
-    ]
-    np.testing.assert_array_equal(onboarded[0], onboarded[1])
+    read = []
+    for r in (router, twin):
+        assert r.factors is not None
+        rows = r.factors.onboarded(data.vectors[probes], scores)
+        read.append(r.factors.logits_of(vectors, {k: v[None] for k, v in rows.items()}))
+    assert set(read[0]) == set(read[1]) == {"factor", "ability"}
+    for name in read[0]:
+        np.testing.assert_array_equal(read[0][name], read[1][name])
     # fitted again without one, the router keeps none and its artifact names none
     router.fit_thin(_evidence(data, "train"), _evidence(data, "val"), factors=False)
     assert router.factors is None and router.thin is not None

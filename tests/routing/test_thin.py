@@ -86,9 +86,9 @@ def test_the_readings_follow_the_pools_sense_of_difficulty() -> None:
 
 
 def test_weights_between_sizes_are_interpolated_in_log_n() -> None:
-    rows = ((1.0, 0.0, 0.0, 0.0, 0.0, 2.0, 0.0), (0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0))
+    rows = ((1.0, 0.0, 0.0, 0.0, 0.0, 2.0, 0.0, 1.0), (0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0))
     thin = ThinEvidence((16, 64), rows, (0.0, 1.0))
-    np.testing.assert_allclose(thin.coefficients(32)[0], [0.5, 0.5, 0.0, 0.0, 0.0, 1.0, 0.5])
+    np.testing.assert_allclose(thin.coefficients(32)[0], [0.5, 0.5, 0.0, 0.0, 0.0, 1.0, 0.5, 0.5])
     assert thin.coefficients(32)[1] == pytest.approx(0.5)
     np.testing.assert_allclose(thin.coefficients(4)[0], rows[0])  # the nearest size's
     np.testing.assert_allclose(thin.coefficients(10_000)[0], rows[1])
@@ -100,7 +100,7 @@ def test_weights_between_sizes_are_interpolated_in_log_n() -> None:
         ThinEvidence((16, 64), rows[:1], (0.0, 0.0))
     with pytest.raises(LocusInputError, match="sizes ascending"):
         ThinEvidence((64, 16), rows, (0.0, 0.0))
-    with pytest.raises(LocusInputError, match="7 weights per size"):
+    with pytest.raises(LocusInputError, match="8 weights per size"):
         ThinEvidence((16, 64), ((0.0,) * 4,) * 2, (0.0, 0.0))
     with pytest.raises(LocusInputError, match="readings"):
         ThinEvidence.from_dict({**thin.as_dict(), "features": ["own"]})
@@ -151,6 +151,11 @@ def test_a_specialist_read_beside_the_pool_keeps_its_task_and_its_level() -> Non
     probes, probe_tasks = _queries(64, rng)
     scores = _scores(probe_tasks, ["math-llm"], rng)[:, 0]
     router.join("math-llm", probes, scores, probe_tasks)
+    assert router.factors is not None
+    assert {k: v.shape[0] for k, v in router._factor_rows["math-llm"].items()} == {
+        "factor": 2,
+        "ability": 2,
+    }
     np.testing.assert_allclose(router.predict_proba(maths)[:, :-1], others, atol=1e-6)
     chosen = [d.llm_id for d in router.route(maths, top=1)]
     assert chosen.count("math-llm") >= 90
@@ -178,6 +183,10 @@ def test_a_specialist_read_beside_the_pool_keeps_its_task_and_its_level() -> Non
     assert read is not None and stacked is not None
     blend = router.predict_logits(probes)[:, -1]
     np.testing.assert_allclose(blend, (read[1][:, -1] + stacked[1][:, -1]) / 2, atol=1e-5)
+    # with 512 scores the stack's reading alone: no factor vector is fitted for it
+    most, most_tasks = _queries(512, rng)
+    router.join("math-llm", most, _scores(most_tasks, ["math-llm"], rng)[:, 0], most_tasks)
+    assert "math-llm" not in router._factor_rows
 
 
 def test_the_fit_matches_a_logistic_regression_and_keeps_own_readings_from_counting_against() -> (
@@ -189,7 +198,7 @@ def test_the_fit_matches_a_logistic_regression_and_keeps_own_readings_from_count
 
     rng = np.random.default_rng(5)
     x = rng.normal(size=(4_000, len(FEATURES)))
-    truth = x @ np.array([1.0, 0.5, 0.3, 0.2, -0.7, 0.4, 0.6]) - 0.3
+    truth = x @ np.array([1.0, 0.5, 0.3, 0.2, -0.7, 0.4, 0.6, 0.3]) - 0.3
     y = (rng.random(4_000) < sigmoid(truth)).astype(np.float64)
     weights, intercept = _monotone_logistic(x, y)
     reference = LogisticRegression(C=1.0, max_iter=1_000).fit(x, y)
@@ -219,15 +228,15 @@ def test_an_llm_whose_probes_were_all_right_is_not_read_as_never_wrong() -> None
 
 def test_a_reading_written_before_the_factor_reading_gives_it_no_weight() -> None:
     old = {
-        "features": list(FEATURES[:-1]),
+        "features": list(FEATURES[:6]),
         "sizes": [16, 64],
         "weights": [[1.0, 0.0, 0.0, 0.0, 0.5, 0.0], [0.5, 0.0, 0.0, 0.0, 0.5, 0.0]],
         "intercepts": [0.0, 0.1],
         "fade": [128, 512],
     }
     thin = ThinEvidence.from_dict(old)
-    assert [row[-1] for row in thin.weights] == [0.0, 0.0]
-    assert thin.weights[0][:-1] == (1.0, 0.0, 0.0, 0.0, 0.5, 0.0)
+    assert [row[6:] for row in thin.weights] == [(0.0, 0.0), (0.0, 0.0)]
+    assert thin.weights[0][:6] == (1.0, 0.0, 0.0, 0.0, 0.5, 0.0)
 
 
 def _taste_pool(
@@ -250,7 +259,7 @@ def test_the_factor_reading_ranks_a_newcomers_queries_by_its_own_taste() -> None
     newcomer's. The factor model, its vector onboarded from the newcomer's 64 scores, does:
     its weight is positive and the newcomer's queries rank far better with it than without."""
     from locus.nn.factor_models import LearnedBaselineConfig
-    from locus.routing.factors import SplitFactors
+    from locus.routing.factors import Factors, SplitFactors
 
     vectors, scores, truth = _taste_pool()
     train, val, test = slice(0, 2_000), slice(2_000, 2_600), slice(2_600, None)
@@ -259,8 +268,9 @@ def test_the_factor_reading_ranks_a_newcomers_queries_by_its_own_taste() -> None
     ids = tuple(locus.levels)
     evidence = Evidence(vectors[train], scores[train][:, pool], ids)
     config = LearnedBaselineConfig(dim=8, min_steps=400, max_epochs=40)
-    factors = SplitFactors.fit(evidence, Evidence(vectors[val], scores[val][:, pool], ids),
-                               config=config)  # fmt: skip
+    mf = SplitFactors.fit("mf", evidence, Evidence(vectors[val], scores[val][:, pool], ids),
+                          config=config)  # fmt: skip
+    factors = Factors({"factor": mf})
     read = {}
     for name, reader in (("with", factors.thin_logits), ("without", None)):
         thin = fit_thin(locus.thin_logits, evidence, vectors[val], scores[val][:, pool],
@@ -273,8 +283,8 @@ def test_the_factor_reading_ranks_a_newcomers_queries_by_its_own_taste() -> None
         own = np.full(len(vectors[test]), _logit(np.array([newcomer.mean()]))[0])
         factor = None
         if reader is not None:
-            rows = factors.onboarded(vectors[train][probes], newcomer)[None]
-            factor = factors.logits_of(vectors[test], rows)[:, 0]
+            rows = {"factor": mf.onboarded(vectors[train][probes], newcomer)[None]}
+            factor = {"factor": factors.logits_of(vectors[test], rows)["factor"][:, 0]}
         read[name] = roc_auc_score(
             scores[test, 11], thin.logits(own, None, None, truth[test][:, pool], 64, factor)
         )

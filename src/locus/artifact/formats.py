@@ -16,9 +16,10 @@ kinds of versioned file:
                                         3        2026-12-04  `thin`: how an LLM joined since the
                                                              fit is read (`locus.routing.thin`)
                                         4        2026-12-05  `factors`: the folder of the factor
-                                                             model `thin`'s "factor" reading
-                                                             onboards in (two router folders);
-                                                             the `thin` weights of that reading
+                                                             models `thin`'s "factor" and
+                                                             "ability" readings onboard in (a
+                                                             router folder per model and half);
+                                                             `thin`'s weights of those readings
     router.json + arrays.safetensors    1        2026-12-01  `kind`, `llm_ids`, the kind's settings
     (a router folder: knn/, costs/,     2        2026-12-04  the kNN router's and the cost model's
     every saved baseline; "format": N)                       `ann_from`; the kNN router's `search`,

@@ -44,7 +44,7 @@ from locus.metrics import correctness_metrics
 from locus.pipeline import WorkspaceTable
 from locus.routing import KNNRouter, LocusRouter, StackedRouter
 from locus.routing.decision import RouteRequest, choose
-from locus.routing.factors import SplitFactors
+from locus.routing.factors import Factors
 
 __all__ = [
     "NEWCOMER_BASELINES",
@@ -260,11 +260,11 @@ def suite_router(
     train, val = fold.evidence("train"), fold.evidence("val")
     folder = None if cache_dir is None else cache_dir / "factors" / fold.key("factors", {})
     try:
-        factors = SplitFactors.load(folder) if folder is not None else None
+        factors = Factors.load(folder) if folder is not None else None
     except LocusArtifactError:  # none cached yet, or a save cut short
         factors = None
     if factors is None:
-        factors = SplitFactors.fit(train, val)
+        factors = Factors.fit(train, val)
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
             factors.save(folder)

@@ -7,8 +7,9 @@ one `save` and read by one `load`.
     stacked.json                    the stack, the guard, where the kNN part is, and how an
                                     LLM joined since the fit is read (`thin`)
     knn/                            the kNN router the stack reads (a router folder)
-    factors/0/, factors/1/          the factor model a newcomer's "factor" reading onboards in
-                                    (`locus.routing.factors.SplitFactors`: two router folders)
+    factors/mf/0, factors/mf/1,     the factor models a newcomer's "factor" and "ability"
+    factors/irt/0, factors/irt/1    readings onboard it in (`locus.routing.factors.Factors`:
+                                    each model two router folders, one per half of the LLMs)
     costs/router.json + arrays      the per-query cost model (only where the workspace had
                                     per-query costs; a router folder)
     costs/validation.safetensors    the fit's validation query vectors, which a budget is
@@ -143,9 +144,9 @@ def load(path: str | Path, locus: LogitRouter | None = None) -> RouterArtifact:
         knn = loaded
     factors = None
     if parts["factors"]:
-        from locus.routing.factors import SplitFactors
+        from locus.routing.factors import Factors
 
-        factors = SplitFactors.load(folder / str(parts["factors"]))
+        factors = Factors.load(folder / str(parts["factors"]))
     if locus is None:
         locus = LocusRouter.load(folder)
     try:

@@ -44,7 +44,7 @@ from locus.routing.stacked_fit import (
 from locus.routing.thin import LEVEL_QUERIES, ThinEvidence, ThinLogits, bounded_level, level_shift
 
 if TYPE_CHECKING:
-    from locus.routing.factors import SplitFactors
+    from locus.routing.factors import Factors
 
 __all__ = [
     "KNN_FOLDER",
@@ -70,8 +70,8 @@ class StackedRouter(LogitRouter):
         prior_strength: the scores LOCUS's P(correct) counts as beside a joined LLM's votes.
         thin: how a joined LLM with few scores is read beside the fitted LLMs (None: by the
             stack, as a fitted LLM).
-        factors: the factor model a joined LLM's "factor" reading is onboarded in (`thin`;
-            None: that reading is 0).
+        factors: the factor models a joined LLM's "factor" and "ability" readings are
+            onboarded in (`thin`; None: those readings are 0).
 
     An LLM onboarded since the fit joins the votes from its own scores (`join`: its votes are
     posteriors, LOCUS's P(correct) counted as `prior_strength` scores); with up to 128 scores
@@ -92,7 +92,7 @@ class StackedRouter(LogitRouter):
         *,
         prior_strength: float | None = None,
         thin: ThinEvidence | None = None,
-        factors: SplitFactors | None = None,
+        factors: Factors | None = None,
     ) -> None:
         if (knn is None) != (stack is None):
             raise LocusInputError(
@@ -102,7 +102,7 @@ class StackedRouter(LogitRouter):
         self.thin = thin if stack is not None else None
         self.factors = factors if self.thin is not None else None
         self._levels: dict[str, float] = {}  # a joined LLM's level shift (`ThinEvidence`)
-        self._factor_rows: dict[str, NDArray[Any]] = {}  # its vectors in `factors`
+        self._factor_rows: dict[str, dict[str, NDArray[Any]]] = {}  # its vectors in `factors`
         self.prior_strength = PRIOR_STRENGTH if prior_strength is None else float(prior_strength)
         if not self.prior_strength >= 0:
             raise LocusInputError(f"prior_strength must be >= 0, found {self.prior_strength}")
@@ -241,20 +241,31 @@ class StackedRouter(LogitRouter):
             self.knn.add_llm(llm_id, *evidence)
             self._knn_column[llm_id] = len(self.knn.llm_ids) - 1
         self.joined[llm_id] = int(kept.sum())
-        if self.factors is not None:
-            self._factor_rows[llm_id] = self.factors.onboarded(evidence[0], values[kept])
+        self._factor_rows.pop(llm_id, None)
+        if self.factors is not None and self.thin is not None and self.thin.share(kept.sum()) > 0:
+            self._factor_rows[llm_id] = dict(self.factors.onboarded(evidence[0], values[kept]))
         if self.thin is not None:
             self._levels[llm_id] = self._level_of(llm_id, evidence[0])
         if self.guard is not None and default_scores is not None:
             self.guard = rechosen_default(self.guard, llm_id, values, default_scores)
 
-    def _factor_logits(self, vectors: NDArray[np.float32]) -> dict[str, NDArray[np.float64]]:
-        """Each joined LLM's logits (n_queries,) by the factor model, where the router has one."""
+    def _factor_logits(
+        self, vectors: NDArray[np.float32]
+    ) -> dict[str, dict[str, NDArray[np.float64]]]:
+        """Each joined LLM's logits (n_queries,) per factor reading, where the router has
+        factor models."""
         if self.factors is None or not self._factor_rows:
             return {}
         names = list(self._factor_rows)
-        found = self.factors.logits_of(vectors, np.stack([self._factor_rows[n] for n in names]))
-        return {name: found[:, i] for i, name in enumerate(names)}
+        rows = {
+            reading: np.stack([self._factor_rows[n][reading] for n in names])
+            for reading in self.factors.models
+        }
+        found = self.factors.logits_of(vectors, rows)
+        return {
+            name: {reading: logits[:, i] for reading, logits in found.items()}
+            for i, name in enumerate(names)
+        }
 
     def _level_of(self, llm_id: str, vectors: NDArray[np.float32]) -> float:
         """A joined LLM's level shift: its `ThinEvidence` reading's mean P(correct) over the
@@ -346,7 +357,7 @@ class StackedRouter(LogitRouter):
         max_cells: int = STACK_MAX_CELLS,
         min_rows: int = STACK_MIN_ROWS,
         ann_from: int = ANN_FROM,
-        factors: SplitFactors | bool = True,
+        factors: Factors | bool = True,
     ) -> StackedRouter:
         """Stack a fitted LOCUS with a kNN router and choose the guard, on `train` and `val`
         (the recipe and what each argument does: `locus.routing.stacked_fit.fit_stacked`).
@@ -368,7 +379,7 @@ class StackedRouter(LogitRouter):
         val: Evidence,
         thin_logits: ThinLogits | None = None,
         *,
-        factors: SplitFactors | bool | None = None,
+        factors: Factors | bool | None = None,
     ) -> None:
         """Fit how an LLM joined since the fit is read beside the fitted LLMs
         (`locus.routing.thin.fit_thin`; `thin_logits` embeds them, by default the torch LOCUS's

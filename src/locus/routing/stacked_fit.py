@@ -5,7 +5,7 @@ and `StackedRouter.fit_thin`, apart from the router that routes with what they c
                        evidence (out of fold on a small validation split), then the reading
                        of a newcomer (`fit_thin_reading`)
     fit_thin_reading   `locus.routing.thin.fit_thin` on a fitted router's own parts, and the
-                       factor model its "factor" reading onboards newcomers in
+                       factor models its factor readings onboard newcomers in
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from locus.routing.thin import MAX_QUERIES as THIN_MAX_QUERIES
 from locus.routing.thin import ThinEvidence, ThinLogits, fit_thin
 
 if TYPE_CHECKING:
-    from locus.routing.factors import SplitFactors
+    from locus.routing.factors import Factors
     from locus.routing.locus_router import LogitRouter
     from locus.routing.stacked import StackedRouter
 
@@ -73,7 +73,7 @@ def fit_stacked(
     max_cells: int,
     min_rows: int,
     ann_from: int,
-    factors: SplitFactors | bool = True,
+    factors: Factors | bool = True,
 ) -> StackedRouter:
     """`StackedRouter.fit`: stack a fitted LOCUS with a kNN router and choose the guard, on
     `train` and `val`.
@@ -91,8 +91,8 @@ def fit_stacked(
     Without `use_locus` (by default: where some LLM has fewer than `LEARN_MIN_PER_LLM`
     scored training queries, too few for the networks to learn from), LOCUS has no say in
     which LLM a query goes to: the evidence's own votes decide, chosen the same way.
-    `factors`: the factor model a newcomer's "factor" reading onboards it in (`thin`): one
-    fitted here on `train` and `val` (True), this one (a `SplitFactors` of the same pool,
+    `factors`: the factor models a newcomer's "factor" and "ability" readings onboard it in
+    (`thin`): fitted here on `train` and `val` (True), these (a `Factors` of the same pool,
     fitted on the same split), or none (False).
 
     Raises:
@@ -155,12 +155,12 @@ def fit_thin_reading(
     val: Evidence,
     thin_logits: ThinLogits | None = None,
     *,
-    factors: SplitFactors | bool = False,
-) -> tuple[ThinEvidence | None, SplitFactors | None]:
-    """`StackedRouter.fit_thin`'s reading (described there) and the factor model it reads
-    newcomers in: `factors` itself, one fitted on `train` and `val` (True), or none (False);
+    factors: Factors | bool = False,
+) -> tuple[ThinEvidence | None, Factors | None]:
+    """`StackedRouter.fit_thin`'s reading (described there) and the factor models it reads
+    newcomers in: `factors` themselves, fitted on `train` and `val` (True), or none (False);
     (None, None) where it keeps no reading."""
-    from locus.routing.factors import SplitFactors
+    from locus.routing.factors import Factors
 
     reader = thin_logits or getattr(router.locus, "thin_logits", None)
     if reader is None or router.stack is None or router.knn is None or len(router.llm_ids) < 3:
@@ -168,12 +168,12 @@ def fit_thin_reading(
     ids = list(router.locus.llm_ids)
     train = Evidence(train.vectors, _columns(train, ids).astype(np.float32), tuple(ids),
                      train.tasks)  # fmt: skip
-    model: SplitFactors | None = None
-    if isinstance(factors, SplitFactors):
+    model: Factors | None = None
+    if isinstance(factors, Factors):
         model = factors
     elif factors:
         val_scores = _columns(val, ids).astype(np.float32)
-        model = SplitFactors.fit(train, Evidence(val.vectors, val_scores, tuple(ids)))
+        model = Factors.fit(train, Evidence(val.vectors, val_scores, tuple(ids)))
     if model is not None and sorted(model.llm_ids) != sorted(ids):
         raise LocusInputError("a stacked router's factor model must cover its pool's LLMs")
     val = _bounded(val, THIN_MAX_QUERIES, "thin")

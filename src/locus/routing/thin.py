@@ -7,7 +7,7 @@ leave-one-out fits (docs/decisions.md, "A newcomer read beside the pool"), the n
 P(correct) ranks its queries worse than the pool's mean prediction does and, beside the fitted
 LLMs' sharper predictions, looks best on the hard queries: it made routing worse even with its
 true accuracy and calibration given to it. `ThinEvidence` predicts its logit on a query from
-seven readings,
+eight readings,
 
     own     its LOCUS logit (its embedding read from its scores)
     task    the logit of its own task vote (its per-task rates), where the pool has tasks
@@ -18,11 +18,13 @@ seven readings,
     region  the same over the stack's widest neighbourhood
     mean    the fitted LLMs' mean stacked logit on the query: how hard the query is
     best    their largest: how well the pool answers it already
-    factor  its logit by a factor model of the pool (`locus.routing.factors.SplitFactors`,
-            fitted by `locus fit` beside LOCUS), its vector onboarded from its scores: a
-            reading linear in the query, which ranks a newcomer's queries from 16 scores
-            where LOCUS's embedding does not (BFCL: MF onboarded 0.707 against 0.666); 0
-            where the router has none
+    factor  its logit by a matrix factorisation of the pool (`locus.routing.factors`, fitted
+            by `locus fit` beside LOCUS), its vector onboarded from its scores: a reading
+            linear in the query, which ranks a newcomer's queries from 16 scores where
+            LOCUS's embedding does not (BFCL: MF onboarded 0.707 against 0.666)
+    ability its logit by an IRT model of the pool, its ability onboarded the same way
+            (split2_model7: IRT onboarded 0.718-0.728 against 0.713-0.715); each 0 where the
+            router has no such model
 
 with weights fitted by `locus fit` on the fitted LLMs themselves made thin: each embedded from n
 of its training scores, its validation scores the targets, for each n of `SIZES` (an LLM
@@ -34,16 +36,16 @@ evidence: as its scores grow (more probes, production outcomes) the stack's own 
 them takes over (`FADE`: from 128 scores, all of it from 512 on).
 
     >>> import numpy as np
-    >>> rows = ((1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0))
+    >>> rows = ((1.0,) + (0.0,) * 7, (0.0,) * 4 + (1.0,) + (0.0,) * 3)
     >>> np.round(ThinEvidence((16, 64), rows, (0.0, 0.0)).coefficients(32)[0], 6).tolist()
-    [0.5, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0]
+    [0.5, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0]
     >>> round(level_shift(np.zeros(4), 0.5), 6)
     0.0
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +62,7 @@ if TYPE_CHECKING:
     from locus.routing.task_vote import TaskVote
 
 __all__ = [
+    "FACTOR_READINGS",
     "FEATURES",
     "SIZES",
     "FactorLogits",
@@ -70,9 +73,13 @@ __all__ = [
     "level_shift",
 ]
 
-FEATURES = ("own", "task", "near", "region", "mean", "best", "factor")
+FEATURES = ("own", "task", "near", "region", "mean", "best", "factor", "ability")
 # the readings of the LLM's own evidence: their weights are kept >= 0 (`_monotone_logistic`)
-MONOTONE = ("own", "task", "near", "region", "factor")
+MONOTONE = ("own", "task", "near", "region", "factor", "ability")
+# the readings of the factor models (`locus.routing.factors.READINGS`), in `FEATURES`' order
+FACTOR_READINGS = ("factor", "ability")
+# the readings an artifact of locus-stacked/3 has weights for
+_BEFORE_FACTORS = FEATURES[:6]
 # the evidence sizes the weights are fitted at: `locus onboard`'s probe counts
 SIZES = (16, 32, 64, 128, 256)
 # from how many scores on the stack's own reading of the LLM takes over, in log n: this
@@ -100,16 +107,16 @@ ThinLogits = Callable[
     [Sequence[tuple[NDArray[np.float32], NDArray[np.float32]]], NDArray[np.float32]],
     NDArray[Any],
 ]
-# (the pool's LLMs made thin, their evidence as `ThinLogits`', query vectors) -> their logits
-# (q, m) by the factor model, each read by a part that never saw its scores
-# (`SplitFactors.thin_logits`)
+# (the pool's LLMs made thin, their evidence as `ThinLogits`', query vectors) -> per factor
+# reading, their logits (q, m), each read by a part that never saw its scores
+# (`Factors.thin_logits`)
 FactorLogits = Callable[
     [
         Sequence[str],
         Sequence[tuple[NDArray[np.float32], NDArray[np.float32]]],
         NDArray[np.float32],
     ],
-    NDArray[Any],
+    Mapping[str, NDArray[Any]],
 ]
 
 
@@ -118,12 +125,12 @@ def features(
     task: NDArray[Any] | None,
     votes: tuple[NDArray[Any], NDArray[Any]] | None,
     pool: NDArray[Any],
-    factor: NDArray[Any] | None = None,
+    factors: Mapping[str, NDArray[Any]] | None = None,
 ) -> NDArray[np.float64]:
-    """(n_queries, 7) the readings of `FEATURES`: `own` (n,) logits, `task` (n,) task votes
+    """(n_queries, 8) the readings of `FEATURES`: `own` (n,) logits, `task` (n,) task votes
     (None: none, read as 0), `votes` the kNN votes (n,) over the narrowest and the widest
     neighbourhood (None: none, read as 0), `pool` (n, n_fitted) the fitted LLMs' stacked
-    logits, `factor` (n,) the factor model's logits (None: none, read as 0)."""
+    logits, `factors` per reading of `FACTOR_READINGS` its logits (n,) (one not there: 0)."""
     p = np.asarray(pool, np.float64)
     zero = np.zeros(len(p))
     task_part = zero if task is None else logit(task, _CLIP)
@@ -131,9 +138,10 @@ def features(
         (zero, zero) if votes is None else (logit(votes[0], _CLIP), logit(votes[1], _CLIP))
     )
     own_part = np.asarray(own, np.float64)
-    factor_part = zero if factor is None else np.asarray(factor, np.float64)
+    given = factors or {}
+    factor_parts = [np.asarray(given.get(name, zero), np.float64) for name in FACTOR_READINGS]
     return np.column_stack(
-        [own_part, task_part, near, region, p.mean(axis=1), p.max(axis=1), factor_part]
+        [own_part, task_part, near, region, p.mean(axis=1), p.max(axis=1), *factor_parts]
     )
 
 
@@ -175,7 +183,7 @@ class ThinEvidence:
         return float(np.log(stop / n) / np.log(stop / start))
 
     def coefficients(self, n: float) -> tuple[NDArray[np.float64], float]:
-        """(weights (7,), intercept) for an LLM of `n` scores: linear in log n between the
+        """(weights (8,), intercept) for an LLM of `n` scores: linear in log n between the
         fitted sizes, the nearest size's beyond them."""
         at = np.log(np.clip(float(n), self.sizes[0], self.sizes[-1]))
         grid = np.log(np.asarray(self.sizes, np.float64))
@@ -190,12 +198,12 @@ class ThinEvidence:
         votes: tuple[NDArray[Any], NDArray[Any]] | None,
         pool: NDArray[Any],
         n: float,
-        factor: NDArray[Any] | None = None,
+        factors: Mapping[str, NDArray[Any]] | None = None,
     ) -> NDArray[np.float64]:
         """(n_queries,) a newcomer's logits, before its level shift, from its readings
         (`features`) and its number of scores `n`."""
         weights, intercept = self.coefficients(n)
-        return features(own, task, votes, pool, factor) @ weights + intercept
+        return features(own, task, votes, pool, factors) @ weights + intercept
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -208,10 +216,10 @@ class ThinEvidence:
 
     @classmethod
     def from_dict(cls, value: dict[str, Any]) -> ThinEvidence:
-        """Read `as_dict`'s value; one of the readings before "factor" (written before
-        locus-stacked/4) reads with a factor weight of 0."""
+        """Read `as_dict`'s value; one of the readings before the factor readings (written
+        before locus-stacked/4) reads with weights of 0 for them."""
         names = list(value.get("features", FEATURES))
-        if names not in (list(FEATURES), list(FEATURES[:-1])):
+        if names not in (list(FEATURES), list(_BEFORE_FACTORS)):
             raise LocusInputError(f"thin evidence: readings {value.get('features')} unknown")
         missing = len(FEATURES) - len(names)
         return cls(
@@ -278,7 +286,7 @@ def _monotone_logistic(
     x: NDArray[np.float64], y: NDArray[np.float64]
 ) -> tuple[tuple[float, ...], float]:
     """(weights, intercept) of an L2-penalised logistic regression of scores `y` (n,) in [0, 1]
-    (s counts as s successes and 1 - s failures) on readings `x` (n, 7) of `FEATURES`, the
+    (s counts as s successes and 1 - s failures) on readings `x` (n, 8) of `FEATURES`, the
     weights of the LLM's own readings (`MONOTONE`) kept >= 0.
 
     The vote readings move with the LLM's LOCUS logit (each is its votes shrunk towards it);
@@ -332,7 +340,7 @@ def fit_thin(
     scores on the k of its scored queries nearest the query, by cosine) shrunk towards LOCUS
     as `StackedRouter` shrinks a joined LLM's (`prior_strength` scores against k n / N of its
     own, N the training queries); None: no vote readings. `factor_logits`: the factor
-    reading of each draw (`SplitFactors.thin_logits`), else none. None where the pool is too small
+    readings of each draw (`Factors.thin_logits`), else none. None where the pool is too small
     to fit on (fewer than three LLMs, or no size with a scored validation cell).
     """
     scores = np.asarray(val_scores, np.float64)
@@ -360,10 +368,9 @@ def fit_thin(
             continue
         evidence = [(train.vectors[rows], train_scores[rows, j]) for j, rows in draws]
         own = np.asarray(thin_logits(evidence, vectors), np.float64)
-        factor = None
+        factor: Mapping[str, NDArray[Any]] = {}
         if factor_logits is not None:
-            names = [train.llm_ids[j] for j, _ in draws]
-            factor = np.asarray(factor_logits(names, evidence, vectors), np.float64)
+            factor = factor_logits([train.llm_ids[j] for j, _ in draws], evidence, vectors)
         rows_x, rows_y = [], []
         for i, (j, rows) in enumerate(draws):
             truth = scores[:, j]
@@ -382,8 +389,8 @@ def fit_thin(
                 )  # fmt: skip
                 votes = (near, region)
             others = np.delete(stacked, j, axis=1)
-            reading = None if factor is None else factor[:, i]
-            rows_x.append(features(own[:, i], task, votes, others, reading)[kept])
+            readings = {name: logits[:, i] for name, logits in factor.items()}
+            rows_x.append(features(own[:, i], task, votes, others, readings)[kept])
             rows_y.append(truth[kept])
         weights, intercept = _monotone_logistic(np.vstack(rows_x), np.concatenate(rows_y))
         fitted.append((size, weights, intercept))
