@@ -214,3 +214,29 @@ def test_logits_of_embeddings_are_the_pools_own_for_a_pool_llm(
     assert locus.thin_logits(evidence, vectors).shape == (len(vectors), 1)
     assert list(model.llm_ids_) == before[0]  # nothing joined the pool, nothing moved
     np.testing.assert_array_equal(model.pool_.embeddings, before[1])
+
+
+def test_the_factor_models_train_on_a_bounded_sample_of_a_large_pool(
+    data: WorkspaceTable, locus: LocusRouter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beyond `FACTOR_MAX_CELLS` training cells the factor models see a sample of the training
+    queries (every LLM's column), not all of them."""
+    from locus.routing import stacked_fit
+    from locus.routing.factors import Factors
+
+    seen: list[tuple[int, int]] = []
+    fit = Factors.fit
+
+    def spy(train: Evidence, val: Evidence | None = None, **options: object) -> Factors:
+        seen.append((train.n_queries, len(train.llm_ids)))
+        return fit(train, val, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Factors, "fit", staticmethod(spy))
+    monkeypatch.setattr(stacked_fit, "THIN_MAX_QUERIES", 10)
+    monkeypatch.setattr(stacked_fit, "FACTOR_MAX_CELLS", 300)
+    router = StackedRouter.fit(locus, _evidence(data, "train"), _evidence(data, "val"))
+    router.fit_thin(_evidence(data, "train"), _evidence(data, "val"), factors=True)
+    n_llms = len(locus.llm_ids)
+    assert seen and seen[-1] == (max(10, 300 // n_llms), n_llms)
+    assert len(data.rows("train")) > seen[-1][0]
+    assert router.factors is not None and sorted(router.factors.llm_ids) == sorted(locus.llm_ids)

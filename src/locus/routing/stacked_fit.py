@@ -48,6 +48,9 @@ __all__ = [
 # under the bound, fitted on every query as before. (`StackedRouter.fit`'s defaults.)
 STACK_MAX_CELLS = 2_000_000
 STACK_MIN_ROWS = 2_048
+# the (query, LLM) cells at most the factor models of a newcomer's readings train on
+# (`fit_thin_reading`; a sample of the training queries beyond)
+FACTOR_MAX_CELLS = 500_000
 # below this many scored training queries for some LLM, the networks have too little to learn
 # which LLM suits which query from: the LLMs' own votes route (`fit_stacked`)
 LEARN_MIN_PER_LLM = 50
@@ -172,8 +175,14 @@ def fit_thin_reading(
     if isinstance(factors, Factors):
         model = factors
     elif factors:
+        # their training is bounded in cells: at 80,000 queries x 1,000 LLMs an epoch alone
+        # would be 39,000 steps (the developers' pools, at most 275,000 cells, are under it)
+        limit = max(THIN_MAX_QUERIES, FACTOR_MAX_CELLS // len(ids))
         val_scores = _columns(val, ids).astype(np.float32)
-        model = Factors.fit(train, Evidence(val.vectors, val_scores, tuple(ids)))
+        model = Factors.fit(
+            _bounded(train, limit, "factors"),
+            _bounded(Evidence(val.vectors, val_scores, tuple(ids)), limit, "factors-val"),
+        )
     if model is not None and sorted(model.llm_ids) != sorted(ids):
         raise LocusInputError("a stacked router's factor model must cover its pool's LLMs")
     val = _bounded(val, THIN_MAX_QUERIES, "thin")
