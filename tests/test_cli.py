@@ -281,7 +281,7 @@ def test_fit_without_a_terminal_reports_progress_in_whole_plain_lines(tmp_path: 
     assert any(
         re.fullmatch(rf"training: step 10/10 in {took}; loss \d\.\d{{4}}, val .*", x) for x in lines
     )
-    assert "fitting the router (kNN stack and guard) ..." in lines
+    assert "fitting the router (kNN stack, guard, newcomers' readings) ..." in lines
     assert any(re.fullmatch(rf"saving the artifact: done in {took}", line) for line in lines)
     summary = re.compile(
         r"^trained artifact default on 6 LLMs, 77 training queries in \d+ s; best validation "

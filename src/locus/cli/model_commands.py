@@ -126,9 +126,18 @@ def fit_command(
         )
     if report.thin is not None:
         sizes, fade = report.thin["sizes"], report.thin["fade"]
+        names, weights = list(report.thin["features"]), report.thin["weights"]
+        used = [
+            model
+            for reading, model in (("factor", "MF"), ("ability", "IRT"))
+            if reading in names and any(row[names.index(reading)] > 0 for row in weights)
+        ]
+        models = (
+            f" and its {' and '.join(used)} reading{'s' if len(used) > 1 else ''}" if used else ""
+        )
         stdout_console().print(
             f"an LLM onboarded since with {sizes[0]}-{fade[1]} scores is read beside the fitted "
-            f"LLMs' predictions (weights fitted on them made thin: "
+            f"LLMs' predictions{models} (weights fitted on them made thin: "
             f"{', '.join(map(str, sizes))} scores); from {fade[1]} on, by the stack",
             markup=False,
         )

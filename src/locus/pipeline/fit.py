@@ -146,7 +146,8 @@ def fit_workspace(
         text_encoder_name=data.encoder,
         progress=progress,
     )
-    with stages("fitting the router (kNN stack and guard)" if ensemble else "fitting the guard"):
+    stage = "fitting the router (kNN stack, guard, newcomers' readings)"
+    with stages(stage if ensemble else "fitting the guard"):
         router = StackedRouter.fit(
             LocusRouter(model),
             Evidence.from_table(table, data.vectors, train_rows),
