@@ -29,7 +29,7 @@ eight readings,
 with weights fitted by `locus fit` on the fitted LLMs themselves made thin: each embedded from n
 of its training scores, its validation scores the targets, for each n of `SIZES` (an LLM
 with another number of scores gets weights interpolated in log n; the weights of its own
-five readings kept >= 0: `_monotone_logistic`). The newcomer's level is its
+six readings kept >= 0: `_monotone_logistic`). The newcomer's level is its
 own, not the fitted LLMs': its logits are shifted so that their mean P(correct) over its
 scored queries is what its own evidence says there (`level_shift`). The reading is for thin
 evidence: as its scores grow (more probes, production outcomes) the stack's own reading of
