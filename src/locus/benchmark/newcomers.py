@@ -44,7 +44,7 @@ from locus.metrics import correctness_metrics
 from locus.pipeline import WorkspaceTable
 from locus.routing import KNNRouter, LocusRouter, StackedRouter
 from locus.routing.decision import RouteRequest, choose
-from locus.routing.factors import Factors
+from locus.routing.factors import MIN_STEPS, READINGS, Factors
 
 __all__ = [
     "NEWCOMER_BASELINES",
@@ -258,7 +258,9 @@ def suite_router(
     knn, _ = fit_method("knn", fold, cache_dir=cache_dir)
     assert isinstance(locus, LocusRouter) and isinstance(knn, KNNRouter)
     train, val = fold.evidence("train"), fold.evidence("val")
-    folder = None if cache_dir is None else cache_dir / "factors" / fold.key("factors", {})
+    # keyed by what the models are fitted with: other settings are other models
+    settings = {"readings": READINGS, "min_steps": MIN_STEPS}
+    folder = None if cache_dir is None else cache_dir / "factors" / fold.key("factors", settings)
     try:
         factors = Factors.load(folder) if folder is not None else None
     except LocusArtifactError:  # none cached yet, or a save cut short

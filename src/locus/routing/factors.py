@@ -28,7 +28,7 @@ from locus.errors import LocusArtifactError, LocusInputError
 from locus.routing.evidence import Evidence
 from locus.routing.learned import IRTRouter, MFRouter
 
-__all__ = ["HALVES", "READINGS", "Factors", "SplitFactors"]
+__all__ = ["HALVES", "MIN_STEPS", "READINGS", "Factors", "SplitFactors"]
 
 HALVES = 2
 # the thin reading each model gives (`locus.routing.thin.FEATURES`), and its kind
