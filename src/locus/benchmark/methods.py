@@ -16,10 +16,10 @@ import json
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,9 +37,12 @@ __all__ = [
     "SLOW_METHODS",
     "Fold",
     "cache_key",
+    "cached",
     "fit_in_parallel",
     "fit_method",
 ]
+
+T = TypeVar("T")
 
 # name -> what it is; "locus" is the LOCUS router, the rest are `locus.routing` baselines
 METHODS = {
@@ -169,18 +172,16 @@ def fit_method(
         )
     settings = _merged(method, settings, locus_settings)
     folder = None if cache_dir is None else cache_dir / method / fold.key(method, settings)
-    if folder is not None and folder.exists():
-        try:
-            router = _load(folder)
-        except Exception:
-            shutil.rmtree(folder, ignore_errors=True)
-        else:
-            if method == "locus":
-                _calibrate_as_fit_does(router.model, fold)  # type: ignore[attr-defined]
-            return router, True
-    if method == "locus":
-        router = _fit_locus(fold, settings)
-    else:
+
+    def load(path: Path) -> Router:
+        router = _load(path)
+        if method == "locus":
+            _calibrate_as_fit_does(router.model, fold)  # type: ignore[attr-defined]
+        return router
+
+    def fit() -> Router:
+        if method == "locus":
+            return _fit_locus(fold, settings)
         if method in ("random", "cluster"):
             settings.setdefault("seed", fold.seed)
         if method in ("mf", "irt"):
@@ -189,19 +190,38 @@ def fit_method(
             settings["config"] = LearnedBaselineConfig(
                 **{"seed": fold.seed, **settings.pop("config", {})}
             )
-        router = make_baseline(method, **settings).fit(fold.evidence("train"), fold.evidence("val"))
+        return make_baseline(method, **settings).fit(fold.evidence("train"), fold.evidence("val"))
+
+    return cached(folder, load, fit, lambda router, path: router.save(path))
+
+
+def cached(
+    folder: Path | None,
+    load: Callable[[Path], T],
+    fit: Callable[[], T],
+    save: Callable[[T, Path], object],
+) -> tuple[T, bool]:
+    """(what `load` reads from `folder`, True), or, where none is cached there or it cannot be
+    read, (what `fit` gives, False), saved into `folder` whole (written beside it, then moved
+    in: a save cut short leaves nothing). `folder` None: no cache."""
+    if folder is not None and folder.exists():
+        try:
+            return load(folder), True
+        except Exception:
+            shutil.rmtree(folder, ignore_errors=True)
+    value = fit()
     if folder is not None:
         folder.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".fit-", dir=folder.parent))
         try:
-            router.save(staging / "router")
-            (staging / "router").replace(folder)
+            save(value, staging / "fitted")
+            (staging / "fitted").replace(folder)
         except OSError:
             if not folder.exists():
                 raise
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-    return router, False
+    return value, False
 
 
 # methods made of other methods' fits, combined on validation (nothing of their own to fit):

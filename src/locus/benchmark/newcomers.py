@@ -27,7 +27,6 @@ the other suites); the seeds draw the probes.
 from __future__ import annotations
 
 import copy
-import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -38,8 +37,8 @@ import numpy as np
 
 from locus._progress import ProgressFactory, no_progress
 from locus.benchmark._stats import log_loss, mean_sd
-from locus.benchmark.methods import Fold, fit_method
-from locus.errors import LocusArtifactError, LocusInputError
+from locus.benchmark.methods import Fold, cached, fit_method
+from locus.errors import LocusInputError
 from locus.metrics import correctness_metrics
 from locus.pipeline import WorkspaceTable
 from locus.routing import KNNRouter, LocusRouter, StackedRouter
@@ -261,15 +260,7 @@ def suite_router(
     # keyed by what the models are fitted with: other settings are other models
     settings = {"readings": READINGS, "min_steps": MIN_STEPS}
     folder = None if cache_dir is None else cache_dir / "factors" / fold.key("factors", settings)
-    try:
-        factors = Factors.load(folder) if folder is not None else None
-    except LocusArtifactError:  # none cached yet, or a save cut short
-        factors = None
-    if factors is None:
-        factors = Factors.fit(train, val)
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
-            factors.save(folder)
+    factors, _ = cached(folder, Factors.load, lambda: Factors.fit(train, val), Factors.save)
     return StackedRouter.fit(locus, train, val, knn=knn, factors=factors), knn
 
 

@@ -27,12 +27,13 @@ from numpy.typing import NDArray
 from locus.errors import LocusArtifactError, LocusInputError
 from locus.routing.evidence import Evidence
 from locus.routing.learned import IRTRouter, MFRouter
+from locus.routing.thin import FACTOR_READINGS
 
 __all__ = ["HALVES", "MIN_STEPS", "READINGS", "Factors", "SplitFactors"]
 
 HALVES = 2
-# the thin reading each model gives (`locus.routing.thin.FEATURES`), and its kind
-READINGS = {"factor": "mf", "ability": "irt"}
+# the thin reading each model gives (`locus.routing.thin.FACTOR_READINGS`), and its kind
+READINGS = dict(zip(FACTOR_READINGS, ("mf", "irt"), strict=True))
 _KINDS: dict[str, type[MFRouter] | type[IRTRouter]] = {"mf": MFRouter, "irt": IRTRouter}
 # fewer training steps than a baseline's 1,500 at least: four models are fitted per `locus fit`
 # (measured: BFCL's 70 LLMs, 25 s for one MF of 1,500 steps, 7.5 s for one IRT)
@@ -190,6 +191,22 @@ class Factors:
             name: model.logits_of(query_vectors, rows[name])
             for name, model in self.models.items()
         }  # fmt: skip
+
+    def by_llm(
+        self, query_vectors: NDArray[np.float32], rows: Mapping[str, Rows]
+    ) -> dict[str, dict[str, NDArray[np.float64]]]:
+        """Per LLM of `rows` (its `onboarded` vectors), per reading, its logits (n_queries,)."""
+        names = list(rows)
+        if not names:
+            return {}
+        stacked = {
+            reading: np.stack([rows[name][reading] for name in names]) for reading in self.models
+        }
+        found = self.logits_of(query_vectors, stacked)
+        return {
+            name: {reading: logits[:, i] for reading, logits in found.items()}
+            for i, name in enumerate(names)
+        }
 
     def thin_logits(
         self,

@@ -113,9 +113,7 @@ class _LearnedRouter(BaselineRouter):
     _per_llm: str  # the array with one row per LLM (logit = features @ row + offset)
 
     def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
-        self._check_fitted()
-        features, offset = self._linear_in_llm(query_vectors)
-        return _sigmoid(features @ self.arrays_[self._per_llm].T + offset[:, None])
+        return _sigmoid(self.logits_of(query_vectors, self.arrays_[self._per_llm]))
 
     def add_llm(self, llm_id: str, vectors: NDArray[np.float32], scores: Sequence[float]) -> None:
         new = self._new_llm(llm_id, vectors, scores)

@@ -70,8 +70,7 @@ class StackedRouter(LogitRouter):
         prior_strength: the scores LOCUS's P(correct) counts as beside a joined LLM's votes.
         thin: how a joined LLM with few scores is read beside the fitted LLMs (None: by the
             stack, as a fitted LLM).
-        factors: the factor models a joined LLM's "factor" and "ability" readings are
-            onboarded in (`thin`; None: those readings are 0).
+        factors: the models of a joined LLM's factor readings (`thin`; None: read as 0).
 
     An LLM onboarded since the fit joins the votes from its own scores (`join`: its votes are
     posteriors, LOCUS's P(correct) counted as `prior_strength` scores); with up to 128 scores
@@ -191,7 +190,7 @@ class StackedRouter(LogitRouter):
         readings: dict[int, tuple[str, NDArray[Any]]] = {}
         if self.thin is not None and reference is not None and reference.any():
             pool, ks = out[:, reference], self.stack.ks
-            factor = self._factor_logits(vectors)
+            factor = {} if self.factors is None else self.factors.by_llm(vectors, self._factor_rows)
             for c in np.flatnonzero(~reference):
                 llm = self.locus.llm_ids[mine[c]]
                 task = None if task_votes is None else task_votes[:, c]
@@ -248,24 +247,6 @@ class StackedRouter(LogitRouter):
             self._levels[llm_id] = self._level_of(llm_id, evidence[0])
         if self.guard is not None and default_scores is not None:
             self.guard = rechosen_default(self.guard, llm_id, values, default_scores)
-
-    def _factor_logits(
-        self, vectors: NDArray[np.float32]
-    ) -> dict[str, dict[str, NDArray[np.float64]]]:
-        """Each joined LLM's logits (n_queries,) per factor reading, where the router has
-        factor models."""
-        if self.factors is None or not self._factor_rows:
-            return {}
-        names = list(self._factor_rows)
-        rows = {
-            reading: np.stack([self._factor_rows[n][reading] for n in names])
-            for reading in self.factors.models
-        }
-        found = self.factors.logits_of(vectors, rows)
-        return {
-            name: {reading: logits[:, i] for reading, logits in found.items()}
-            for i, name in enumerate(names)
-        }
 
     def _level_of(self, llm_id: str, vectors: NDArray[np.float32]) -> float:
         """A joined LLM's level shift: its `ThinEvidence` reading's mean P(correct) over the
@@ -381,11 +362,9 @@ class StackedRouter(LogitRouter):
         *,
         factors: Factors | bool | None = None,
     ) -> None:
-        """Fit how an LLM joined since the fit is read beside the fitted LLMs
-        (`locus.routing.thin.fit_thin`; `thin_logits` embeds them, by default the torch LOCUS's
-        `LocusRouter.thin_logits`; `factors` as `fit`'s, None: the router's own, if any).
-        `fit` calls it; a router fitted before can be given one. None without a way to embed
-        (a numpy LOCUS), a stack, or three LLMs."""
+        """Fit how an LLM joined since the fit is read beside the fitted LLMs (`fit` calls it;
+        `locus.routing.stacked_fit.fit_thin_reading`): `thin_logits` embeds them (default: the
+        torch LOCUS's), `factors` as `fit`'s (None: the router's own, if any)."""
         from locus.routing.stacked_fit import fit_thin_reading
 
         chosen = (self.factors or False) if factors is None else factors

@@ -160,9 +160,11 @@ def fit_thin_reading(
     *,
     factors: Factors | bool = False,
 ) -> tuple[ThinEvidence | None, Factors | None]:
-    """`StackedRouter.fit_thin`'s reading (described there) and the factor models it reads
-    newcomers in: `factors` themselves, fitted on `train` and `val` (True), or none (False);
-    (None, None) where it keeps no reading."""
+    """`StackedRouter.fit_thin`: how an LLM joined since the fit is read beside the fitted
+    LLMs (`locus.routing.thin.fit_thin`; `thin_logits` embeds them, by default the torch
+    LOCUS's `LocusRouter.thin_logits`), and the factor models it reads them in: `factors`
+    themselves, fitted on `train` and `val` (True), or none (False). (None, None) without a
+    way to embed (a numpy LOCUS), a stack, or three LLMs."""
     from locus.routing.factors import Factors
 
     reader = thin_logits or getattr(router.locus, "thin_logits", None)

@@ -18,13 +18,10 @@ eight readings,
     region  the same over the stack's widest neighbourhood
     mean    the fitted LLMs' mean stacked logit on the query: how hard the query is
     best    their largest: how well the pool answers it already
-    factor  its logit by a matrix factorisation of the pool (`locus.routing.factors`, fitted
-            by `locus fit` beside LOCUS), its vector onboarded from its scores: a reading
-            linear in the query, which ranks a newcomer's queries from 16 scores where
-            LOCUS's embedding does not (BFCL: MF onboarded 0.707 against 0.666)
-    ability its logit by an IRT model of the pool, its ability onboarded the same way
-            (split2_model7: IRT onboarded 0.718-0.728 against 0.713-0.715); each 0 where the
-            router has no such model
+    factor  its logit by an MF model of the pool, its vector onboarded from its scores
+            (`locus.routing.factors`; BFCL from 16 scores: AUROC 0.707, LOCUS's 0.666)
+    ability the same by an IRT model (split2_model7: 0.718-0.728 against 0.713-0.715); each
+            0 where the router has no such model
 
 with weights fitted by `locus fit` on the fitted LLMs themselves made thin: each embedded from n
 of its training scores, its validation scores the targets, for each n of `SIZES` (an LLM
