@@ -159,8 +159,8 @@ def test_a_specialist_read_beside_the_pool_keeps_its_task_and_its_level() -> Non
     np.testing.assert_allclose(router.predict_proba(maths)[:, :-1], others, atol=1e-6)
     chosen = [d.llm_id for d in router.route(maths, top=1)]
     assert chosen.count("math-llm") >= 90
-    # its level: the stack's reading of its evidence, on the queries it was scored on; at 64
-    # scores its logit is this reading alone (`FADE`)
+    # its level: its mean score, on the queries it was scored on (the stack's mean P there
+    # is another figure); at 64 scores its logit is this reading alone (`FADE`)
     logits = router.locus.predict_logits(probes)
     read, stacked = (
         router._stacked(probes, logits, thin=1.0),
@@ -168,9 +168,9 @@ def test_a_specialist_read_beside_the_pool_keeps_its_task_and_its_level() -> Non
     )
     assert read is not None and stacked is not None
     assert read[0][-1] == stacked[0][-1] == router.locus.llm_ids.index("math-llm")
-    mean = float(sigmoid(stacked[1][:, -1]).mean())
-    assert 0.5 / 65 < mean < 64.5 / 65  # within what its 64 scores can say: kept as it is
-    assert float(sigmoid(read[1][:, -1]).mean()) == pytest.approx(mean, abs=1e-4)
+    assert 0.5 / 65 < scores.mean() < 64.5 / 65  # within what its 64 scores can say: as it is
+    assert float(sigmoid(read[1][:, -1]).mean()) == pytest.approx(scores.mean(), abs=1e-4)
+    assert abs(float(sigmoid(stacked[1][:, -1]).mean()) - scores.mean()) > 1e-3
     np.testing.assert_allclose(router.predict_logits(probes)[:, -1], read[1][:, -1], atol=1e-5)
     # joined again with 256 scores: half this reading, half the stack's
     more, more_tasks = _queries(256, rng)

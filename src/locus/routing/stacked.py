@@ -244,29 +244,30 @@ class StackedRouter(LogitRouter):
         if self.factors is not None and self.thin is not None and self.thin.share(kept.sum()) > 0:
             self._factor_rows[llm_id] = dict(self.factors.onboarded(evidence[0], values[kept]))
         if self.thin is not None:
-            self._levels[llm_id] = self._level_of(llm_id, evidence[0])
+            self._levels[llm_id] = self._level_of(llm_id, evidence[0], values[kept])
         if self.guard is not None and default_scores is not None:
             self.guard = rechosen_default(self.guard, llm_id, values, default_scores)
 
-    def _level_of(self, llm_id: str, vectors: NDArray[np.float32]) -> float:
+    def _level_of(self, llm_id: str, vectors: NDArray[np.float32], scores: NDArray[Any]) -> float:
         """A joined LLM's level shift: its `ThinEvidence` reading's mean P(correct) over the
-        queries it was scored on (`vectors`, at most `LEVEL_QUERIES`) put at the mean the stack
-        gives it there (its LOCUS embedding and its own votes: its own level), bounded by
-        what its scores can say (`bounded_level`)."""
+        queries it was scored on (`vectors`, at most `LEVEL_QUERIES`) put at its mean score
+        there (`scores`; not the stack's mean P, which reads lucky probes as a stronger LLM
+        still: docs/decisions.md, "A newcomer's level"), bounded as `bounded_level`."""
         self._levels[llm_id] = 0.0
         if self.thin is None or self.thin.share(self.joined[llm_id]) == 0:
             return 0.0  # read by the stack alone: no level of its own to keep
         rows = np.asarray(vectors, np.float32)
+        values = np.asarray(scores, np.float64)
         if len(rows) > LEVEL_QUERIES:
             keep = np.random.default_rng(0).choice(len(rows), LEVEL_QUERIES, replace=False)
-            rows = rows[np.sort(keep)]
+            rows, values = rows[np.sort(keep)], values[np.sort(keep)]
         logits = np.array(self.locus.predict_logits(rows), dtype=np.float64)
-        found = self._stack_and_readings(rows, logits)  # one search for both readings
+        found = self._stack_and_readings(rows, logits)
         if found is None:
             return 0.0
-        mine, stacked, readings = found
+        mine, _, readings = found
         column = mine.index(list(self.locus.llm_ids).index(llm_id))
-        level = bounded_level(float(sigmoid(stacked[:, column]).mean()), self.joined[llm_id])
+        level = bounded_level(float(values.mean()), self.joined[llm_id])
         return level_shift(readings[column][1], level)
 
     def predict_logits(
