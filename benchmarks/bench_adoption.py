@@ -39,13 +39,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import REPO_ROOT, write_results
-from bench_newcomer import _router, draw_probes, loo_artifact, thin_reading
+from bench_newcomer import Reading, _router, draw_probes, loo_artifact, read_beside, thin_reading
 
 from locus.locus import Locus
 from locus.pipeline import workspace_table
 from locus.routing import StackedRouter
 from locus.routing.explore import Exploration
-from locus.routing.thin import ThinEvidence
 from locus.store import Store
 
 WINDOW = 200  # requests over which the newcomer's running share is read
@@ -61,10 +60,10 @@ class Onboarded:
         model: Locus,
         newcomer: str,
         default: str | None,
-        thin: ThinEvidence | None = None,
+        thin: Reading | None = None,
     ) -> None:
         self.router: StackedRouter = _router(folder)
-        self.router.thin = thin or self.router.thin
+        self.router = read_beside(self.router, thin)
         self.model, self.newcomer, self.default = model, newcomer, default
 
     def onboard(

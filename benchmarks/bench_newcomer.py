@@ -51,9 +51,13 @@ from locus.pipeline.workspace_artifacts import artifact_path
 from locus.pool import artifact_pools
 from locus.routing import Evidence, IRTRouter, LocusRouter, MFRouter, StackedRouter
 from locus.routing.decision import RouteRequest, choose
+from locus.routing.factors import Factors
 from locus.routing.locus_router import NumpyLocusRouter
 from locus.routing.thin import ThinEvidence
 from locus.store import Store
+
+# a newcomer's reading beside the pool and the factor models it reads (`thin_reading`)
+Reading = tuple[ThinEvidence | None, Factors | None]
 
 
 def _router(folder: Path, prior_strength: float | None = None) -> StackedRouter:
@@ -68,10 +72,11 @@ def _router(folder: Path, prior_strength: float | None = None) -> StackedRouter:
     return router
 
 
-def thin_reading(router: StackedRouter, data: Any, model: Locus) -> ThinEvidence | None:
+def thin_reading(router: StackedRouter, data: Any, model: Locus) -> Reading:
     """The reading of a newcomer beside the pool (`locus.routing.thin`) fitted on `router`
-    (a leave-one-out router fitted before `locus fit` kept one) as `locus fit` fits it, its
-    factor model included."""
+    (a leave-one-out router fitted before `locus fit` kept one) as `locus fit` fits it, with
+    the factor models it reads (`locus.routing.factors`): give both to a router with
+    `read_beside` (the reading's weights without its factor models read those readings as 0)."""
     table = data.table
     router.fit_thin(
         Evidence.from_table(table, data.vectors, data.rows("train")),
@@ -79,7 +84,14 @@ def thin_reading(router: StackedRouter, data: Any, model: Locus) -> ThinEvidence
         LocusRouter(model).thin_logits,
         factors=True,
     )
-    return router.thin
+    return router.thin, router.factors
+
+
+def read_beside(router: StackedRouter, reading: Reading | None) -> StackedRouter:
+    """`router` reading a newcomer with `reading` (`thin_reading`'s); None: as it is."""
+    if reading is not None:
+        router.thin, router.factors = reading
+    return router
 
 
 def loo_artifact(store: Store, newcomer: str) -> Path:
@@ -212,7 +224,9 @@ def run(
                 variants.append(("thin", strengths[0], True))
             for key, strength, read_thin in variants:
                 router = _router(folder, strength)
-                router.thin = thin if read_thin else None
+                router.thin = None
+                if read_thin:
+                    read_beside(router, thin)
                 router.locus.pool.upsert(newcomer, vector, k, float(np.mean(scores)))  # type: ignore[attr-defined]
                 if strength is not None:
                     router.join(
