@@ -43,7 +43,7 @@ from locus.metrics import correctness_metrics
 from locus.pipeline import WorkspaceTable
 from locus.routing import KNNRouter, LocusRouter, StackedRouter
 from locus.routing.decision import RouteRequest, choose
-from locus.routing.factors import MIN_STEPS, READINGS, Factors
+from locus.routing.factors import MIN_STEPS, PATIENCE, READINGS, Factors
 
 __all__ = [
     "NEWCOMER_BASELINES",
@@ -258,7 +258,7 @@ def suite_router(
     assert isinstance(locus, LocusRouter) and isinstance(knn, KNNRouter)
     train, val = fold.evidence("train"), fold.evidence("val")
     # keyed by what the models are fitted with: other settings are other models
-    settings = {"readings": READINGS, "min_steps": MIN_STEPS}
+    settings = {"readings": READINGS, "min_steps": MIN_STEPS, "patience": PATIENCE}
     folder = None if cache_dir is None else cache_dir / "factors" / fold.key("factors", settings)
     factors, _ = cached(folder, Factors.load, lambda: Factors.fit(train, val), Factors.save)
     return StackedRouter.fit(locus, train, val, knn=knn, factors=factors), knn

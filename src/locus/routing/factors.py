@@ -29,7 +29,7 @@ from locus.routing.evidence import Evidence
 from locus.routing.learned import IRTRouter, MFRouter
 from locus.routing.thin import FACTOR_READINGS
 
-__all__ = ["HALVES", "MIN_STEPS", "READINGS", "Factors", "SplitFactors"]
+__all__ = ["HALVES", "MIN_STEPS", "PATIENCE", "READINGS", "Factors", "SplitFactors"]
 
 HALVES = 2
 # the thin reading each model gives (`locus.routing.thin.FACTOR_READINGS`), and its kind
@@ -38,6 +38,10 @@ _KINDS: dict[str, type[MFRouter] | type[IRTRouter]] = {"mf": MFRouter, "irt": IR
 # fewer training steps than a baseline's 1,500 at least: four models are fitted per `locus fit`
 # (measured: BFCL's 70 LLMs, 25 s for one MF of 1,500 steps, 7.5 s for one IRT)
 MIN_STEPS = 600
+# epochs without a better validation loss before a model stops (a baseline's 5): measured on
+# the newcomers suite, BFCL's and split2_model7's newcomers read within 0.001 in AUROC and
+# log-loss at every k, at a third less of the models' fit time (docs/decisions.md)
+PATIENCE = 2
 
 Rows = Mapping[str, NDArray[Any]]  # per reading, an LLM's vectors (2, p) or LLMs' (m, 2, p)
 
@@ -70,7 +74,7 @@ class SplitFactors:
     ) -> SplitFactors:  # fmt: skip
         """Two models of `kind`, each over half of `train`'s LLMs (halves drawn with `seed`),
         fitted on their training scores (`val`: the kept epoch's, else the last). `config`:
-        the `LearnedBaselineConfig` (default: `MIN_STEPS` training steps at least).
+        the `LearnedBaselineConfig` (default: `MIN_STEPS` training steps at least, `PATIENCE`).
 
         Raises:
             LocusInputError: an unknown kind, or fewer than two LLMs.
@@ -81,7 +85,7 @@ class SplitFactors:
             raise LocusInputError(f"factor model {kind!r}: expected one of {sorted(_KINDS)}")
         if len(train.llm_ids) < HALVES:
             raise LocusInputError("a split factor model needs two LLMs at least")
-        config = config or LearnedBaselineConfig(min_steps=MIN_STEPS, seed=seed)
+        config = config or LearnedBaselineConfig(min_steps=MIN_STEPS, patience=PATIENCE, seed=seed)
         order = np.random.default_rng(seed).permutation(len(train.llm_ids))
         halves = []
         for part in range(HALVES):
