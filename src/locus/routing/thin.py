@@ -269,8 +269,8 @@ def level_shift(logits: NDArray[Any], target: float) -> float:
 def bounded_level(level: float, n: float) -> float:
     """A newcomer's `level` (its mean P(correct)) kept within [1/2, n + 1/2] / (n + 1): no
     surer than `n` scores all one way can make it ((n + 1/2) / (n + 1) is their mean under the
-    Jeffreys prior). The stack reads 32 probes all right as P 0.999 (BFCL: log-loss 0.54-0.96
-    against 0.24-0.38 with all its scores, 4 of 84 newcomers); a level inside stays as it is.
+    Jeffreys prior): 32 probes all right (a mean of 1; read as P 0.999, BFCL's log-loss was
+    0.54-0.96 against 0.24-0.38 with all its scores, 4 of 84 newcomers). Inside, kept as it is.
 
     >>> round(bounded_level(0.999, 32), 4), bounded_level(0.7, 32)
     (0.9848, 0.7)
