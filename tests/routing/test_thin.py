@@ -226,6 +226,37 @@ def test_an_llm_whose_probes_were_all_right_is_not_read_as_never_wrong() -> None
     assert mean > float(router.predict_proba(probes)[:, :-1].mean(axis=0).max())
 
 
+def test_a_newcomer_on_easy_probes_is_read_at_their_mean_there_and_lower_elsewhere() -> None:
+    """Its 32 probes drawn from the pool's easiest quarter, and a LOCUS that reads them as a
+    stronger LLM still (0.97): its mean P over its probes is their mean (27 of 32 right: 0.84),
+    not the stack's reading of them (0.985 before), and over other queries the pool's sense of
+    difficulty takes it down near its true accuracy (0.56 against 0.50; 0.91 before)."""
+    rng = np.random.default_rng(4)
+    n, m = 3_000, 12
+    difficulty = rng.normal(0, 1.5, n)
+    levels = np.append(rng.normal(0, 0.7, m - 1), 0.0)  # the newcomer: level 0
+    scores = (rng.random((n, m)) < sigmoid(levels[None, :] - difficulty[:, None])).astype(
+        np.float32
+    )
+    # the first coordinate of a query tells its difficulty: neighbours are alike in it
+    vectors = np.column_stack([difficulty + rng.normal(0, 0.2, n), rng.normal(size=(n, 3))])
+    vectors = vectors.astype(np.float32)
+    ids = tuple(f"m{j}" for j in range(m - 1))
+    train, val, test = slice(0, 2_000), slice(2_000, 2_500), slice(2_500, n)
+    train_ev, val_ev = (Evidence(vectors[r], scores[r][:, : m - 1], ids) for r in (train, val))
+    locus = LevelsFromEvidence({llm: float(scores[train, j].mean()) for j, llm in enumerate(ids)})
+    router = StackedRouter.fit(locus, train_ev, val_ev, cross_fit_below=0, factors=False)
+    probes = rng.choice(np.argsort(difficulty[train])[:500], 32, replace=False)
+    locus.levels["new"] = 0.97
+    router.join("new", vectors[probes], scores[probes, -1])
+    on_probes = float(router.predict_proba(vectors[probes])[:, -1].mean())
+    elsewhere = float(router.predict_proba(vectors[test])[:, -1].mean())
+    assert on_probes == pytest.approx(float(scores[probes, -1].mean()), abs=1e-3)
+    assert elsewhere < on_probes - 0.1
+    truth = float(scores[test, -1].mean())
+    assert abs(elsewhere - truth) < abs(float(scores[probes, -1].mean()) - truth) / 3
+
+
 def test_a_reading_written_before_the_factor_reading_gives_it_no_weight() -> None:
     old = {
         "features": list(FEATURES[:6]),
