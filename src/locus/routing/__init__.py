@@ -3,9 +3,10 @@
 Routing works on query vectors and never imports the store; texts become vectors, and the
 fitted router meets a workspace, in `locus.pipeline.workspace_router`.
 
-decision.py       the decision rule, once: RouteRequest (top, rule, max cost, unavailable,
-                  guarded), rank / choose (P(correct) and costs -> the choice), which route,
-                  every evaluation, sweep and benchmark call; tune_cost_weight (a budget)
+request.py        RouteRequest (top, rule, max cost, unavailable, guarded), validated once
+decision.py       the decision rule, once: rank / choose (P(correct) and costs -> the choice on
+                  a RouteRequest), which route, every evaluation, sweep and benchmark call;
+                  tune_cost_weight (a budget)
 router.py         Router (predict_proba -> route once, through decision.py), RouteDecision,
                   RankedLLM
 costs.py          CostModel: each LLM's cost on a query, from the nearest training queries
