@@ -155,8 +155,11 @@ def test_atlas_commands(trained: Path, run_cli: Run, tmp_path: Path) -> None:
     cluster = run_cli("cluster", "--k", "3", "-w", trained, "--dendrogram", png, "--json").json()
     assert isinstance(cluster, dict) and cluster["family_ari"] == pytest.approx(1.0)
     assert png.stat().st_size > 10_000
-    portfolio = run_cli("portfolio", "--k", "3", "-w", trained, "--json", "--draws", "10").json()
-    assert isinstance(portfolio, dict)
+    curves = tmp_path / "portfolios.png"
+    portfolio = run_cli(
+        "portfolio", "--k", "3", "-w", trained, "--json", "--draws", "10", "--plot", curves
+    ).json()
+    assert isinstance(portfolio, dict) and curves.stat().st_size > 10_000
     assert {group(llm) for llm in portfolio["members"]} == {"math", "law", "biology"}
     assert portfolio["hit@1"] > portfolio["random_hit@1"]["mean"]
     proxy = run_cli("proxy", "law-2", "-w", trained)

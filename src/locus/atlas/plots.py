@@ -13,7 +13,15 @@ from numpy.typing import NDArray
 from locus._plotting import pyplot
 from locus.palette import OTHER, UNKNOWN, legend_colours, method_colour
 
-__all__ = ["dendrogram_png", "llm_numbers", "map_figure", "map_png", "portfolio_png"]
+__all__ = [
+    "dendrogram_png",
+    "llm_numbers",
+    "map_figure",
+    "map_png",
+    "page_map_png",
+    "portfolio_curves_png",
+    "portfolio_png",
+]
 
 
 def _save(figure: Any, path: Path) -> Path:
@@ -287,3 +295,43 @@ def portfolio_png(
     axis.legend(frameon=False)
     axis.spines[["top", "right"]].set_visible(False)
     return _save(figure, path)
+
+
+def page_map_png(payload: Mapping[str, Any], accuracy: Any, path: Path) -> Path:
+    """The PNG of an atlas page's default view (`payload`: the page's data): its first
+    projection and first colouring, with the page's colours and numbers."""
+    projection, coords = next(iter(payload["projections"].items()))
+    field = payload["colour_by"][0]
+    llms = payload["llms"]
+    ids = [llm["llm_id"] for llm in llms]
+    return map_png(
+        np.array([coords[llm] for llm in ids]),
+        [llm.get("display_name") or llm["llm_id"] for llm in llms],
+        [llm.get(field) for llm in llms],
+        np.asarray(accuracy, dtype=np.float64),
+        path,
+        colours=payload["colours"][field],
+        llm_ids=ids,
+        title=f"{projection} map of {len(ids)} LLMs (the HTML page's default view; point "
+        "size: accuracy)",
+        colour_title=f"colour: {field}",
+    )
+
+
+def portfolio_curves_png(atlas: Any, path: Path, draws: int) -> Path:
+    """The accuracy of the k-center and k-medoids portfolios of a `WorkspaceAtlas` for k up to
+    30, beside `draws` random portfolios of each size (`portfolio_png`)."""
+    from locus.atlas.portfolio import random_portfolios
+
+    top = min(len(atlas.llm_ids), 30)
+    curves = {
+        method: [
+            (k, atlas.portfolio_accuracy(atlas.portfolio(k, method))) for k in range(1, top + 1)
+        ]
+        for method in ("k-center", "k-medoids")
+    }
+    random_curve = [
+        (k, *random_portfolios(atlas.test_proba, atlas.test_scores, k, draws=draws))
+        for k in range(1, top + 1)
+    ]
+    return portfolio_png(curves, random_curve, atlas.full_pool_accuracy(), path)

@@ -214,7 +214,9 @@ def atlas_command(
             payload = atlas_payload(atlas)
             advance(1)
         if png is not None:
-            _map_png(payload, atlas.accuracy, png)
+            from locus.atlas.plots import page_map_png
+
+            page_map_png(payload, atlas.accuracy, png)
     write_atlas_html(payload, out)
     colour = payload["colour_by"][0]
     summary = {
@@ -238,31 +240,6 @@ def atlas_command(
     )
     note = summary["colour_note"]
     console.print(f"colour: {colour}" + (f": {note}" if note else ""))
-
-
-def _map_png(payload: dict[str, Any], accuracy: Any, path: Path) -> None:
-    """The PNG of the page's default view: its first projection and first colouring, with the
-    page's colours and numbers."""
-    import numpy as np
-
-    from locus.atlas.plots import map_png
-
-    projection, coords = next(iter(payload["projections"].items()))
-    field = payload["colour_by"][0]
-    llms = payload["llms"]
-    ids = [llm["llm_id"] for llm in llms]
-    map_png(
-        np.array([coords[llm] for llm in ids]),
-        [llm.get("display_name") or llm["llm_id"] for llm in llms],
-        [llm.get(field) for llm in llms],
-        np.asarray(accuracy, dtype=np.float64),
-        path,
-        colours=payload["colours"][field],
-        llm_ids=ids,
-        title=f"{projection} map of {len(ids)} LLMs (the HTML page's default view; point "
-        "size: accuracy)",
-        colour_title=f"colour: {field}",
-    )
 
 
 @app.command("portfolio")
@@ -311,7 +288,9 @@ def portfolio_command(
         full = atlas.full_pool_accuracy()
         mean, sd = random_portfolios(atlas.test_proba, atlas.test_scores, len(members), draws=draws)
         if plot is not None:
-            _portfolio_plot(atlas, plot, draws)
+            from locus.atlas.plots import portfolio_curves_png
+
+            portfolio_curves_png(atlas, plot, draws)
         names = [atlas.llm_ids[i] for i in members]
     payload = {
         "method": label,
@@ -334,24 +313,6 @@ def portfolio_command(
         f"({len(atlas.llm_ids)} LLMs), {mean:.4f} ± {sd:.4f} for {draws} random portfolios "
         f"of {len(names)}"
     )
-
-
-def _portfolio_plot(atlas: Any, path: Path, draws: int) -> None:
-    from locus.atlas.plots import portfolio_png
-    from locus.atlas.portfolio import random_portfolios
-
-    top = min(len(atlas.llm_ids), 30)
-    curves = {
-        method: [
-            (k, atlas.portfolio_accuracy(atlas.portfolio(k, method))) for k in range(1, top + 1)
-        ]
-        for method in ("k-center", "k-medoids")
-    }
-    random_curve = [
-        (k, *random_portfolios(atlas.test_proba, atlas.test_scores, k, draws=draws))
-        for k in range(1, top + 1)
-    ]
-    portfolio_png(curves, random_curve, atlas.full_pool_accuracy(), path)
 
 
 @app.command("proxy")
