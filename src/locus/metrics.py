@@ -21,6 +21,7 @@ __all__ = [
     "FEW_QUERIES",
     "best_per_task_accuracy",
     "best_single_accuracy",
+    "column_means",
     "correctness_metrics",
     "expected_calibration_error",
     "oracle_accuracy",
@@ -76,11 +77,13 @@ def oracle_accuracy(scores: np.ndarray) -> float:
     return float(np.mean(np.nanmax(scores[valid], axis=1))) if valid.any() else float("nan")
 
 
-def _column_means(scores: np.ndarray) -> np.ndarray:
+def column_means(scores: np.ndarray, empty: float = float("nan")) -> np.ndarray:
+    """(n_llms,) each column's mean over its scored rows (NaN: not scored), `empty` where a
+    column has none: `np.nanmean` without its "Mean of empty slice" warning."""
     observed = ~np.isnan(scores)
     counts = observed.sum(axis=0)
     totals = np.where(observed, scores, 0.0).sum(axis=0)
-    return np.where(counts > 0, totals / np.maximum(counts, 1), -np.inf)
+    return np.where(counts > 0, totals / np.maximum(counts, 1), empty)
 
 
 def best_single_accuracy(train_scores: np.ndarray, test_scores: np.ndarray) -> tuple[int, float]:
@@ -90,7 +93,7 @@ def best_single_accuracy(train_scores: np.ndarray, test_scores: np.ndarray) -> t
     was evaluated answers instead, so the baseline covers the same queries as any router (with
     a fully observed table this is exactly "always the best LLM").
     """
-    ranking = np.argsort(-_column_means(train_scores), kind="stable")
+    ranking = np.argsort(-column_means(train_scores, -np.inf), kind="stable")
     return int(ranking[0]), _static_ranking_accuracy(ranking, test_scores)
 
 
@@ -111,12 +114,12 @@ def best_per_task_accuracy(
     test_tasks: Sequence[str | None],
 ) -> float:
     """Route each test query to the LLM best on its task in training (overall best if unseen)."""
-    overall = _column_means(train_scores)
+    overall = column_means(train_scores, -np.inf)
     train_tasks_array = np.asarray(train_tasks, dtype=object)
     pick_for: dict[str | None, np.ndarray] = {}
     for task in set(test_tasks):
         rows = train_tasks_array == task
-        means = _column_means(train_scores[rows]) if rows.any() else overall
+        means = column_means(train_scores[rows], -np.inf) if rows.any() else overall
         # a tie or an LLM never seen on the task falls back to the overall ranking
         pick_for[task] = np.lexsort((overall, means))[::-1]
     total, count = 0.0, 0

@@ -46,7 +46,7 @@ from locus.atlas.proxy import ProxyRetention, predicted_agreement, proxy_retenti
 from locus.atlas.search import capability_recall, synthesise_evidence, task_profiles
 from locus.data.families import family_of
 from locus.errors import LocusInputError, LocusNotFoundError, did_you_mean
-from locus.metrics import routing_choices
+from locus.metrics import column_means, routing_choices
 from locus.pipeline.data import WorkspaceTable, workspace_table
 from locus.pipeline.workspace_artifacts import DEFAULT_ARTIFACT
 from locus.pipeline.workspace_router import WorkspaceRouter
@@ -110,7 +110,7 @@ class WorkspaceAtlas:
         proba = self.router.predict_proba(self.data.vectors[test])
         self.test_proba = np.asarray(proba)[:, [pool_column[llm] for llm in self.llm_ids]]
         evidence = np.where(self.data.splits[:, None] == "test", np.nan, scores)
-        self.accuracy = _column_means(evidence)
+        self.accuracy = column_means(evidence)  # NaN: an LLM without a non-test score
         stored = store.llm_metadata()
         self.metadata = [dict(stored.get(llm, {})) for llm in self.llm_ids]
         self.catalog_families = [_catalog_family(m) for m in self.metadata]
@@ -289,7 +289,7 @@ class WorkspaceAtlas:
         rows = routed if routed.any() else np.ones(len(self.test_proba), dtype=bool)
         p_correct = self.test_proba[rows].mean(axis=0)
         # an onboarded LLM has no test scores: its measured mean is None, not a warning
-        measured = _column_means(self.test_scores[rows])
+        measured = column_means(self.test_scores[rows])
         ranked = {row["llm_id"]: row for row in self.similar(llm_id, len(self.llm_ids) - 1)}
         order = [j for j in np.argsort(-p_correct, kind="stable") if j != i][:k]
         return [
@@ -396,13 +396,3 @@ class WorkspaceAtlas:
 def _catalog_family(metadata: Mapping[str, Any]) -> str | None:
     family = str(metadata.get("family") or "").strip()
     return family or None
-
-
-def _column_means(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
-    """(n_llms,) mean of each column's scores, NaN where a column has none: `np.nanmean`
-    without its "Mean of empty slice" warning (an LLM onboarded from a few training queries
-    has no test score)."""
-    scored = ~np.isnan(matrix)
-    counts = scored.sum(axis=0)
-    totals = np.where(scored, matrix, 0.0).sum(axis=0)
-    return np.divide(totals, counts, out=np.full(counts.shape, np.nan), where=counts > 0)
