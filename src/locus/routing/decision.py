@@ -1,7 +1,8 @@
 """The decision rule, once: `rank` / `choose` (how P(correct) and costs become a choice for a
-`RouteRequest`, what a caller asks for: `locus.routing.request`, re-exported here). `Router.route`, the workspace router, the gateway, and
-every evaluation, sweep and benchmark decide through this module, so a figure measured with
-`choose` is what `locus route` does (a property test pins it, ties included).
+`RouteRequest`, what a caller asks for: `locus.routing.request`, re-exported here).
+`Router.route`, the workspace router, the gateway, and every evaluation, sweep and benchmark
+decide through this module, so a figure measured with `choose` is what `locus route` does (a
+property test pins it, ties included).
 
 The rules:
 
