@@ -31,6 +31,7 @@ from locus.routing.ann import ANN_FROM
 from locus.routing.cross_fit import CROSS_FIT_CELLS
 from locus.routing.evidence import Evidence
 from locus.routing.guard import Guard, rechosen_default
+from locus.routing.level import FitRows, reference_level
 from locus.routing.locus_router import LogitRouter
 from locus.routing.neighbours import KNNRouter
 from locus.routing.posterior import posterior_votes
@@ -41,7 +42,7 @@ from locus.routing.stacked_fit import (
     STACK_MIN_ROWS,
     learns_from,
 )
-from locus.routing.thin import LEVEL_QUERIES, ThinEvidence, ThinLogits, bounded_level, level_shift
+from locus.routing.thin import ThinEvidence, ThinLogits, bounded_level, level_shift
 
 if TYPE_CHECKING:
     from locus.routing.factors import Factors
@@ -109,6 +110,7 @@ class StackedRouter(LogitRouter):
         self.joined: dict[str, int] = {}  # LLM -> its scores, for those joined since the fit
         self._fit_rows = 0 if knn is None else len(knn.vectors_)  # before any LLM joins
         self._scored_counts: tuple[NDArray[Any], NDArray[np.int64]] | None = None
+        self._fit_index: FitRows | None = None  # the fit's rows by their vectors (`_level_of`)
 
     @property
     def llm_ids(self) -> Sequence[str]:  # type: ignore[override]
@@ -244,31 +246,29 @@ class StackedRouter(LogitRouter):
         if self.factors is not None and self.thin is not None and self.thin.share(kept.sum()) > 0:
             self._factor_rows[llm_id] = dict(self.factors.onboarded(evidence[0], values[kept]))
         if self.thin is not None:
-            self._levels[llm_id] = self._level_of(llm_id, evidence[0], values[kept])
+            self._levels[llm_id] = self._level_of(llm_id, evidence[0], values[kept], task_list)
         if self.guard is not None and default_scores is not None:
             self.guard = rechosen_default(self.guard, llm_id, values, default_scores)
 
-    def _level_of(self, llm_id: str, vectors: NDArray[np.float32], scores: NDArray[Any]) -> float:
+    def _level_of(self, llm_id: str, vectors: Any, scores: Any, tasks: list[Any]) -> float:
         """A joined LLM's level shift: its `ThinEvidence` reading's mean P(correct) over the
-        queries it was scored on (`vectors`, at most `LEVEL_QUERIES`) put at its mean score
-        there (`scores`; not the stack's mean P, which reads lucky probes as a stronger LLM
-        still: docs/decisions.md, "A newcomer's level"), bounded as `bounded_level`."""
+        fit's queries of its scored queries' tasks put at what its scores say there, read
+        against how easy the fitted LLMs found them (`locus.routing.level.reference_level`),
+        bounded as `bounded_level` (docs/decisions.md, "A newcomer's level, read against
+        how easy its probes were")."""
         self._levels[llm_id] = 0.0
-        if self.thin is None or self.thin.share(self.joined[llm_id]) == 0:
+        if self.thin is None or self.knn is None or self.thin.share(self.joined[llm_id]) == 0:
             return 0.0  # read by the stack alone: no level of its own to keep
-        rows = np.asarray(vectors, np.float32)
-        values = np.asarray(scores, np.float64)
-        if len(rows) > LEVEL_QUERIES:
-            keep = np.random.default_rng(0).choice(len(rows), LEVEL_QUERIES, replace=False)
-            rows, values = rows[np.sort(keep)], values[np.sort(keep)]
+        if self._fit_index is None:
+            self._fit_index = FitRows(self.knn.vectors_[: self._fit_rows])
+        fitted = [self._knn_column[llm] for llm in self.knn.llm_ids if llm not in self.joined]
+        target, rows = reference_level(self.knn, fitted, self._fit_index, vectors, scores, tasks)
         logits = np.array(self.locus.predict_logits(rows), dtype=np.float64)
-        found = self._stack_and_readings(rows, logits)
-        if found is None:
+        stacked = self._stack_and_readings(rows, logits)
+        if stacked is None:
             return 0.0
-        mine, _, readings = found
-        column = mine.index(list(self.locus.llm_ids).index(llm_id))
-        level = bounded_level(float(values.mean()), self.joined[llm_id])
-        return level_shift(readings[column][1], level)
+        reading = stacked[2][stacked[0].index(list(self.locus.llm_ids).index(llm_id))][1]
+        return level_shift(reading, bounded_level(target, self.joined[llm_id]))
 
     def predict_logits(
         self, query_vectors: NDArray[np.float32], tasks: Sequence[str | None] | None = None

@@ -94,8 +94,6 @@ FADE = (128, 512)
 MAX_LLMS = 32
 DRAWS = 2
 MAX_QUERIES = 1_024
-# a joined LLM's scored queries its level is read on (`StackedRouter._level_of`)
-LEVEL_QUERIES = 512
 _CLIP = 1e-3  # a vote of 0 or 1 read as 0.001 or 0.999
 
 # (evidence: one (query vectors (n_i, dq), scores (n_i,)) per LLM, query vectors (q, dq)) ->
