@@ -17,6 +17,7 @@ from locus.pipeline import embed_workspace_llms, fit_workspace, workspace_table
 from locus.pipeline.workspace_router import WorkspaceRouter
 from locus.routing import StackedRouter
 from locus.routing.costs import COST_FOLDER
+from locus.routing.evidence import unit_rows
 from locus.store import Store
 from locus.text import HashingEncoder
 from tests.conftest import CliResult
@@ -465,3 +466,14 @@ def test_a_fit_with_a_validation_split_reads_an_onboarded_llm_beside_the_pool(
         assert proba[0, column] > proba[1, column] + 0.3  # law over maths
         decisions = router.route_texts(["court jury verdict appeal statute"], top=1)
         assert decisions[0].llm_id.startswith("law-")
+        # its first 64 training scores alone, as `locus onboard`'s probes would be: the fit's
+        # rows hold the same queries, and the pool's scores on them say how easy they were
+        data = workspace_table(store, split_seed=router.manifest.split_seed)
+        column_scores = data.table.scores[:, data.table.llm_index("law-3")]
+        train = data.rows("train")
+        probes = train[~np.isnan(column_scores[train])][:64]
+        tasks = [data.table.tasks[i] for i in probes]
+        stacked.join("law-3", data.vectors[probes], column_scores[probes], tasks)
+        assert stacked.thin.share(64) == 1.0 and stacked._fit_index is not None
+        found = stacked._fit_index.find(unit_rows(data.vectors[probes]))
+        assert (found >= 0).all()
