@@ -4,7 +4,7 @@ An LLM joined since the fit has a level of its own: the mean P(correct) its read
 to (`locus.routing.thin.level_shift`). Its probes' mean says how it did on *those* queries, and
 a few dozen probes are often easier or harder than the pool's queries as a whole: on
 split2_model7 one seed's 16 random probes were answered by the pool at 0.55 against 0.44 on
-all its training queries, and six newcomers read at their probes' mean (0.54-0.60, true
+all its training queries, and five newcomers read at their probes' mean (0.54-0.60, true
 0.38-0.48) took 82-89% of the queries and cost the pool 5-12 points each. The fitted LLMs'
 scores on the same probes say how easy they were; the reading, which sees only the fitted
 LLMs' *predicted* P(correct) there, does not.
@@ -127,22 +127,45 @@ class FitRows:
     """The fit's training rows of a kNN router found by their query vectors: an onboarded LLM's
     probes are queries of the pool, and the fitted LLMs' scores on them are the kNN router's
     rows (`vectors` (n, d) those rows, unit length, as the kNN router keeps them). Each row is
-    indexed by the hash of its bytes (8 bytes a row, not its 1.5 KB) and checked on a hit."""
+    indexed by a 64-bit hash of its bits (16 bytes a row with its place, not its 1.5 KB: a
+    million rows take 16 MB) and checked against the row itself on a hit."""
 
     def __init__(self, vectors: NDArray[np.float32]) -> None:
         self.vectors = vectors
-        self._index: dict[int, int] = {}
-        for i, row in enumerate(vectors):
-            self._index.setdefault(hash(row.tobytes()), i)
+        hashes = _row_hashes(vectors)
+        self._order = np.argsort(hashes, kind="stable")
+        self._sorted = hashes[self._order]
 
     def find(self, units: NDArray[np.float32]) -> NDArray[np.int64]:
         """(n,) the row of each unit query vector of `units`, -1 for one not among them."""
-        out = np.full(len(units), -1, np.int64)
-        for i, row in enumerate(np.asarray(units, self.vectors.dtype)):
-            hit = self._index.get(hash(row.tobytes()))
-            if hit is not None and np.array_equal(self.vectors[hit], row):
-                out[i] = hit
+        queries = np.asarray(units, self.vectors.dtype)
+        out = np.full(len(queries), -1, np.int64)
+        if not len(self._sorted) or not len(queries):
+            return out
+        hashes = _row_hashes(queries)
+        at = np.searchsorted(self._sorted, hashes)
+        for i, start in enumerate(at.tolist()):
+            while start < len(self._sorted) and self._sorted[start] == hashes[i]:
+                row = int(self._order[start])
+                if np.array_equal(self.vectors[row], queries[i]):
+                    out[i] = row
+                    break
+                start += 1
         return out
+
+
+def _row_hashes(rows: NDArray[Any], block: int = 8_192) -> NDArray[np.uint64]:
+    """(n,) a 64-bit hash of each row's bits (a fixed random odd multiplier per column, the
+    products summed modulo 2^64), in blocks of `block` rows."""
+    words = np.ascontiguousarray(rows)
+    words = words.view(np.uint32) if words.dtype.itemsize == 4 else words.view(np.uint64)
+    multipliers = np.random.default_rng(0).integers(1, 2**63, words.shape[1], dtype=np.uint64)
+    multipliers |= np.uint64(1)
+    out = np.empty(len(words), np.uint64)
+    for start in range(0, len(words), block):
+        part = words[start : start + block].astype(np.uint64)
+        out[start : start + block] = (part * multipliers).sum(axis=1, dtype=np.uint64)
+    return out
 
 
 def reference_level(
