@@ -22,6 +22,8 @@ stack.py          Stack: how LOCUS's logits and the kNN votes combine, fitted on
 cross_fit.py      out-of-fold votes: the stack and guard of a pool with a small validation
 posterior.py      an onboarded LLM's votes against LOCUS's prior; a prediction's uncertainty
 thin.py           ThinEvidence: an onboarded LLM's P(correct) read beside the fitted LLMs'
+level.py          an onboarded LLM's level, read against how easy the fitted LLMs found its
+                  probes (a one-parameter IRT on their scores of the same queries)
 factors.py        Factors: the MF and IRT models (two halves each) an onboarded LLM's factor
                   readings are onboarded in
 explore.py        Exploration: a share of queries routed by a Thompson draw on the uncertainty
