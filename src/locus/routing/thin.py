@@ -27,8 +27,9 @@ with weights fitted by `locus fit` on the fitted LLMs themselves made thin: each
 of its training scores, its validation scores the targets, for each n of `SIZES` (an LLM
 with another number of scores gets weights interpolated in log n; the weights of its own
 six readings kept >= 0: `_monotone_logistic`). The newcomer's level is its
-own, not the fitted LLMs': its logits are shifted so that their mean P(correct) over its
-scored queries is what its own evidence says there (`level_shift`). The reading is for thin
+own, not the fitted LLMs': its logits are shifted so that their mean P(correct) over queries
+like its scored ones is what its own evidence says there, read against how easy the fitted LLMs
+found the same queries (`level_shift`, `locus.routing.level`). The reading is for thin
 evidence: as its scores grow (more probes, production outcomes) the stack's own reading of
 them takes over (`FADE`: from 128 scores, all of it from 512 on).
 
