@@ -36,8 +36,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from locus.calibration import sigmoid
+from locus.calibration import evidence_quality, sigmoid
+from locus.metrics import column_means
 from locus.routing.evidence import unit_rows
+from locus.routing.thin import bounded_level
 
 if TYPE_CHECKING:
     from locus.routing.neighbours import KNNRouter
@@ -50,7 +52,8 @@ __all__ = ["FitRows", "easiness", "pool_level", "reference_level", "reference_ro
 
 def easiness(scores: NDArray[Any]) -> NDArray[np.float64]:
     """(n,) the logit of each query's mean score over the LLMs of `scores` (n, m) that were
-    scored on it, smoothed by half a score each way (a query every LLM got right is not read as
+    scored on it, smoothed by half a score each way as an LLM's evidence quality is
+    (`locus.calibration.evidence_quality`: a query every LLM got right is not read as
     certain); NaN where none was.
 
     >>> easiness(np.array([[1.0, 1.0], [0.0, np.nan], [np.nan, np.nan]])).round(3).tolist()
@@ -58,10 +61,7 @@ def easiness(scores: NDArray[Any]) -> NDArray[np.float64]:
     """
     values = np.asarray(scores, np.float64)
     counts = (~np.isnan(values)).sum(axis=1)
-    rate = (np.nansum(values, axis=1) + 0.5) / (counts + 1.0)
-    out = np.log(rate / (1.0 - rate))
-    out[counts == 0] = np.nan
-    return out
+    return evidence_quality(column_means(values.T), counts)
 
 
 def pool_level(
@@ -83,7 +83,7 @@ def pool_level(
     if not known.any() or not len(reference):
         return float(values[scored].mean())
     n = int(known.sum())
-    mean = float(np.clip(values[known].mean(), 0.5 / (n + 1.0), 1.0 - 0.5 / (n + 1.0)))
+    mean = bounded_level(float(values[known].mean()), n)
     on = probe[known]
     theta = brentq(lambda t: float(sigmoid(t + on).mean()) - mean, -60.0, 60.0, xtol=1e-8)
     level = float(sigmoid(theta + reference).mean())

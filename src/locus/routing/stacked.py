@@ -254,8 +254,7 @@ class StackedRouter(LogitRouter):
         """A joined LLM's level shift: its `ThinEvidence` reading's mean P(correct) over the
         fit's queries of its scored queries' tasks put at what its scores say there, read
         against how easy the fitted LLMs found them (`locus.routing.level.reference_level`),
-        bounded as `bounded_level` (docs/decisions.md, "A newcomer's level, read against
-        how easy its probes were")."""
+        bounded as `bounded_level` (docs/decisions.md, tenth part of issue 37)."""
         self._levels[llm_id] = 0.0
         if self.thin is None or self.knn is None or self.thin.share(self.joined[llm_id]) == 0:
             return 0.0  # read by the stack alone: no level of its own to keep
@@ -267,7 +266,8 @@ class StackedRouter(LogitRouter):
         stacked = self._stack_and_readings(rows, logits)
         if stacked is None:
             return 0.0
-        reading = stacked[2][stacked[0].index(list(self.locus.llm_ids).index(llm_id))][1]
+        mine, _, readings = stacked
+        reading = readings[mine.index(list(self.locus.llm_ids).index(llm_id))][1]
         return level_shift(reading, bounded_level(target, self.joined[llm_id]))
 
     def predict_logits(
