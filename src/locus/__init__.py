@@ -9,6 +9,8 @@ artifact, routing, pipeline, benchmark, atlas, server, cli):
 
     locus.py         Locus: the facade over the networks: fit, embed, onboard, predict, save,
                      load (the artifact format: the `locus.artifact` package)
+    facade_calibration.py  LogitCalibration: the facade's calibration of the predictor's
+                     logits (quality, evidence quality, reference queries), which Locus inherits
     pool.py          LLMPool: the LLM embeddings of one artifact, in memory or in a workspace
     calibration.py   Calibration: scales and a shift of the predictor's logits
     metrics.py       routing and correctness metrics on numpy arrays

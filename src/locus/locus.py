@@ -26,16 +26,10 @@ from numpy.typing import NDArray
 
 from locus.artifact.manifest import Manifest
 from locus.artifact.torch_io import Artifact, load_artifact, save_artifact
-from locus.calibration import (
-    Calibration,
-    evidence_quality,
-    evidence_quality_of,
-    fit_calibration,
-    reference_rows,
-    sigmoid,
-)
+from locus.calibration import reference_rows, sigmoid
 from locus.data.table import ScoreTable
 from locus.errors import LocusInputError, LocusNotFittedError
+from locus.facade_calibration import LogitCalibration
 from locus.nn.config import TrainingConfig
 from locus.nn.embedding import embed_many
 from locus.pool import LLMPool, workspace_pools
@@ -48,7 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["Locus"]
 
 
-class Locus:
+class Locus(LogitCalibration):
     """LLM embeddings from evaluation results, and P(correct) for any LLM on any query.
 
     Args:
@@ -286,30 +280,6 @@ class Locus:
             return calibration.apply(logits)
         return calibration.apply(logits, self.quality(llm_ids), self.evidence_quality(llm_ids))
 
-    def logits_of_embeddings(
-        self,
-        embeddings: NDArray[np.float32],
-        evidence: Sequence[tuple[float, int]],
-        queries: NDArray[np.float32],
-    ) -> np.ndarray:
-        """Calibrated logits (n_queries, m) for m LLM `embeddings` (m, d) that are not in the
-        pool, each with its evidence's (mean score, count), as `predict_logits` gives them for
-        an LLM of the pool: what an LLM embedded from that evidence would be predicted
-        (`locus.routing.thin` fits on such LLMs). Nothing is added to the pool."""
-        z = np.asarray(embeddings, dtype=np.float32).reshape(len(evidence), -1)
-        logits = self._raw_logits(z, self.query_vectors(queries))
-        calibration = self.calibration_
-        if calibration.quality_scale is None:
-            return calibration.apply(logits)
-        if self.reference_queries_ is None:
-            raise LocusNotFittedError(
-                "this Locus keeps no reference queries; call set_reference_queries(vectors) "
-                "with training query vectors"
-            )
-        quality = self._raw_logits(z, self.reference_queries_).mean(axis=0)
-        means, counts = (np.array(side, np.float64) for side in zip(*evidence, strict=True))
-        return calibration.apply(logits, quality, evidence_quality(means, counts))
-
     def _raw_logits(self, embeddings: NDArray[np.float32], vectors: NDArray[Any]) -> np.ndarray:
         """The predictor's logits (n_queries, n_llms) of LLM `embeddings` on query `vectors`."""
         device = next(self.predictor_.parameters()).device
@@ -318,61 +288,6 @@ class Locus:
         self.predictor_.eval()
         with torch.inference_mode():
             return self.predictor_.score_matrix(z, phi).cpu().numpy()
-
-    def evidence_quality(self, llm_ids: Sequence[str] | None = None) -> np.ndarray:
-        """Each LLM's evidence quality (n_llms,): the smoothed logit of its mean score on the
-        evidence its embedding was computed from (its anchors at fit time, the scores it was
-        onboarded from since; `locus.calibration.evidence_quality`); NaN where the pool does
-        not know it, which the calibration reads through `quality` instead."""
-        ids = self.pool_.llm_ids if llm_ids is None else llm_ids
-        return evidence_quality_of(self.pool_.evidence_means, ids)
-
-    def quality(self, llm_ids: Sequence[str] | None = None) -> np.ndarray:
-        """Each LLM's quality (n_llms,): its mean raw logit over the reference queries (a set
-        of training queries kept in the artifact), what calibration scales apart from the
-        per-query part.
-
-        Raises:
-            LocusNotFittedError: a Locus without reference queries (an artifact fitted before
-                they were kept: call `set_reference_queries`).
-        """
-        if self.reference_queries_ is None:
-            raise LocusNotFittedError(
-                "this Locus keeps no reference queries; call set_reference_queries(vectors) "
-                "with training query vectors"
-            )
-        logits = self.predict_logits(self.reference_queries_, llm_ids, calibrated=False)
-        return np.asarray(logits.mean(axis=0))
-
-    def set_reference_queries(self, query_vectors: NDArray[np.float32]) -> None:
-        """The queries (R, dq) over which `quality` averages; `fit` keeps up to
-        `REFERENCE_QUERIES` of its training queries. Calibrate again after changing them."""
-        self.reference_queries_ = self.query_vectors(np.asarray(query_vectors, np.float32))
-
-    @property
-    def calibration_(self) -> Calibration:
-        """The map from the predictor's logits to calibrated ones (identity if none)."""
-        return self.manifest.calibration or Calibration()
-
-    def calibrate(
-        self,
-        query_vectors: NDArray[np.float32],
-        scores: NDArray[np.float32],
-        llm_ids: Sequence[str] | None = None,
-    ) -> Calibration:
-        """Fit `calibration_` on held-out cells: query vectors (n, dq), their scores (n,
-        n_llms) for `llm_ids` (default: the pool's order; NaN: not scored). Returns it; it is
-        saved with the artifact. `fit` calls this on the validation queries."""
-        logits = self.predict_logits(query_vectors, llm_ids, calibrated=False)
-        quality = None if self.reference_queries_ is None else self.quality(llm_ids)
-        evidence = None
-        if quality is not None and self.manifest.evidence_means:
-            evidence = self.evidence_quality(llm_ids)
-        calibration = fit_calibration(
-            logits, np.asarray(scores, dtype=np.float64), quality, evidence
-        )
-        self.manifest = self.manifest.with_(calibration=calibration)
-        return calibration
 
     # -- persistence (`locus.artifact`) ----------------------------------------------------
 
@@ -443,7 +358,6 @@ class Locus:
         return model
 
     _snapshot: LLMPool | None = None
-    reference_queries_: NDArray[np.float32] | None = None
 
     def close(self) -> None:
         """Close the workspace this Locus opened itself (a `Store` passed in stays open)."""
