@@ -78,6 +78,33 @@ def test_same_seed_gives_identical_weights(
     assert torch.equal(torch.random.get_rng_state(), global_state)  # caller's RNG untouched
 
 
+def test_trains_with_deterministic_algorithms_on_two_threads_and_restores_the_mode(
+    planted_pool: PlantedPool, make_config: MakeConfig
+) -> None:
+    """On more than one thread the backward of indexing by a tensor accumulates in a
+    thread-dependent order unless torch's deterministic algorithms are on: they are while
+    training (seen from the progress callback), and the caller's setting comes back after."""
+    pool = planted_pool
+    modes: list[bool] = []
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+
+        def run() -> TrainingResult:
+            return train(
+                pool.query_vectors, pool.scores, pool.train_idx, pool.val_idx,
+                make_config(max_steps=8, eval_every=4),
+                progress=lambda *_: modes.append(torch.are_deterministic_algorithms_enabled()),
+            )  # fmt: skip
+
+        first, second = run(), run()
+    finally:
+        torch.set_num_threads(previous)
+    assert modes and all(modes)
+    assert not torch.are_deterministic_algorithms_enabled()
+    np.testing.assert_array_equal(first.llm_embeddings, second.llm_embeddings)
+
+
 def test_result_is_consistent(planted_pool: PlantedPool, trained: TrainingResult) -> None:
     pool = planted_pool
     assert not trained.encoder.training and not trained.predictor.training
