@@ -80,6 +80,14 @@ def test_onboarding_places_the_endpoint_next_to_the_llm_it_answers_as(ws: Path) 
         assert predicted["math"] > 0.65 and predicted["law"] < 0.45
         assert predicted["biology"] < 0.45
         assert report.prompt_tokens == 100 * 32 and report.cost_usd is None
+        # its probes beside the guard's default's scores on the same queries, as stored
+        paired = report.beside_default
+        assert paired is not None and paired["llm_id"] != "clone"
+        both = store.score_table(llm_ids=["clone", paired["llm_id"]]).scores
+        both = both[~np.isnan(both).any(axis=1)]
+        assert paired["probes"] == len(both) == report.graded
+        assert paired["gain"] == pytest.approx(float((both[:, 0] - both[:, 1]).mean()))
+        assert paired["beyond_noise"] == (abs(paired["gain"]) > 2 * paired["se"] > 0)
         # the LLM is in the pool, scored from its own source, with its endpoint recorded
         assert "onboard:clone" in set(store.sources()["name"])
         assert int(store.score_table(llm_ids=["clone"]).observed.sum()) == report.graded
@@ -237,6 +245,8 @@ def test_the_onboard_command(ws: Path, run_cli: Callable[..., CliResult]) -> Non
         )  # fmt: skip
         assert text.exit_code == 0, text.stderr
         assert "16 reused" in text.stdout and "nearest" in text.stdout
+        assert "beside the router's default" in text.stdout
+        assert report["beside_default"]["probes"] == 16
         assert fake.requests == 16  # the second run asked nothing
         bad = run_cli(
             "onboard", "y", "--endpoint", fake.base_url, "--model", "nope", "-w", ws

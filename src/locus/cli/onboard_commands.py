@@ -143,6 +143,21 @@ def _print_report(report: OnboardReport, unreadable: str) -> None:
         agreement = row["agreement_on_probes"]
         said = "-" if agreement is None else f"{agreement:.0%} of {row['shared_probes']}"
         say(f"  {row['llm_id']:<40} {row['distance_on_probes']:.3f}  {said}")
+    paired = report.beside_default
+    if paired is not None:
+        verdict = "beyond noise" if paired["beyond_noise"] else "within noise"
+        took = "; it is the router's default now" if paired["became_default"] else ""
+        say(
+            f"beside the router's default {paired['llm_id']} on the same {paired['probes']} "
+            f"probes: {paired['gain']:+.3f} ± {paired['se']:.3f} ({verdict}, two standard "
+            f"errors{took})"
+        )
+        if not paired["beyond_noise"]:
+            say(
+                "  its share of the routing rests on its level, which these probes read only "
+                "roughly: more probes (--n) or outcomes (POST /v1/outcomes, the gateway's "
+                "explore) settle it"
+            )
     say("predicted accuracy per task (test queries) / measured on its probes:")
     for row in report.per_task:
         measured = row["measured_on_probes"]

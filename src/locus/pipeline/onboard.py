@@ -92,6 +92,7 @@ class OnboardReport:
     cost_usd: float | None  # None: the catalog has no price for the LLM
     seconds: float
     nearest: list[dict[str, Any]] = field(default_factory=list)
+    beside_default: dict[str, Any] | None = None  # `locus.pipeline.placement.beside_default`
     per_task: list[dict[str, Any]] = field(default_factory=list)
     routing_share: float | None = None
     routed_tasks: dict[str, float] = field(default_factory=dict)

@@ -2,7 +2,8 @@
 pool, each embedded from its own scores on the same probes (like against like) with their
 measured agreement there; the predicted accuracy per task beside the probes' measured one; the
 share of the workspace's test queries routing would now send to it (accuracy rule, unguarded),
-the tasks of those queries and three of them.
+the tasks of those queries and three of them; its scores beside the guard's default LLM's on
+the same probes (`beside_default`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,43 @@ from locus.pipeline.data import WorkspaceTable
 from locus.pipeline.workspace_router import WorkspaceRouter
 from locus.store.references import ProbeAnswer
 
-__all__ = ["placement"]
+__all__ = ["beside_default", "placement"]
+
+# standard errors a paired gain must clear to be beyond noise: `rechosen_default`'s rule
+BEYOND_NOISE_Z = 2.0
+
+
+def beside_default(
+    router: WorkspaceRouter, data: WorkspaceTable, rows: np.ndarray, mine: np.ndarray, llm_id: str
+) -> dict[str, Any] | None:
+    """The new LLM's scores `mine` on the probe `rows` beside the guard's default LLM's on the
+    same probes (the default it replaced, where it became the default): the mean paired gain,
+    its standard error and whether it clears `BEYOND_NOISE_Z` of them. None without a guard
+    or two shared probes. On 32 probes the gain's standard error is 0.04-0.09: a newcomer
+    level with the default within it may be far better or worse (ZeroEval's o1-mini, 0.975,
+    was level with a default it beats by 4 points; split2_model7's weaker LLMs on lucky probes
+    were ahead of theirs: docs/decisions.md, issue 37 eleventh part)."""
+    guard = router.router.guard
+    if guard is None:
+        return None
+    became = guard.default == llm_id
+    default = str(guard.validation.get("rechosen_from", "")) if became else guard.default
+    if default not in data.table.llm_ids:
+        return None
+    theirs = data.table.scores[rows, data.table.llm_index(default)].astype(float)
+    both = ~np.isnan(theirs) & ~np.isnan(mine)
+    if both.sum() < 2:
+        return None
+    diff = mine[both] - theirs[both]
+    gain, se = float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(len(diff)))
+    return {
+        "llm_id": default,
+        "probes": int(both.sum()),
+        "gain": gain,
+        "se": se,
+        "beyond_noise": bool(gain > BEYOND_NOISE_Z * se or gain < -BEYOND_NOISE_Z * se),
+        "became_default": became,
+    }
 
 
 def _same_probe_distances(
@@ -96,6 +133,7 @@ def placement(
     examples = [" ".join(str(table.query_texts[evaluated[i]]).split())[:100] for i in best]
     return {
         "nearest": nearest,
+        "beside_default": beside_default(router, data, rows, mine, llm_id),
         "per_task": per_task,
         "routing_share": float(chosen.mean()),
         "routed_tasks": dict(sorted(routed_tasks.items(), key=lambda kv: -kv[1])),
