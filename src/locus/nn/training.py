@@ -39,8 +39,8 @@ Choices worth knowing:
   deterministic algorithms are on while training (the backward of indexing by a tensor, the
   per-LLM gather of projected queries, otherwise accumulates on the CPU in a thread-dependent
   order: BFCL's loss differed at the 7th digit after 20 steps, and two fits of one seed kept
-  different guard margins); no slower on 2 cores (20 steps of BFCL 5.5-5.8 s
-  either way). Ops without a deterministic form (on some GPUs) warn instead of failing.
+  different guard margins); no slower on 2 cores (20 steps of BFCL 5.5-5.8 s either way). Ops
+  without a deterministic form (on some GPUs) warn instead of failing.
 """
 
 from __future__ import annotations

@@ -28,10 +28,11 @@ def beside_default(
     """The new LLM's scores `mine` on the probe `rows` beside the guard's default LLM's on the
     same probes (the default it replaced, where it became the default): the mean paired gain,
     its standard error and whether it clears `BEYOND_NOISE_Z` of them. None without a guard
-    or two shared probes. On 32 probes the gain's standard error is 0.04-0.09: a newcomer
-    level with the default within it may be far better or worse (ZeroEval's o1-mini, 0.975,
-    was level with a default it beats by 4 points; split2_model7's weaker LLMs on lucky probes
-    were ahead of theirs: docs/decisions.md, issue 37 eleventh part)."""
+    or two shared probes. On 32 probes the gain's standard error is 0.04-0.09, and within it
+    a newcomer may be far better or worse: ZeroEval's o1-mini (0.975) was level with the
+    default on its probes and is 4 points above the router without it; split2_model7's
+    weaker LLMs on lucky probes were ahead of theirs (docs/decisions.md, issue 37, eleventh
+    part)."""
     guard = router.router.guard
     if guard is None:
         return None
