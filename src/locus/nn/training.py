@@ -137,14 +137,26 @@ def train(
     deterministic = torch.are_deterministic_algorithms_enabled()
     warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
     try:
-        torch.use_deterministic_algorithms(True, warn_only=True)
+        _set_deterministic(True, warn_only=True)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(config.seed)  # initialisation, dropout and noise; RNG restored
             return _train(
                 vectors, table, train_idx, val_idx, config, progress, torch.device(device)
             )
     finally:
-        torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+        _set_deterministic(deterministic, warn_only=warn_only)
+
+
+def _set_deterministic(mode: bool, *, warn_only: bool) -> None:
+    """torch's deterministic-algorithms switch without `torch.use_deterministic_algorithms`'s
+    import of the compiler's settings (`torch._inductor.config`, which loads `torch._dynamo`:
+    seconds, for code locus never compiles; the same reason as `locus.nn.optim`); the public
+    call where the switch is not where this torch keeps it."""
+    switch = getattr(torch._C, "_set_deterministic_algorithms", None)
+    if switch is None:
+        torch.use_deterministic_algorithms(mode, warn_only=warn_only)
+    else:
+        switch(mode, warn_only=warn_only)
 
 
 def _log_uniform_size(low: int, high: int, rng: np.random.Generator) -> int:
