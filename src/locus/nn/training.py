@@ -36,11 +36,11 @@ Choices worth knowing:
   checks without a new lowest validation log-loss (`stop_on`): training stops once the networks
   overfit, not after routing accuracy has wandered for hundreds of steps.
 - Reproducible: one seed, one machine, one thread count, the same networks bit for bit. torch's
-  deterministic algorithms are on while training (the backward of indexing by a tensor, the
-  per-LLM gather of projected queries, otherwise accumulates on the CPU in a thread-dependent
-  order: BFCL's loss differed at the 7th digit after 20 steps, and two fits of one seed kept
-  different guard margins); no slower on 2 cores (20 steps of BFCL 5.5-5.8 s either way). Ops
-  without a deterministic form (on some GPUs) warn instead of failing.
+  deterministic algorithms are on while training. Without them BFCL's loss differed at the 7th
+  digit after 20 steps and two fits of one seed kept different guard margins; torch lists the
+  CPU backward of indexing by a tensor (the per-LLM gather of projected queries) among the ops
+  the switch makes deterministic. No slower on 2 cores (20 steps of BFCL 5.5-5.8 s either
+  way). Ops without a deterministic form (on some GPUs) warn instead of failing.
 """
 
 from __future__ import annotations
