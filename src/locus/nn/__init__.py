@@ -8,6 +8,7 @@ This is the only package (with the facade and `locus.artifact.torch_io`) that im
     standardize.py    QueryStandardizer: query vectors centred and scaled by training statistics
     embedding.py      embed / embed_many / embed_indexed: numpy evidence -> LLM embeddings
     training.py       train -> TrainingResult
+    seeding.py        reproducible(seed): seeded, deterministic torch (the same networks twice)
     losses.py         objectives beside the per-cell BCE (the listwise ranking loss)
     optim.py          AdamW without torch's compiler stack; the learning-rate schedule
     checks.py         training's input checks and validation after each evaluation

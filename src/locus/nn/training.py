@@ -35,12 +35,8 @@ Choices worth knowing:
   "always that LLM" for hundreds of steps) go to the lower validation log-loss. Patience counts
   checks without a new lowest validation log-loss (`stop_on`): training stops once the networks
   overfit, not after routing accuracy has wandered for hundreds of steps.
-- Reproducible: one seed, one machine, one thread count, the same networks bit for bit. torch's
-  deterministic algorithms are on while training. Without them BFCL's loss differed at the 7th
-  digit after 20 steps and two fits of one seed kept different guard margins; torch lists the
-  CPU backward of indexing by a tensor (the per-LLM gather of projected queries) among the ops
-  the switch makes deterministic. No slower on 2 cores (20 steps of BFCL 5.5-5.8 s either
-  way). Ops without a deterministic form (on some GPUs) warn instead of failing.
+- Reproducible: one seed, one machine, one thread count, the same networks bit for bit
+  (`locus.nn.seeding.reproducible`).
 """
 
 from __future__ import annotations
@@ -65,6 +61,7 @@ from locus.nn.encoder import LLMEncoder
 from locus.nn.losses import listwise_loss
 from locus.nn.optim import AdamW, lr_factor
 from locus.nn.predictor import CorrectnessPredictor
+from locus.nn.seeding import reproducible
 
 __all__ = ["ProgressCallback", "TrainingResult", "train"]
 
@@ -134,29 +131,8 @@ def train(
     vectors, table, train_idx, val_idx = check_inputs(
         query_vectors, scores, train_query_idx, val_query_idx
     )
-    deterministic = torch.are_deterministic_algorithms_enabled()
-    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
-    try:
-        _set_deterministic(True, warn_only=True)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(config.seed)  # initialisation, dropout and noise; RNG restored
-            return _train(
-                vectors, table, train_idx, val_idx, config, progress, torch.device(device)
-            )
-    finally:
-        _set_deterministic(deterministic, warn_only=warn_only)
-
-
-def _set_deterministic(mode: bool, *, warn_only: bool) -> None:
-    """torch's deterministic-algorithms switch without `torch.use_deterministic_algorithms`'s
-    import of the compiler's settings (`torch._inductor.config`, which loads `torch._dynamo`:
-    seconds, for code locus never compiles; the same reason as `locus.nn.optim`); the public
-    call where the switch is not where this torch keeps it."""
-    switch = getattr(torch._C, "_set_deterministic_algorithms", None)
-    if switch is None:
-        torch.use_deterministic_algorithms(mode, warn_only=warn_only)
-    else:
-        switch(mode, warn_only=warn_only)
+    with reproducible(config.seed):  # initialisation, dropout and noise; RNG restored
+        return _train(vectors, table, train_idx, val_idx, config, progress, torch.device(device))
 
 
 def _log_uniform_size(low: int, high: int, rng: np.random.Generator) -> int:
