@@ -14,12 +14,10 @@ import numpy as np
 
 from locus.pipeline.data import WorkspaceTable
 from locus.pipeline.workspace_router import WorkspaceRouter
+from locus.routing.guard import BEYOND_NOISE_Z, paired_gain
 from locus.store.references import ProbeAnswer
 
 __all__ = ["beside_default", "placement"]
-
-# standard errors a paired gain must clear to be beyond noise: `rechosen_default`'s rule
-BEYOND_NOISE_Z = 2.0
 
 
 def beside_default(
@@ -27,7 +25,8 @@ def beside_default(
 ) -> dict[str, Any] | None:
     """The new LLM's scores `mine` on the probe `rows` beside the guard's default LLM's on the
     same probes (the default it replaced, where it became the default): the mean paired gain,
-    its standard error and whether it clears `BEYOND_NOISE_Z` of them. None without a guard
+    its standard error and whether it clears `BEYOND_NOISE_Z` of them (`rechosen_default`'s
+    rule). None without a guard
     or two shared probes. On 32 probes the gain's standard error is 0.04-0.09, and within it
     a newcomer may be far better or worse: ZeroEval's o1-mini (0.975) was level with the
     default on its probes and is 4 points above the router without it; split2_model7's
@@ -40,15 +39,12 @@ def beside_default(
     default = str(guard.validation.get("rechosen_from", "")) if became else guard.default
     if default not in data.table.llm_ids:
         return None
-    theirs = data.table.scores[rows, data.table.llm_index(default)].astype(float)
-    both = ~np.isnan(theirs) & ~np.isnan(mine)
-    if both.sum() < 2:
+    gain, se, pairs = paired_gain(mine, data.table.scores[rows, data.table.llm_index(default)])
+    if pairs < 2:
         return None
-    diff = mine[both] - theirs[both]
-    gain, se = float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(len(diff)))
     return {
         "llm_id": default,
-        "probes": int(both.sum()),
+        "probes": pairs,
         "gain": gain,
         "se": se,
         "beyond_noise": bool(gain > BEYOND_NOISE_Z * se or gain < -BEYOND_NOISE_Z * se),

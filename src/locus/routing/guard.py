@@ -30,7 +30,14 @@ from locus.errors import LocusInputError
 from locus.metrics import best_single_accuracy
 from locus.routing.decision import RouteRequest, choose
 
-__all__ = ["Guard", "fit_default_guard", "fit_guard", "rechosen_default"]
+__all__ = [
+    "BEYOND_NOISE_Z",
+    "Guard",
+    "fit_default_guard",
+    "fit_guard",
+    "paired_gain",
+    "rechosen_default",
+]
 
 
 @dataclass(frozen=True)
@@ -166,32 +173,48 @@ def fit_guard(
     )
 
 
+# standard errors an onboarded LLM's paired gain over the default must clear
+# (`rechosen_default`; `locus onboard` reports against the same rule)
+BEYOND_NOISE_Z = 2.0
+
+
+def paired_gain(
+    new_scores: NDArray[np.floating[Any]], old_scores: NDArray[np.floating[Any]]
+) -> tuple[float, float, int]:
+    """(mean of `new_scores` - `old_scores` over the queries both scored, its standard error,
+    those queries); (0, inf, n) with fewer than two.
+
+    >>> paired_gain(np.array([1.0, 1.0, 0.0, np.nan]), np.array([0.0, 1.0, 0.0, 1.0]))[::2]
+    (0.3333333333333333, 3)
+    """
+    new = np.asarray(new_scores, np.float64)
+    old = np.asarray(old_scores, np.float64)
+    diff = (new - old)[~np.isnan(new) & ~np.isnan(old)]
+    if len(diff) < 2:
+        return 0.0, math.inf, len(diff)
+    return float(diff.mean()), float(diff.std(ddof=1) / math.sqrt(len(diff))), len(diff)
+
+
 def rechosen_default(
     guard: Guard,
     llm_id: str,
     new_scores: NDArray[np.floating[Any]],
     default_scores: NDArray[np.floating[Any]],
     *,
-    z: float = 2.0,
+    z: float = BEYOND_NOISE_Z,
     min_pairs: int = 16,
 ) -> Guard:
     """`guard` with `llm_id` (an LLM onboarded since the fit) as its default where its scores
     beat the default's on the same queries beyond noise: `new_scores` and `default_scores`
     (n,) on one list of queries (NaN: not scored), at least `min_pairs` scored by both, and a
     mean paired gain over `z` standard errors. Otherwise `guard` as it is."""
-    new = np.asarray(new_scores, np.float64)
-    old = np.asarray(default_scores, np.float64)
-    both = ~np.isnan(new) & ~np.isnan(old)
-    if both.sum() < max(min_pairs, 2) or llm_id == guard.default:
-        return guard
-    diff = new[both] - old[both]
-    gain, se = float(diff.mean()), float(diff.std(ddof=1) / math.sqrt(len(diff)))
-    if not gain > z * se:
+    gain, se, pairs = paired_gain(new_scores, default_scores)
+    if pairs < max(min_pairs, 2) or llm_id == guard.default or not gain > z * se:
         return guard
     validation = {
         **guard.validation,
         "rechosen_from": guard.default,
-        "paired_queries": int(both.sum()),
+        "paired_queries": pairs,
         "paired_gain": gain,
         "paired_gain_se": se,
     }

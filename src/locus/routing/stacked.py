@@ -250,12 +250,12 @@ class StackedRouter(LogitRouter):
         if self.guard is not None and default_scores is not None:
             self.guard = rechosen_default(self.guard, llm_id, values, default_scores)
 
-    def _level_of(self, llm_id: str, vectors: Any, scores: Any, tasks: list[Any]) -> float:
+    def _level_of(
+        self, llm_id: str, vectors: NDArray[Any], scores: NDArray[Any], tasks: list[str | None]
+    ) -> float:
         """A joined LLM's level shift: its `ThinEvidence` reading's mean P(correct) over the
-        fit's queries of its scored queries' tasks put at what its scores say there, read
-        against how easy the fitted LLMs found them (`locus.routing.level.reference_level`),
-        bounded as `bounded_level` (docs/decisions.md, tenth part of issue 37)."""
-        self._levels[llm_id] = 0.0
+        fit's queries of its scored queries' tasks put at what its scores say there, read against
+        how easy the fitted LLMs found them (`level.reference_level`), bounded (`bounded_level`)."""
         if self.thin is None or self.knn is None or self.thin.share(self.joined[llm_id]) == 0:
             return 0.0  # read by the stack alone: no level of its own to keep
         if self._fit_index is None:
