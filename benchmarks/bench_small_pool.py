@@ -6,8 +6,9 @@ Routing every one of the 200 questions, the expected hit@1 from the planted skil
 of texts, the router told each question's task (`locus route --task`), the per-task table
 (reads the true task), the per-task table reading the task from the text (the nearest task
 centroid of the other folds' questions, 5 folds), the best single LLM; and how often the text
-gives the task away (the majority task of a question's 20 nearest other questions). Each seed
-draws other questions and other scores.
+gives the task away (the majority task of a question's 20 nearest other questions). On 400
+questions of the same tasks the pool never saw, how well its P(correct) reads the planted
+skills (`fresh_calibration`). Each seed draws other questions and other scores.
 
     python benchmarks/bench_small_pool.py --seeds 0 1 2
 
@@ -34,6 +35,7 @@ from _common import report, require_shared_data
 from locus.nn import TrainingConfig
 from locus.pipeline import fit_workspace
 from locus.pipeline.workspace_router import WorkspaceRouter
+from locus.routing.stacked_fit import knn_task_votes
 from locus.store import Store
 from locus.store.ingest import import_path
 from locus.text import get_text_encoder
@@ -68,10 +70,60 @@ def tasks_read_from_text(vectors: np.ndarray, tasks: list[str], folds: int = 5) 
     return read
 
 
+def expected_log_loss(proba: np.ndarray, planted: np.ndarray) -> float:
+    """The log-loss P(correct) `proba` is expected to have where each cell is right with its
+    `planted` probability (the planted entropy at best)."""
+    p = np.clip(proba, 1e-6, 1 - 1e-6)
+    return float(np.mean(-(planted * np.log(p) + (1 - planted) * np.log(1 - p))))
+
+
+def fresh_calibration(router: WorkspaceRouter, fresh: pd.DataFrame) -> dict[str, float]:
+    """P(correct) of every LLM on questions the pool never saw, against the planted skills:
+    the router's expected log-loss from the text and told the task, beside its own task vote
+    (the per-task rates blended by the text's neighbours) and the per-task table told the task;
+    and each specialist's mean P(correct) on its own task, told it, less its planted skill."""
+    texts, tasks = list(fresh["question"]), list(fresh["category"])
+    vectors = router.vectors_for(texts)
+    llms = list(router.router.llm_ids)
+    planted = np.array([[SKILL[llm][t] for llm in llms] for t in tasks])
+    from_text = np.asarray(router.router.predict_proba(vectors), np.float64)
+    told = np.asarray(router.router.predict_proba_given_tasks(vectors, tasks), np.float64)
+    knn = router.router.knn
+    assert knn is not None and knn.task_vote_ is not None
+    theirs = list(knn.llm_ids)
+    columns = [theirs.index(llm) for llm in llms]
+    vote = knn_task_votes(knn, vectors, theirs)  # the kNN router's order: `given` writes it
+    table = knn.task_vote_.given(tasks, vote)[:, columns]
+    vote = vote[:, columns]
+    own = {"math-llm": "math", "law-llm": "law", "coder-llm": "computer science"}
+    labels = np.asarray(tasks)
+    return {
+        "fresh_log_loss_router_from_text": expected_log_loss(from_text, planted),
+        "fresh_log_loss_task_vote_from_text": expected_log_loss(vote, planted),
+        "fresh_log_loss_router_task_given": expected_log_loss(told, planted),
+        "fresh_log_loss_per_task_table": expected_log_loss(table, planted),
+        "fresh_log_loss_planted": expected_log_loss(planted, planted),
+        "specialist_told_minus_planted": float(
+            np.mean(
+                [
+                    told[labels == t, llms.index(llm)].mean() - SKILL[llm][t]
+                    for llm, t in own.items()
+                ]
+            )
+        ),
+    }
+
+
 def one_seed(records: pd.DataFrame, seed: int, folder: Path) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     picked = pd.concat(
         records[records["category"] == task].sample(50, random_state=seed + 1) for task in TASKS
+    )
+    others = records[
+        records["category"].isin(TASKS) & ~records["question"].isin(picked["question"])
+    ]
+    fresh = pd.concat(
+        others[others["category"] == task].sample(100, random_state=seed + 7) for task in TASKS
     )
     texts, tasks = list(picked["question"]), list(picked["category"])
     for llm, skill in SKILL.items():
@@ -93,6 +145,7 @@ def one_seed(records: pd.DataFrame, seed: int, folder: Path) -> dict[str, Any]:
         from_text = [d.llm_id for d in router.route_texts(texts, top=1)]
         told = [d.llm_id for d in router.route_texts(texts, top=1, tasks=tasks)]
         landlord = router.route_texts([LANDLORD])[0].llm_id
+        calibration = fresh_calibration(router, fresh)
     best = {t: max(SKILL, key=lambda llm: SKILL[llm][t]) for t in TASKS}
     read = tasks_read_from_text(vectors, tasks)
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -109,6 +162,7 @@ def one_seed(records: pd.DataFrame, seed: int, folder: Path) -> dict[str, Any]:
         "best_single": max(expected([llm] * len(tasks), tasks) for llm in SKILL),
         "task_read_by_centroid": float(np.mean([r == t for r, t in zip(read, tasks, strict=True)])),
         "task_read_by_20_nearest": float(np.mean(np.asarray(majority) == labels)),
+        **calibration,
         "landlord": landlord,
     }
 

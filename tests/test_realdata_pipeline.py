@@ -122,3 +122,17 @@ def test_a_small_pool_of_real_questions_routes_by_its_per_task_scores(
         assert told_hit >= per_task - 0.02, (told_hit, per_task)
         [told_landlord] = router.route_texts(["Is this eviction lawful?"], tasks=["law"])
         assert told_landlord.llm_id == "law-llm"
+        # told the task, each specialist's P(correct) on its own task is its rate there in the
+        # files (within 0.04), not the 0.99 that weights fitted on the text's blurred task
+        # votes read it at
+        vectors = router.vectors_for(list(picked["question"]))
+        told_p = router.router.predict_proba_given_tasks(vectors, tasks)
+        llms, labels = list(router.router.llm_ids), np.asarray(tasks)
+        for llm, task in (
+            ("math-llm", "math"),
+            ("law-llm", "law"),
+            ("coder-llm", "computer science"),
+        ):
+            rate = pd.read_csv(tmp_path / f"{llm}.csv").query("category == @task")["correct"].mean()
+            read = float(told_p[labels == task, llms.index(llm)].mean())
+            assert abs(read - rate) < 0.04, (llm, read, rate)

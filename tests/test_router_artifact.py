@@ -38,6 +38,7 @@ VERSIONS = {
     "locus-stacked-2": ("locus-artifact/3", "locus-stacked/2", 2),
     "locus-stacked-3": ("locus-artifact/3", "locus-stacked/3", 2),
     "locus-stacked-4": ("locus-artifact/3", "locus-stacked/4", 2),
+    "locus-stacked-5": ("locus-artifact/3", "locus-stacked/5", 2),
 }
 
 
@@ -76,7 +77,7 @@ def test_every_readable_version_has_a_fixture() -> None:
             assert found == (folder is not None)
             if found:
                 assert _read(root / part / "router.json")["format"] == folder
-    assert artifact_is_current(FIXTURES / "locus-stacked-4")
+    assert artifact_is_current(FIXTURES / "locus-stacked-5")
     assert not artifact_is_current(FIXTURES / "locus-artifact-2")
 
 
@@ -98,8 +99,11 @@ def test_each_fixture_routes_as_when_it_was_written(name: str, vectors: np.ndarr
 def test_the_fixtures_of_one_fit_read_the_same_router(vectors: np.ndarray) -> None:
     """The upgrade reproduces each older version's reading: the stacked router of the current
     fixture and of both older ones is the same router."""
-    current = _without_torch(FIXTURES / "locus-stacked-4")
-    for name in ("locus-stacked-3", "locus-stacked-2", "locus-stacked-1", "locus-artifact-2"):
+    current = _without_torch(FIXTURES / "locus-stacked-5")
+    for name in (
+        "locus-stacked-4", "locus-stacked-3", "locus-stacked-2", "locus-stacked-1",
+        "locus-artifact-2",
+    ):  # fmt: skip
         old = _without_torch(FIXTURES / name)
         assert old.router.stack == current.router.stack
         assert old.router.guard == current.router.guard
@@ -145,7 +149,7 @@ def test_save_then_load_gives_identical_predictions_in_the_current_format(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["artifact"]  # no staging left
     # the current fixture's router files come back byte for byte (not the cost model's
     # arrays: `CostModel.load` scales its saved unit rows to unit length once more)
-    if name == "locus-stacked-4":
+    if name == "locus-stacked-5":
         for part in ("stacked.json", "knn/router.json", "knn/arrays.safetensors",
                      "costs/router.json", "costs/validation.safetensors"):  # fmt: skip
             assert (folder / part).read_bytes() == (FIXTURES / name / part).read_bytes(), part

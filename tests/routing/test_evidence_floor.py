@@ -6,6 +6,7 @@ guard's default."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -77,7 +78,7 @@ def test_out_of_fold_votes_never_read_the_query_itself() -> None:
     vectors, tasks = _queries(60, rng)
     scores = _scores(tasks, tuple(SKILL), rng)
     evidence = Evidence(vectors, scores, tuple(SKILL), tuple(tasks))
-    votes, task_votes = out_of_fold_votes(evidence, [5, 500])
+    votes, task_votes, named = out_of_fold_votes(evidence, [5, 500])
     fold = fold_of(60)
     assert sorted(np.bincount(fold).tolist()) == [12] * 5
     for query in (0, 17, 59):  # by hand: a kNN router over the other folds' queries only
@@ -93,6 +94,10 @@ def test_out_of_fold_votes_never_read_the_query_itself() -> None:
         own = with_tasks.predict_proba_at(vectors[query : query + 1], [5, 500], tasks=True)[-1][0]
         assert task_votes is not None
         np.testing.assert_allclose(task_votes[query], own, rtol=1e-6)
+        # had its task been named: the other folds' rates of that task (`TaskVote.given`)
+        rates = TaskVote.fit(scores[rest], list(np.array(tasks)[rest]))
+        assert named is not None and rates is not None
+        np.testing.assert_allclose(named[query], rates.rates[rates.names.index(tasks[query])])
     with pytest.raises(LocusInputError, match="5 folds need at least 5 queries"):
         fold_of(3)
 
@@ -195,14 +200,18 @@ def test_a_newcomer_joins_the_votes_weighed_by_its_number_of_scores() -> None:
     np.testing.assert_allclose(router.predict_proba(math_vectors)[:, :-1], others, atol=1e-6)
     chosen = [d.llm_id for d in router.route(math_vectors, top=1)]
     assert after.mean() > before + 0.1 and chosen.count("math-llm") >= 90
-    # the posterior lies between LOCUS's prior and the votes alone, by the scores' number
-    alone = StackedRouter(router.locus, router.knn, router.stack, router.guard, prior_strength=0)
-    alone.joined = dict(router.joined)
-    strong = StackedRouter(router.locus, router.knn, router.stack, router.guard, prior_strength=1e6)
-    strong.joined = dict(router.joined)
-    votes_only = alone.predict_proba(math_vectors)[:, -1].mean()
-    prior_only = strong.predict_proba(math_vectors)[:, -1].mean()
-    assert prior_only < after.mean() < votes_only
+    # the posterior of its kNN votes lies between LOCUS's prior and the votes alone, by the
+    # scores' number: read through a stack where those votes count (this pool's own, chosen by
+    # cross-validation, reads the task vote alone: its truth is per task)
+    assert router.stack is not None
+    stack = replace(router.stack, deviation_weights=(0.0, 0.5, 0.5, 1.0))
+
+    def newcomer_with(strength: float) -> float:
+        read = StackedRouter(router.locus, router.knn, stack, router.guard, prior_strength=strength)
+        read.joined = dict(router.joined)
+        return float(read.predict_proba(math_vectors)[:, -1].mean())
+
+    assert newcomer_with(1e6) < newcomer_with(router.prior_strength) < newcomer_with(0.0)
     router.join("math-llm", probes, scores)  # known already: nothing changes
     assert router.joined == {"math-llm": 64}
     with pytest.raises(LocusInputError, match="not in LOCUS's pool"):
@@ -306,3 +315,31 @@ def test_a_newcomer_joined_again_and_again_keeps_one_row_per_query() -> None:
     router.join("math-llm", queries[:100], scores[:100], tasks[:100])
     assert len(router.knn.vectors_) == fitted_rows + 160
     assert int((~np.isnan(router.knn.scores_[:, -1])).sum()) == 100
+
+
+def test_a_small_pool_reads_its_level_and_a_named_task_from_its_per_task_rates() -> None:
+    """On a pool of a few hundred queries the stack's level reads the task vote (a vote of a
+    few neighbours read it far worse), LOCUS gets no share its validation queries do not show
+    it earns (here it knows each LLM's level and nothing else), and a query whose task the
+    request names has weights of its own: told the task, every LLM's P(correct) is within 0.04
+    of the per-task table's. With one set of weights, fitted to undo the blur of the tasks of
+    a query's neighbours, a named task's rates were read too sharply (0.99 for a specialist
+    planted at 0.92)."""
+    train, val, locus = _small_pool(400, seed=2)
+    router = StackedRouter.fit(locus, train, val)
+    stack, knn = router.stack, router.knn
+    assert stack is not None and knn is not None and knn.task_vote_ is not None
+    assert stack.level == "tasks" and stack.given_weights is not None
+    assert stack.mix_weight == 0.0 and stack.deviation_weights[0] == 0.0
+    vectors, tasks = _queries(200, np.random.default_rng(7))
+    told = router.predict_proba_given_tasks(vectors, tasks)
+    columns = [list(knn.llm_ids).index(llm) for llm in router.llm_ids]
+    table = knn.task_vote_.given(tasks, np.zeros((len(tasks), len(columns)), np.float32))
+    assert np.abs(told - table[:, columns]).max() < 0.04
+    # from the text, the level is still the task vote's: each LLM's mean P(correct) per task
+    # within 0.05 of the table's
+    from_text = router.predict_proba(vectors)
+    for task in TASKS:
+        rows = np.array(tasks) == task
+        gap = from_text[rows].mean(axis=0) - table[rows][:, columns].mean(axis=0)
+        assert np.abs(gap).max() < 0.05, (task, gap)

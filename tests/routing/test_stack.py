@@ -92,6 +92,11 @@ def test_the_stack_checks_its_inputs() -> None:
         Stack(ks=(50,), deviation_weights=(1.0,), mix_weight=0.5, mix_k=50)
     with pytest.raises(LocusInputError, match=r"in \[0, 1\]"):
         Stack(ks=(50,), deviation_weights=(1.0, 0.0), mix_weight=1.5, mix_k=50)
+    with pytest.raises(LocusInputError, match="needs 2 deviation weights, found 2 and 3"):
+        Stack(ks=(50,), deviation_weights=(1.0, 0.0), mix_weight=0.5, mix_k=50,
+              given_weights=(1.0, 0.0, 0.0))  # fmt: skip
+    with pytest.raises(LocusInputError, match="the task vote only in a stack with a task part"):
+        Stack(ks=(50,), deviation_weights=(1.0, 0.0), mix_weight=0.5, mix_k=50, level="tasks")
     # a unanimous vote stays finite: one pseudo-success and one pseudo-failure
     np.testing.assert_allclose(knn_logits(np.array([0.0, 1.0]), 8), [-np.log(9), np.log(9)])
 
@@ -124,3 +129,29 @@ def test_the_base_rate_shift_matches_the_mean_score_and_keeps_the_ranking() -> N
         atol=1e-9,
     )
     assert Stack.from_dict(stack.as_dict()) == stack
+
+
+def test_a_level_read_from_the_task_vote_and_weights_for_named_tasks() -> None:
+    """`level` "tasks": the level's mixture reads the task vote in the kNN vote's place (with
+    the task vote's deviation alone, the stack is the task vote itself); `given_weights` apply
+    to the queries marked `given` only; both survive the dict round trip."""
+    from locus.calibration import logit
+    from locus.routing.stack import Stack
+
+    rng = np.random.default_rng(0)
+    locus = rng.normal(size=(6, 3))
+    votes = {50: rng.uniform(0.1, 0.9, (6, 3)), 5: rng.uniform(0.1, 0.9, (6, 3))}
+    tasks = rng.uniform(0.1, 0.9, (6, 3))
+    stack = Stack((50,), (0.0, 0.0, 1.0), 0.0, 5, tasks=True, level="tasks")
+    np.testing.assert_allclose(stack.logits(locus, votes, tasks), logit(tasks), atol=1e-12)
+    knn_level = Stack((50,), (0.0, 0.0, 1.0), 0.0, 5, tasks=True)
+    assert not np.allclose(knn_level.logits(locus, votes, tasks), logit(tasks))
+    named = Stack((50,), (0.0, 0.0, 2.0), 0.0, 5, tasks=True, level="tasks",
+                  given_weights=(0.0, 0.0, 1.0))  # fmt: skip
+    given = np.array([True, False, True, False, False, False])
+    out = named.logits(locus, votes, tasks, given=given)
+    np.testing.assert_allclose(out[given], logit(tasks)[given], atol=1e-12)
+    np.testing.assert_allclose(out[~given], named.logits(locus, votes, tasks)[~given])
+    assert not np.allclose(out[~given], logit(tasks)[~given])
+    assert Stack.from_dict(named.as_dict()) == named
+    assert "the task vote" in named.describe()

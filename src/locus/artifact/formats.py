@@ -20,6 +20,11 @@ kinds of versioned file:
                                                              "ability" readings onboard in (a
                                                              router folder per model and half);
                                                              `thin`'s weights of those readings
+                                        5        2026-12-05  the stack's `level` (the task vote
+                                                             can read it in the kNN vote's
+                                                             place) and `given_weights` (for
+                                                             queries whose task is named);
+                                                             small pools fit them
     router.json + arrays.safetensors    1        2026-12-01  `kind`, `llm_ids`, the kind's settings
     (a router folder: knn/, costs/,     2        2026-12-04  the kNN router's and the cost model's
     every saved baseline; "format": N)                       `ann_from`; the kNN router's `search`,
@@ -68,11 +73,12 @@ __all__ = [
 
 ARTIFACT_FORMAT = "locus-artifact/3"
 READABLE_FORMATS = ("locus-artifact/1", "locus-artifact/2", ARTIFACT_FORMAT)
-STACKED_FORMAT = "locus-stacked/4"
+STACKED_FORMAT = "locus-stacked/5"
 READABLE_STACKED_FORMATS = (
     "locus-stacked/1",
     "locus-stacked/2",
     "locus-stacked/3",
+    "locus-stacked/4",
     STACKED_FORMAT,
 )
 ROUTER_FOLDER_FORMAT = 2
@@ -92,6 +98,8 @@ _FLAT_NETWORK = (
 _ADDED_TO_STACK: Mapping[str, Any] = {
     "shift": 0.0,  # stacks fitted before the base-rate shift had none
     "tasks": False,  # stacks fitted before the task vote had no task part
+    "level": "knn",  # stacks fitted before locus-stacked/5 read the level from the kNN vote
+    "given_weights": None,  # ... and one set of weights, a query's task named or not
 }
 # the graph threshold (`locus.routing.ann.ANN_FROM`) every version before router folder 2 used
 _ANN_FROM_BEFORE = 100_000

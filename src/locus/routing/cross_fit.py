@@ -14,12 +14,16 @@ LOCUS's networks were trained on the training queries, so its logits there are i
 them, the stack gave LOCUS a deviation weight of 4.4 and P(correct) 0.96 to an LLM whose rate
 is 0.90. `fit_cross_fitted_stack` therefore fits the evidence's parts on every query's
 out-of-fold votes, and LOCUS's share (its level mixture and its deviation weight) on the
-validation queries only, the only ones it has not seen.
+validation queries only, the only ones it has not seen, and only as far as they show it
+helps beyond noise. Where the queries carry tasks, the level may read the task vote instead of
+a vote of a few neighbours (whichever has the lower out-of-fold log-loss): the kNN vote at the
+k that routes best (5 neighbours on one seed of that pool) gave the level an out-of-fold
+log-loss of 0.95 against the task vote's 0.62.
 
     >>> import numpy as np
     >>> vectors = np.repeat(np.eye(2, dtype=np.float32), 10, axis=0)
     >>> scores = np.repeat(np.array([[1, 0], [0, 1]], dtype=np.float32), 10, axis=0)
-    >>> votes, _ = out_of_fold_votes(Evidence(vectors, scores, ("a", "b")), [5])
+    >>> votes, _, _ = out_of_fold_votes(Evidence(vectors, scores, ("a", "b")), [5])
     >>> votes[5][0].tolist(), votes[5][-1].tolist()
     ([1.0, 0.0], [0.0, 1.0])
 """
@@ -33,19 +37,21 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from locus.calibration import sigmoid
+from locus.calibration import logit, sigmoid
 from locus.errors import LocusInputError
 from locus.metrics import routing_accuracy
 from locus.routing.ann import ANN_FROM
 from locus.routing.evidence import Evidence
 from locus.routing.guard import Guard, fit_default_guard
 from locus.routing.neighbours import KNNRouter
-from locus.routing.stack import STACK_KS, Stack, base_rate_shift, choose_weight, fit_stack
+from locus.routing.stack import STACK_KS, Stack, base_rate_shift, fit_stack
 
 __all__ = [
     "CROSS_FIT_CELLS",
     "FOLDS",
     "LOCUS_WEIGHTS",
+    "LOCUS_Z",
+    "PENALTIES",
     "cross_fitted_parts",
     "fit_cross_fitted_stack",
     "fold_of",
@@ -56,9 +62,14 @@ __all__ = [
 # the training and validation queries together (the developers' pools have 5,600 to 34,000)
 CROSS_FIT_CELLS = 1_000
 FOLDS = 5
-# LOCUS's deviation weight beside the evidence's parts, chosen on validation cells (ties: the
-# smaller: the evidence's own votes)
+# LOCUS's deviation weight beside the evidence's parts, chosen on validation queries
+# (`_locus_share`: none unless they show it helps)
 LOCUS_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
+# the standard errors of validation gain LOCUS's share must show (`_locus_share`)
+LOCUS_Z = 2.0
+# the evidence's deviation weights' pull towards the task vote alone, chosen by
+# cross-validation over queries (`_fit_evidence`)
+PENALTIES = (1e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0)
 
 
 def fold_of(n_queries: int, folds: int = FOLDS, seed: int = 0) -> NDArray[np.int64]:
@@ -70,10 +81,13 @@ def fold_of(n_queries: int, folds: int = FOLDS, seed: int = 0) -> NDArray[np.int
 
 def out_of_fold_votes(
     evidence: Evidence, ks: Sequence[int], *, folds: int = FOLDS, seed: int = 0
-) -> tuple[dict[int, NDArray[np.float32]], NDArray[np.float32] | None]:
-    """({k: P(correct) (n_queries, n_llms) at k}, the task votes or None) for every query of
-    `evidence`, each from a kNN router fitted on the queries of the other folds; the task
-    votes where the queries carry at least two tasks. Columns in `evidence.llm_ids`' order.
+) -> tuple[dict[int, NDArray[np.float32]], NDArray[np.float32] | None, NDArray[np.float32] | None]:
+    """({k: P(correct) (n_queries, n_llms) at k}, the task votes or None, the task votes had
+    each query's task been named or None) for every query of `evidence`, each from a kNN
+    router fitted on the queries of the other folds; the task votes where the queries carry at
+    least two tasks, read from a query's neighbours' tasks, then from its own task (the other
+    folds' rates of that task, `TaskVote.given`; NaN rows where those folds have none of it).
+    Columns in `evidence.llm_ids`' order.
 
     Raises:
         LocusInputError: fewer queries than folds.
@@ -83,6 +97,7 @@ def out_of_fold_votes(
     votes = {k: np.empty(evidence.scores.shape, np.float32) for k in wanted}
     tasks = len({t for t in evidence.tasks if t is not None}) >= 2
     task_votes = np.empty(evidence.scores.shape, np.float32) if tasks else None
+    named = np.full(evidence.scores.shape, np.nan, np.float32) if tasks else None
     for f in range(folds):
         held = np.flatnonzero(fold == f)
         rest = evidence.take(np.flatnonzero(fold != f))
@@ -98,7 +113,12 @@ def out_of_fold_votes(
                 if with_tasks
                 else np.tile(rest.column_means().astype(np.float32), (len(held), 1))
             )
-    return votes, task_votes
+        vote = knn.task_vote_
+        if named is not None and task_votes is not None and vote is not None:
+            own = [evidence.tasks[i] for i in held]
+            known = vote.named(own)
+            named[held[known]] = vote.given(own, task_votes[held])[known]
+    return votes, task_votes, named
 
 
 def fit_cross_fitted_stack(
@@ -109,36 +129,126 @@ def fit_cross_fitted_stack(
     *,
     mix_k: int,
     task_votes: NDArray[Any] | None = None,
+    named_votes: NDArray[Any] | None = None,
     use_locus: bool = True,
 ) -> Stack:
-    """The stack over every query's out-of-fold `votes` (and `task_votes`): the evidence's
-    deviation weights fitted on all of `truth`'s scored cells with LOCUS left out
-    (`fit_stack(use_locus=False)`); then, with `use_locus`, LOCUS's share of the level
-    (`choose_weight`) and its deviation weight (from `LOCUS_WEIGHTS`, the lowest log-loss) on
-    the rows `held_out` (n_queries,) from its training; last the base-rate shift over all.
+    """The stack over every query's out-of-fold `votes` (and `task_votes`): its level read
+    beside the task vote where that has the lower out-of-fold log-loss than the kNN vote at
+    `mix_k` (`Stack.level`), the evidence's deviation weights fitted on all of `truth`'s
+    scored cells with LOCUS left out (`fit_stack(use_locus=False)`); then, with `use_locus`,
+    LOCUS's share of the level and its deviation weight on the rows `held_out` (n_queries,)
+    from its training, as far as they show it helps (`_locus_share`); then, given
+    `named_votes` (the task votes had each query's task been named, NaN rows where not), the
+    evidence's weights for a query whose task is named, fitted on those votes (`given_weights`:
+    the text's neighbours blur a task vote, and weights fitted to undo the blur read a named
+    task's rates too sharply: a 0.90 specialist at 0.99); last the base-rate shift over all.
 
     Raises:
         LocusInputError: as `fit_stack`.
     """
     y = np.asarray(truth, np.float64)
     locus = np.asarray(locus_logits, np.float64)
-    stack = fit_stack(locus, votes, y, mix_k=mix_k, task_votes=task_votes, use_locus=False)
+    level = "knn"
+    if task_votes is not None and _log_loss(logit(task_votes), y) < _log_loss(
+        logit(votes[mix_k]), y
+    ):
+        level = "tasks"
+    stack = _fit_evidence(locus, votes, y, mix_k, task_votes, level)
     rows = np.asarray(held_out, bool)
     if use_locus and (~np.isnan(y[rows])).any():
         held_votes = {k: np.asarray(v)[rows] for k, v in votes.items()}
         held_tasks = None if task_votes is None else np.asarray(task_votes)[rows]
-        mixture = choose_weight(sigmoid(locus[rows]), held_votes[mix_k], y[rows])
-        candidates = [
-            replace(stack, mix_weight=mixture, deviation_weights=(w, *stack.deviation_weights[1:]))
-            for w in LOCUS_WEIGHTS
-        ]
-        losses = [
-            _log_loss(candidate.logits(locus[rows], held_votes, held_tasks), y[rows])
-            for candidate in candidates
-        ]
-        stack = candidates[int(np.argmin(losses))]  # the first (smallest) of equal losses
+        stack = _locus_share(stack, locus[rows], held_votes, held_tasks, y[rows])
+    named = None if named_votes is None else ~np.isnan(np.asarray(named_votes)).any(axis=1)
+    if named is not None and named.any():
+        apart = _fit_evidence(
+            locus[named],
+            {k: np.asarray(v)[named] for k, v in votes.items()},
+            y[named],
+            mix_k,
+            np.asarray(named_votes)[named],
+            level,
+        )
+        given = (stack.deviation_weights[0], *apart.deviation_weights[1:])
+        stack = replace(stack, given_weights=given)
     both = stack.logits(locus, votes, task_votes)
     return replace(stack, shift=base_rate_shift(both, y))
+
+
+def _fit_evidence(
+    locus: NDArray[np.float64],
+    votes: Mapping[int, NDArray[Any]],
+    truth: NDArray[np.float64],
+    mix_k: int,
+    task_votes: NDArray[Any] | None,
+    level: str,
+) -> Stack:
+    """`fit_stack(use_locus=False)` with its pull towards the task vote alone (or the regional
+    kNN vote) chosen from `PENALTIES` by cross-validation over the queries (`FOLDS` folds):
+    the lowest held-out log-loss. The parts are near-collinear votes of the same scores, and
+    the weakest pull let them offset each other on a planted pool (knn50 -1.41, the task vote
+    3.31: P(correct) 0.99 for a specialist planted at 0.90)."""
+
+    def rows_of(rows: NDArray[np.bool_]) -> tuple[dict[int, NDArray[Any]], NDArray[Any] | None]:
+        tasks = None if task_votes is None else np.asarray(task_votes)[rows]
+        return {k: np.asarray(v)[rows] for k, v in votes.items()}, tasks
+
+    def fitted(rows: NDArray[np.bool_], penalty: float) -> Stack:
+        chosen, tasks = rows_of(rows)
+        return fit_stack(
+            locus[rows], chosen, truth[rows], mix_k=mix_k, task_votes=tasks, use_locus=False,
+            level=level, penalty=penalty,
+        )  # fmt: skip
+
+    losses = []
+    if len(truth) >= FOLDS:
+        fold = fold_of(len(truth))
+        for penalty in PENALTIES:
+            total = 0.0
+            for f in range(FOLDS):
+                held = fold == f
+                z, y = fitted(~held, penalty).logits(locus[held], *rows_of(held)), truth[held]
+                scored = ~np.isnan(y)
+                total += float(np.sum(np.logaddexp(0.0, z[scored]) - y[scored] * z[scored]))
+            losses.append(total)
+    best = PENALTIES[int(np.argmin(losses))] if losses else PENALTIES[0]
+    return fitted(np.ones(len(truth), bool), best)
+
+
+def _locus_share(
+    stack: Stack,
+    locus: NDArray[np.float64],
+    votes: Mapping[int, NDArray[Any]],
+    task_votes: NDArray[Any] | None,
+    truth: NDArray[np.float64],
+) -> Stack:
+    """`stack` (the evidence alone) given LOCUS's share of the level (0, 0.1 ... 1) and
+    deviation weight (`LOCUS_WEIGHTS`) with the largest lower bound on the gain in log-loss
+    over the evidence alone on these held-out queries: the mean gain per query less one
+    standard error. None above 0: the evidence alone. On a few dozen validation queries the
+    lowest loss alone was often noise (a planted pool's stack took LOCUS's deviations at 0.75
+    and read a 0.90 specialist at 0.99 on its task)."""
+    scored = ~np.isnan(truth)
+
+    def per_query(candidate: Stack) -> NDArray[np.float64]:
+        z = candidate.logits(locus, votes, task_votes)
+        cells = np.logaddexp(0.0, z) - np.where(scored, truth, 0.0) * z
+        return np.where(scored, cells, 0.0).sum(axis=1)[scored.any(axis=1)]
+
+    alone = per_query(stack)
+    best, bound = stack, 0.0
+    for share in np.linspace(0.0, 1.0, 11):
+        for weight in LOCUS_WEIGHTS:
+            candidate = replace(
+                stack,
+                mix_weight=float(share),
+                deviation_weights=(weight, *stack.deviation_weights[1:]),
+            )
+            gain = alone - per_query(candidate)
+            spread = float(gain.std(ddof=1)) / np.sqrt(len(gain)) if len(gain) > 1 else np.inf
+            if float(gain.mean()) - LOCUS_Z * spread > bound:
+                best, bound = candidate, float(gain.mean()) - LOCUS_Z * spread
+    return best
 
 
 def _log_loss(logits: NDArray[np.float64], truth: NDArray[np.float64]) -> float:
@@ -168,14 +278,22 @@ def cross_fitted_parts(
     ids = list(llm_ids)
     candidates = sorted(set(KNNRouter().k_candidates))
     order = [list(scored.llm_ids).index(llm) for llm in ids]
-    found, found_tasks = out_of_fold_votes(scored, sorted({*STACK_KS, *candidates}))
+    found, found_tasks, found_named = out_of_fold_votes(scored, sorted({*STACK_KS, *candidates}))
     votes = {k: vote[:, order] for k, vote in found.items()}
     task_votes = None if found_tasks is None else found_tasks[:, order]
+    named_votes = None if found_named is None else found_named[:, order]
     k = max(candidates, key=lambda k: (routing_accuracy(votes[k], truth), -k))
     logits = np.asarray(locus_logits, np.float64)
     held_out = np.arange(scored.n_queries) >= len(trained_on)  # the validation queries
     stack = fit_cross_fitted_stack(
-        logits, votes, truth, held_out, mix_k=k, task_votes=task_votes, use_locus=use_locus
+        logits,
+        votes,
+        truth,
+        held_out,
+        mix_k=k,
+        task_votes=task_votes,
+        named_votes=named_votes,
+        use_locus=use_locus,
     )
     proba = sigmoid(stack.logits(logits, votes, task_votes))
     guard = fit_default_guard(proba, trained_on, truth, ids)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -28,21 +28,15 @@ from numpy.typing import NDArray
 from locus.artifact.formats import upgrade_stack
 from locus.calibration import logit, sigmoid
 from locus.errors import LocusInputError
-from locus.routing.task_vote import TASK_K
-
-if TYPE_CHECKING:
-    from locus.routing.neighbours import KNNRouter
 
 __all__ = [
+    "LEVELS",
     "STACK_KS",
     "Stack",
     "base_rate_shift",
     "choose_weight",
-    "fit_locus_knn_stack",
     "fit_stack",
     "knn_logits",
-    "knn_task_votes",
-    "knn_votes",
     "mix",
 ]
 
@@ -77,6 +71,9 @@ def choose_weight(
     return float(min(losses, key=lambda w: (losses[w], -w)))
 
 
+# what a stack's level reads beside LOCUS (`Stack.level`)
+LEVELS = ("knn", "tasks")
+
 # the kNN router's neighbourhood sizes whose votes decide which LLM suits a query: a local vote
 # and a regional one (about a task's worth of queries); capped per LLM at its training evidence
 STACK_KS = (50, 500)
@@ -108,12 +105,14 @@ class Stack:
 
     logit P(correct) of LLM j on query q = level(q) + sum over parts p of w_p x dev_p(q, j):
     level(q) is the mean over the LLMs of logit(m x P_LOCUS + (1 - m) x P_kNN at `mix_k`), the
-    probability mixture of earlier versions; the parts are LOCUS's calibrated logit and the kNN
-    router's smoothed logits at each k of `ks`, and dev_p a part's distance from its own mean
-    over the LLMs on the query; where the training queries carry tasks (`tasks`), one more
-    part: the logit of the task vote (`locus.routing.task_vote`). The mixture alone gives one
-    weight to both jobs, so the
-    better-calibrated part (LOCUS) also decides which LLM a query goes to, though its networks
+    probability mixture of earlier versions (with `level` "tasks", the task vote in the kNN
+    vote's place: a small pool's per-task rates read its queries' level far better than a vote
+    of a few neighbours, `locus.routing.cross_fit`); the parts are LOCUS's calibrated logit
+    and the kNN router's smoothed logits at each k of `ks`, and dev_p a part's distance from
+    its own mean over the LLMs on the query; where the training queries carry tasks
+    (`tasks`), one more part: the logit of the task vote (`locus.routing.task_vote`). The
+    mixture alone gives one weight to both jobs, so the better-calibrated part (LOCUS) also
+    decides which LLM a query goes to, though its networks
     explain little beyond each LLM's quality; fitted apart, the kNN votes' deviations carry the
     routing while the level keeps the mixture's calibration (benchmarks/README, "The stack").
 
@@ -125,6 +124,11 @@ class Stack:
         shift: added to every logit so that the mean P(correct) over the training and
             validation cells is their mean score (`base_rate_shift`).
         tasks: whether the task vote is a part.
+        level: what the level's mixture reads beside LOCUS: "knn" (the kNN vote at `mix_k`)
+            or "tasks" (the task vote; a stack with `tasks` only).
+        given_weights: the deviation weights of a query whose task the request names (its
+            task vote that task's rates, not a blend of its neighbours' tasks), where they were
+            fitted apart (small pools, `locus.routing.cross_fit`); None: `deviation_weights`.
     """
 
     ks: tuple[int, ...]
@@ -133,17 +137,27 @@ class Stack:
     mix_k: int
     shift: float = 0.0
     tasks: bool = False
+    level: str = "knn"
+    given_weights: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         parts = 1 + len(self.ks) + int(self.tasks)
-        if len(self.deviation_weights) != parts:
+        found = [len(self.deviation_weights)]
+        if self.given_weights is not None:
+            found.append(len(self.given_weights))
+        if set(found) != {parts}:
             raise LocusInputError(
                 f"a stack over LOCUS, {len(self.ks)} kNN parts"
                 f"{' and the task vote' if self.tasks else ''} needs {parts} deviation weights, "
-                f"found {len(self.deviation_weights)}"
+                f"found {' and '.join(map(str, found))}"
             )
         if not 0.0 <= self.mix_weight <= 1.0:
             raise LocusInputError(f"a mixture weight must lie in [0, 1], found {self.mix_weight}")
+        if self.level not in LEVELS or (self.level == "tasks" and not self.tasks):
+            raise LocusInputError(
+                f"a stack's level reads one of {', '.join(LEVELS)} (the task vote only in a "
+                f"stack with a task part), found {self.level!r}"
+            )
 
     @property
     def needed_ks(self) -> tuple[int, ...]:
@@ -156,26 +170,31 @@ class Stack:
         votes: Mapping[int, NDArray[Any]],
         task_votes: NDArray[Any] | None = None,
         reference: NDArray[np.bool_] | None = None,
+        given: NDArray[np.bool_] | None = None,
     ) -> NDArray[np.float64]:
         """Combined logits (n_queries, n_llms) from LOCUS's calibrated logits, the kNN
         router's P(correct) at each k of `needed_ks` (`votes[k]`) and, for a stack with
         `tasks`, its task votes, all over the same LLMs. `reference` (n_llms,): the columns
         the level and the deviations' means are taken over (default all): the LLMs of the fit,
-        so that an LLM joined since moves no other LLM's P(correct).
+        so that an LLM joined since moves no other LLM's P(correct). `given` (n_queries,):
+        the queries whose task votes are their named task's rates (`given_weights`).
 
         Raises:
             LocusInputError: a stack with `tasks` given no task votes.
         """
         locus = np.asarray(locus_logits, np.float64)
-        mixture = logit(mix(sigmoid(locus), votes[self.mix_k], self.mix_weight))
+        parts = self._parts(locus, votes, task_votes)
+        # a stack with `tasks` given no task votes raised in `_parts`
+        beside = votes[self.mix_k] if self.level == "knn" or task_votes is None else task_votes
+        mixture = logit(mix(sigmoid(locus), beside, self.mix_weight))
         columns = slice(None) if reference is None else reference
         level = mixture[:, columns].mean(axis=1, keepdims=True)
-        return (
-            level
-            + _deviations(self._parts(locus, votes, task_votes), reference)
-            @ np.asarray(self.deviation_weights)
-            + self.shift
-        )
+        deviations = _deviations(parts, reference)
+        out = level + deviations @ np.asarray(self.deviation_weights) + self.shift
+        if given is not None and self.given_weights is not None and np.any(given):
+            rows = np.asarray(given, bool)
+            out[rows] = level[rows] + deviations[rows] @ np.asarray(self.given_weights) + self.shift
+        return out
 
     def _parts(
         self,
@@ -200,7 +219,8 @@ class Stack:
             f"{name} {weight:.2f}"
             for name, weight in zip(self.part_names(), self.deviation_weights, strict=True)
         )
-        return f"level from LOCUS {self.mix_weight:.1f} + kNN{self.mix_k}; which LLM: {weights}"
+        beside = "the task vote" if self.level == "tasks" else f"kNN{self.mix_k}"
+        return f"level from LOCUS {self.mix_weight:.1f} + {beside}; which LLM: {weights}"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -210,6 +230,8 @@ class Stack:
             "mix_k": self.mix_k,
             "shift": self.shift,
             "tasks": self.tasks,
+            "level": self.level,
+            "given_weights": None if self.given_weights is None else list(self.given_weights),
         }
 
     @classmethod
@@ -224,6 +246,12 @@ class Stack:
             mix_k=int(value["mix_k"]),
             shift=float(value["shift"]),
             tasks=bool(value["tasks"]),
+            level=str(value["level"]),
+            given_weights=(
+                None
+                if value["given_weights"] is None
+                else tuple(float(w) for w in value["given_weights"])
+            ),
         )
 
 
@@ -237,6 +265,7 @@ def fit_stack(
     task_votes: NDArray[Any] | None = None,
     penalty: float = 1e-4,
     use_locus: bool = True,
+    level: str = "knn",
 ) -> Stack:
     """The `Stack` fitted on `truth`'s scored cells (graded scores are soft targets): the
     mixture's weight by `choose_weight`, then the deviation weights by log-loss with the level
@@ -245,7 +274,8 @@ def fit_stack(
     `task_votes` (same shape): the task vote, a part of its own where given. Without
     `use_locus`, LOCUS has no part: the level is the kNN vote's and LOCUS's deviation weight
     stays 0 (the other weights are pulled towards the task vote's alone where there is one,
-    else towards the regional kNN vote's).
+    else towards the regional kNN vote's). `level`: as `Stack.level` (where the level reads
+    the task vote, LOCUS's share of it is chosen beside the task vote).
 
     Raises:
         LocusInputError: shapes that differ, a k without votes, or no scored cell.
@@ -270,12 +300,13 @@ def fit_stack(
     locus = np.asarray(locus_logits, np.float64)
     tasks = task_votes is not None
     if use_locus:
-        weight = choose_weight(sigmoid(locus), votes[mix_k], y)
+        beside = task_votes if level == "tasks" and task_votes is not None else votes[mix_k]
+        weight = choose_weight(sigmoid(locus), beside, y)
         first = (1.0, *(0.0,) * (len(ks) + int(tasks)))
     else:
         weight, first = 0.0, (0.0, *(0.0,) * (len(ks) + int(tasks)))
         first = (*first[:-1], 1.0)  # the task vote, else the last (regional) kNN vote
-    start = Stack(tuple(int(k) for k in ks), first, weight, int(mix_k), tasks=tasks)
+    start = Stack(tuple(int(k) for k in ks), first, weight, int(mix_k), tasks=tasks, level=level)
     # the level plus the starting deviations, (cells,)
     held = start.logits(locus, votes, task_votes)[scored]
     x, target = _deviations(start._parts(locus, votes, task_votes))[scored], y[scored]
@@ -324,46 +355,3 @@ def base_rate_shift(logits: NDArray[Any], truth: NDArray[Any]) -> float:
             break
         shift -= float(np.clip(gap / slope, -2.0, 2.0))
     return shift
-
-
-def knn_votes(
-    knn: KNNRouter, query_vectors: NDArray[np.float32], llm_ids: Sequence[str], ks: Sequence[int]
-) -> dict[int, NDArray[np.float32]]:
-    """{k: the kNN router's P(correct) (n_queries, n_llms) at k}, columns in `llm_ids`' order,
-    every k from one neighbour search."""
-    columns = [list(knn.llm_ids).index(llm) for llm in llm_ids]
-    found = knn.predict_proba_at(query_vectors, ks)
-    return {int(k): part[:, columns] for k, part in zip(ks, found, strict=True)}
-
-
-def knn_task_votes(
-    knn: KNNRouter, query_vectors: NDArray[np.float32], llm_ids: Sequence[str]
-) -> NDArray[np.float32]:
-    """The kNN router's task votes (n_queries, n_llms), columns in `llm_ids`' order
-    (`locus.routing.task_vote`; the router's training queries must have carried tasks)."""
-    columns = [list(knn.llm_ids).index(llm) for llm in llm_ids]
-    return knn.predict_proba_at(query_vectors, [TASK_K], tasks=True)[-1][:, columns]
-
-
-def fit_locus_knn_stack(
-    logits: Mapping[str, NDArray[Any]],
-    votes: Mapping[str, Mapping[int, NDArray[Any]]],
-    truth: Mapping[str, NDArray[Any]],
-    *,
-    mix_k: int,
-    task_votes: Mapping[str, NDArray[Any]] | None = None,
-) -> Stack:
-    """The stack `locus fit` keeps, from LOCUS's calibrated logits, the kNN votes (`knn_votes`
-    at `STACK_KS` and `mix_k`), the task votes where the queries carry tasks
-    (`knn_task_votes`) and the scores of the "train" and "val" splits: `fit_stack` on
-    validation, then the `base_rate_shift` over both splits."""
-    tasks = task_votes or {}
-    stack = fit_stack(
-        logits["val"], votes["val"], truth["val"], mix_k=mix_k, task_votes=tasks.get("val")
-    )
-    both = np.concatenate(
-        [stack.logits(logits[s], votes[s], tasks.get(s)) for s in ("train", "val")]
-    )
-    return replace(
-        stack, shift=base_rate_shift(both, np.concatenate([truth["train"], truth["val"]]))
-    )

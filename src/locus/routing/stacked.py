@@ -188,7 +188,9 @@ class StackedRouter(LogitRouter):
                 for k, v in votes.items()
             }
             reference = counts < 0  # the fitted LLMs: a joined one moves none of theirs
-        out = self.stack.logits(locus_logits[:, mine], votes, task_votes, reference)
+        vote = self.knn.task_vote_
+        given = None if tasks is None or vote is None else vote.named(tasks)
+        out = self.stack.logits(locus_logits[:, mine], votes, task_votes, reference, given)
         readings: dict[int, tuple[str, NDArray[Any]]] = {}
         if self.thin is not None and reference is not None and reference.any():
             pool, ks = out[:, reference], self.stack.ks

@@ -6,11 +6,14 @@ and `StackedRouter.fit_thin`, apart from the router that routes with what they c
                        of a newcomer (`fit_thin_reading`)
     fit_thin_reading   `locus.routing.thin.fit_thin` on a fitted router's own parts, and the
                        factor models its factor readings onboard newcomers in
+    fit_locus_knn_stack  the stack on a large enough validation split, from the kNN votes
+                       (`knn_votes`, `knn_task_votes`)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,7 +25,8 @@ from locus.routing.cross_fit import cross_fitted_parts
 from locus.routing.evidence import Evidence
 from locus.routing.guard import fit_default_guard
 from locus.routing.neighbours import KNNRouter
-from locus.routing.stack import STACK_KS, fit_locus_knn_stack, knn_task_votes, knn_votes
+from locus.routing.stack import STACK_KS, Stack, base_rate_shift, fit_stack
+from locus.routing.task_vote import TASK_K
 from locus.routing.thin import MAX_QUERIES as THIN_MAX_QUERIES
 from locus.routing.thin import ThinEvidence, ThinLogits, fit_thin
 
@@ -35,8 +39,11 @@ __all__ = [
     "LEARN_MIN_PER_LLM",
     "STACK_MAX_CELLS",
     "STACK_MIN_ROWS",
+    "fit_locus_knn_stack",
     "fit_stacked",
     "fit_thin_reading",
+    "knn_task_votes",
+    "knn_votes",
     "learns_from",
 ]
 
@@ -83,7 +90,7 @@ def fit_stacked(
 
     The kNN router (`knn`, else one fitted on `train` with its k chosen on `val`), then the
     stack's weights on the validation cells and its base rate over both splits
-    (`locus.routing.stack.fit_locus_knn_stack`), then the guard on the stacked validation
+    (`fit_locus_knn_stack`), then the guard on the stacked validation
     P(correct) (`fit_default_guard`). Without `stacked`, or without a scored validation
     cell, LOCUS alone (and its guard, where validation allows one). On a pool larger than
     `STACK_MAX_CELLS` cells per split, the votes, the stack and the guard are read on a
@@ -223,3 +230,46 @@ def _columns(evidence: Evidence, llm_ids: Sequence[str]) -> NDArray[np.float64]:
         )
     order = [list(evidence.llm_ids).index(llm) for llm in llm_ids]
     return np.asarray(evidence.scores, dtype=np.float64)[:, order]
+
+
+def knn_votes(
+    knn: KNNRouter, query_vectors: NDArray[np.float32], llm_ids: Sequence[str], ks: Sequence[int]
+) -> dict[int, NDArray[np.float32]]:
+    """{k: the kNN router's P(correct) (n_queries, n_llms) at k}, columns in `llm_ids`' order,
+    every k from one neighbour search."""
+    columns = [list(knn.llm_ids).index(llm) for llm in llm_ids]
+    found = knn.predict_proba_at(query_vectors, ks)
+    return {int(k): part[:, columns] for k, part in zip(ks, found, strict=True)}
+
+
+def knn_task_votes(
+    knn: KNNRouter, query_vectors: NDArray[np.float32], llm_ids: Sequence[str]
+) -> NDArray[np.float32]:
+    """The kNN router's task votes (n_queries, n_llms), columns in `llm_ids`' order
+    (`locus.routing.task_vote`; the router's training queries must have carried tasks)."""
+    columns = [list(knn.llm_ids).index(llm) for llm in llm_ids]
+    return knn.predict_proba_at(query_vectors, [TASK_K], tasks=True)[-1][:, columns]
+
+
+def fit_locus_knn_stack(
+    logits: Mapping[str, NDArray[Any]],
+    votes: Mapping[str, Mapping[int, NDArray[Any]]],
+    truth: Mapping[str, NDArray[Any]],
+    *,
+    mix_k: int,
+    task_votes: Mapping[str, NDArray[Any]] | None = None,
+) -> Stack:
+    """The stack `locus fit` keeps, from LOCUS's calibrated logits, the kNN votes (`knn_votes`
+    at `STACK_KS` and `mix_k`), the task votes where the queries carry tasks
+    (`knn_task_votes`) and the scores of the "train" and "val" splits: `fit_stack` on
+    validation, then the `base_rate_shift` over both splits."""
+    tasks = task_votes or {}
+    stack = fit_stack(
+        logits["val"], votes["val"], truth["val"], mix_k=mix_k, task_votes=tasks.get("val")
+    )
+    both = np.concatenate(
+        [stack.logits(logits[s], votes[s], tasks.get(s)) for s in ("train", "val")]
+    )
+    return replace(
+        stack, shift=base_rate_shift(both, np.concatenate([truth["train"], truth["val"]]))
+    )
