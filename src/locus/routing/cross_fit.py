@@ -224,10 +224,11 @@ def _locus_share(
 ) -> Stack:
     """`stack` (the evidence alone) given LOCUS's share of the level (0, 0.1 ... 1) and
     deviation weight (`LOCUS_WEIGHTS`) with the largest lower bound on the gain in log-loss
-    over the evidence alone on these held-out queries: the mean gain per query less one
-    standard error. None above 0: the evidence alone. On a few dozen validation queries the
+    over the evidence alone on these held-out queries: the mean gain per query less `LOCUS_Z`
+    standard errors. None above 0: the evidence alone. On a few dozen validation queries the
     lowest loss alone was often noise (a planted pool's stack took LOCUS's deviations at 0.75
-    and read a 0.90 specialist at 0.99 on its task)."""
+    and read a 0.90 specialist at 0.99 on its task; at one standard error another took LOCUS's
+    whole level, and read unseen questions worse than its own task vote)."""
     scored = ~np.isnan(truth)
 
     def per_query(candidate: Stack) -> NDArray[np.float64]:
