@@ -154,4 +154,4 @@ def test_a_level_read_from_the_task_vote_and_weights_for_named_tasks() -> None:
     np.testing.assert_allclose(out[~given], named.logits(locus, votes, tasks)[~given])
     assert not np.allclose(out[~given], logit(tasks)[~given])
     assert Stack.from_dict(named.as_dict()) == named
-    assert "the task vote" in named.describe()
+    assert "the task vote" in named.describe() and "; a named task: locus 0.00" in named.describe()

@@ -120,8 +120,8 @@ def fit_command(
         stack = Stack.from_dict(report.stack)
         stdout_console().print(
             f"stacked with a kNN router over the training scores (votes of the "
-            f"{' and '.join(map(str, stack.ks))} nearest queries), fitted on validation "
-            f"log-loss: {stack.describe()}",
+            f"{' and '.join(map(str, stack.ks))} nearest queries), fitted on held-out "
+            f"log-loss (validation, or out of fold on a small pool): {stack.describe()}",
             markup=False,
         )
     if report.thin is not None:

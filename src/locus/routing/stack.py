@@ -214,13 +214,21 @@ class Stack:
         return ["locus", *(f"knn{k}" for k in self.ks), *(["tasks"] if self.tasks else [])]
 
     def describe(self) -> str:
-        """One line: the mixture behind the level, then each part's deviation weight."""
-        weights = ", ".join(
-            f"{name} {weight:.2f}"
-            for name, weight in zip(self.part_names(), self.deviation_weights, strict=True)
-        )
+        """One line: the mixture behind the level, then each part's deviation weight (and
+        those of a query whose task is named, where fitted apart)."""
+
+        def listed(weights: Sequence[float]) -> str:
+            pairs = zip(self.part_names(), weights, strict=True)
+            return ", ".join(f"{name} {weight:.2f}" for name, weight in pairs)
+
         beside = "the task vote" if self.level == "tasks" else f"kNN{self.mix_k}"
-        return f"level from LOCUS {self.mix_weight:.1f} + {beside}; which LLM: {weights}"
+        named = (
+            "" if self.given_weights is None else f"; a named task: {listed(self.given_weights)}"
+        )
+        return (
+            f"level from LOCUS {self.mix_weight:.1f} + {beside}; which LLM: "
+            f"{listed(self.deviation_weights)}{named}"
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {
