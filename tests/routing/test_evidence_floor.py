@@ -343,3 +343,33 @@ def test_a_small_pool_reads_its_level_and_a_named_task_from_its_per_task_rates()
         rows = np.array(tasks) == task
         gap = from_text[rows].mean(axis=0) - table[rows][:, columns].mean(axis=0)
         assert np.abs(gap).max() < 0.05, (task, gap)
+
+
+class Peeks(LogitRouter):
+    """A LOCUS that knows every query's outcomes (logit +1 where an LLM is right, -1 where
+    not): what validation would show of networks that earn their say."""
+
+    def __init__(self, vectors: NDArray[np.float32], scores: NDArray[np.float32]) -> None:
+        self.ids = tuple(SKILL)
+        self.known = {row.tobytes(): s for row, s in zip(vectors, scores, strict=True)}
+
+    @property
+    def llm_ids(self) -> Sequence[str]:  # type: ignore[override]
+        return list(self.ids)
+
+    def predict_logits(self, query_vectors: NDArray[np.float32]) -> NDArray[Any]:
+        rows = [self.known.get(np.asarray(v, np.float32).tobytes()) for v in query_vectors]
+        return np.array([2.0 * r - 1.0 if r is not None else np.zeros(len(self.ids))
+                         for r in rows])  # fmt: skip
+
+
+def test_locus_gets_its_share_of_a_small_pool_where_validation_shows_it_earns_one() -> None:
+    """The rule that keeps LOCUS out of a small pool unless its validation queries show a gain
+    of 2 standard errors lets in a LOCUS that earns it."""
+    train, val, _ = _small_pool(400, seed=2)
+    peeks = Peeks(np.concatenate([train.vectors, val.vectors]),
+                  np.concatenate([train.scores, val.scores]))  # fmt: skip
+    stack = StackedRouter.fit(peeks, train, val).stack
+    assert stack is not None and stack.deviation_weights[0] > 0.0, stack
+    uninformed = StackedRouter.fit(_small_pool(400, seed=2)[2], train, val).stack
+    assert uninformed is not None and uninformed.deviation_weights[0] == 0.0
