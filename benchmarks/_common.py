@@ -7,6 +7,8 @@ import platform
 import resource
 import sys
 import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -54,3 +56,29 @@ def report(name: str, figures: dict[str, Any]) -> None:
     for key, value in figures.items():
         print(f"{key:>{width}}: {value}")
     print(f"written {write_results(name, figures)}")
+
+
+@contextmanager
+def csv_pool_router(folder: Path, rows: Mapping[str, Mapping[str, Any]]) -> Iterator[Any]:
+    """A user's own pool as they would bring it: one CSV per LLM of `rows` (its columns, e.g.
+    model, prompt, category, correct) written in `folder`, imported into a workspace there,
+    encoded with the default text encoder and fitted with `locus fit`'s defaults; yields its
+    `WorkspaceRouter` while the workspace is open."""
+    import pandas as pd
+
+    from locus.nn import TrainingConfig
+    from locus.pipeline import fit_workspace
+    from locus.pipeline.workspace_router import WorkspaceRouter
+    from locus.store import Store
+    from locus.store.ingest import import_path
+    from locus.text import get_text_encoder
+    from locus.text.cache import encode_missing
+
+    for llm, columns in rows.items():
+        pd.DataFrame(columns).to_csv(folder / f"{llm}.csv", index=False)
+    with Store.open(folder / "ws") as store:
+        for llm in rows:
+            import_path(store, "table", folder / f"{llm}.csv")
+        encode_missing(store, get_text_encoder())
+        fit_workspace(store, TrainingConfig())
+        yield WorkspaceRouter(store)

@@ -30,16 +30,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import report, require_shared_data
+from _common import csv_pool_router, report, require_shared_data
 
-from locus.nn import TrainingConfig
-from locus.pipeline import fit_workspace
 from locus.pipeline.workspace_router import WorkspaceRouter
 from locus.routing.stacked_fit import knn_task_votes
-from locus.store import Store
-from locus.store.ingest import import_path
-from locus.text import get_text_encoder
-from locus.text.cache import encode_missing
 
 SKILL = {
     "math-llm": {"math": 0.92, "law": 0.40, "computer science": 0.55, "history": 0.50},
@@ -126,21 +120,16 @@ def one_seed(records: pd.DataFrame, seed: int, folder: Path) -> dict[str, Any]:
         others[others["category"] == task].sample(100, random_state=seed + 7) for task in TASKS
     )
     texts, tasks = list(picked["question"]), list(picked["category"])
-    for llm, skill in SKILL.items():
-        pd.DataFrame(
-            {
-                "model": llm,
-                "prompt": texts,
-                "category": tasks,
-                "correct": [int(rng.random() < skill[t]) for t in tasks],
-            }
-        ).to_csv(folder / f"{llm}.csv", index=False)
-    with Store.open(folder / "ws") as store:
-        for llm in SKILL:
-            import_path(store, "table", folder / f"{llm}.csv")
-        encode_missing(store, get_text_encoder())
-        fit_workspace(store, TrainingConfig())
-        router = WorkspaceRouter(store)
+    rows = {
+        llm: {
+            "model": llm,
+            "prompt": texts,
+            "category": tasks,
+            "correct": [int(rng.random() < skill[t]) for t in tasks],
+        }
+        for llm, skill in SKILL.items()
+    }
+    with csv_pool_router(folder, rows) as router:
         vectors = router.vectors_for(texts)
         from_text = [d.llm_id for d in router.route_texts(texts, top=1)]
         told = [d.llm_id for d in router.route_texts(texts, top=1, tasks=tasks)]

@@ -31,16 +31,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import report, require_shared_data
+from _common import csv_pool_router, report, require_shared_data
 
 from locus.metrics import correctness_metrics
-from locus.nn import TrainingConfig
-from locus.pipeline import fit_workspace
-from locus.pipeline.workspace_router import WorkspaceRouter
-from locus.store import Store
-from locus.store.ingest import import_path
-from locus.text import get_text_encoder
-from locus.text.cache import encode_missing
 
 LLMS = (
     "DeepSeek-Coder-V2",
@@ -89,21 +82,16 @@ def _log_loss(proba: np.ndarray, truth: np.ndarray) -> float:
 
 
 def one_fold(train: pd.DataFrame, test: pd.DataFrame, folder: Path) -> dict[str, np.ndarray]:
-    for llm in LLMS:
-        pd.DataFrame(
-            {
-                "model": llm,
-                "prompt": train["question"].to_numpy(),
-                "category": train["category"].to_numpy(),
-                "correct": train[llm].to_numpy(),
-            }
-        ).to_csv(folder / f"{llm}.csv", index=False)
-    with Store.open(folder / "ws") as store:
-        for llm in LLMS:
-            import_path(store, "table", folder / f"{llm}.csv")
-        encode_missing(store, get_text_encoder())
-        fit_workspace(store, TrainingConfig())
-        router = WorkspaceRouter(store)
+    rows = {
+        llm: {
+            "model": llm,
+            "prompt": train["question"].to_numpy(),
+            "category": train["category"].to_numpy(),
+            "correct": train[llm].to_numpy(),
+        }
+        for llm in LLMS
+    }
+    with csv_pool_router(folder, rows) as router:
         texts, tasks = list(test["question"]), list(test["category"])
         vectors = router.vectors_for(texts)
         columns = [list(router.router.llm_ids).index(llm) for llm in LLMS]

@@ -6,9 +6,8 @@ and the guard that keeps a query on the best single LLM unless another clears a 
 workspace router and the server all build, save and load it through this class.
 
 An artifact folder holds the LOCUS networks (`locus.artifact`) and, beside them, this router's
-own files: `stacked.json` (the stack and the guard) and `knn/` (the kNN router). `save` and
-`load` are those of the router artifact, `locus.routing.router_artifact`, which writes and
-reads every file of the folder (and reads the versions written before).
+own files: `stacked.json` (the stack and the guard) and `knn/` (the kNN router); `save` and
+`load` are the router artifact's (`locus.routing.router_artifact`: every file, any version).
 
     >>> router = StackedRouter.fit(LocusRouter(model), train, val)     # doctest: +SKIP
     >>> router.save("artifacts/default")
@@ -188,9 +187,8 @@ class StackedRouter(LogitRouter):
                 for k, v in votes.items()
             }
             reference = counts < 0  # the fitted LLMs: a joined one moves none of theirs
-        vote = self.knn.task_vote_
-        given = None if tasks is None or vote is None else vote.named(tasks)
-        out = self.stack.logits(locus_logits[:, mine], votes, task_votes, reference, given)
+        named = self.knn.task_vote_.named(tasks) if tasks and self.knn.task_vote_ else None
+        out = self.stack.logits(locus_logits[:, mine], votes, task_votes, reference, named)
         readings: dict[int, tuple[str, NDArray[Any]]] = {}
         if self.thin is not None and reference is not None and reference.any():
             pool, ks = out[:, reference], self.stack.ks
