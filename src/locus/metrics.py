@@ -20,7 +20,10 @@ import numpy as np
 __all__ = [
     "FEW_QUERIES",
     "best_per_task_accuracy",
+    "best_per_task_choices",
     "best_single_accuracy",
+    "best_single_choices",
+    "chosen_accuracy",
     "column_means",
     "correctness_metrics",
     "expected_calibration_error",
@@ -94,17 +97,28 @@ def best_single_accuracy(train_scores: np.ndarray, test_scores: np.ndarray) -> t
     a fully observed table this is exactly "always the best LLM").
     """
     ranking = np.argsort(-column_means(train_scores, -np.inf), kind="stable")
-    return int(ranking[0]), _static_ranking_accuracy(ranking, test_scores)
+    return int(ranking[0]), chosen_accuracy(_first_scored(ranking, test_scores), test_scores)
 
 
-def _static_ranking_accuracy(ranking: np.ndarray, test_scores: np.ndarray) -> float:
-    observed = ~np.isnan(test_scores[:, ranking])  # (n_queries, n_llms) in ranking order
-    answerable = observed.any(axis=1)
-    if not answerable.any():
-        return float("nan")
-    first = np.argmax(observed[answerable], axis=1)
-    chosen = ranking[first]
-    return float(np.mean(test_scores[np.flatnonzero(answerable), chosen]))
+def best_single_choices(train_scores: np.ndarray, test_scores: np.ndarray) -> np.ndarray:
+    """(n_test,) the column `best_single_accuracy` answers each test query with (-1: none)."""
+    ranking = np.argsort(-column_means(train_scores, -np.inf), kind="stable")
+    return _first_scored(ranking, test_scores)
+
+
+def _first_scored(ranking: np.ndarray, test_scores: np.ndarray) -> np.ndarray:
+    """(n,) each query's first column of `ranking` (one ranking, or one per query) that was
+    scored on it, -1 where none was."""
+    ranking = np.broadcast_to(ranking, (len(test_scores), test_scores.shape[1]))
+    observed = ~np.isnan(np.take_along_axis(test_scores, ranking, axis=1))
+    first = ranking[np.arange(len(test_scores)), np.argmax(observed, axis=1)]
+    return np.where(observed.any(axis=1), first, -1)
+
+
+def chosen_accuracy(choice: np.ndarray, scores: np.ndarray) -> float:
+    """The mean true score of each query's `choice` (n,; -1: none) over the queries with one."""
+    rows = np.flatnonzero(choice >= 0)
+    return float(np.mean(scores[rows, choice[rows]])) if len(rows) else float("nan")
 
 
 def best_per_task_accuracy(
@@ -114,6 +128,20 @@ def best_per_task_accuracy(
     test_tasks: Sequence[str | None],
 ) -> float:
     """Route each test query to the LLM best on its task in training (overall best if unseen)."""
+    choice = best_per_task_choices(train_scores, train_tasks, test_scores, test_tasks)
+    return chosen_accuracy(choice, test_scores)
+
+
+def best_per_task_choices(
+    train_scores: np.ndarray,
+    train_tasks: Sequence[str | None],
+    test_scores: np.ndarray,
+    test_tasks: Sequence[str | None],
+) -> np.ndarray:
+    """(n_test,) the column `best_per_task_accuracy` answers each test query with (-1: none):
+    the LLM best on its task in training that was scored on it."""
+    if not len(test_tasks):
+        return np.full(0, -1)
     overall = column_means(train_scores, -np.inf)
     train_tasks_array = np.asarray(train_tasks, dtype=object)
     pick_for: dict[str | None, np.ndarray] = {}
@@ -122,14 +150,8 @@ def best_per_task_accuracy(
         means = column_means(train_scores[rows], -np.inf) if rows.any() else overall
         # a tie or an LLM never seen on the task falls back to the overall ranking
         pick_for[task] = np.lexsort((overall, means))[::-1]
-    total, count = 0.0, 0
-    for row, task in enumerate(test_tasks):
-        for column in pick_for[task]:
-            if not np.isnan(test_scores[row, column]):
-                total += float(test_scores[row, column])
-                count += 1
-                break
-    return total / count if count else float("nan")
+    ranking = np.stack([pick_for[task] for task in test_tasks])
+    return _first_scored(ranking, test_scores)
 
 
 def expected_calibration_error(proba: np.ndarray, labels: np.ndarray, bins: int = 10) -> float:

@@ -6,20 +6,30 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from locus import metrics
+from locus.data.table import ScoreTable
 from locus.errors import LocusInputError
 from locus.pipeline.data import workspace_table
+from locus.pipeline.evaluation_results import (
+    Baselines,
+    CorrectnessMetrics,
+    Evaluation,
+    RoutingMetrics,
+    TaskEvaluation,
+)
 from locus.pipeline.savings import CostSavings, savings
 from locus.pipeline.workspace_artifacts import DEFAULT_ARTIFACT
-from locus.pipeline.workspace_router import WorkspaceRouter
+from locus.pipeline.workspace_router import WorkspaceRouter, tasks_read_by
 from locus.routing.baselines import PerTaskRouter
 from locus.routing.decision import RouteRequest, rank
 from locus.routing.evidence import Evidence
+from locus.routing.stacked import StackedRouter
 from locus.store import Store
 
 __all__ = [
@@ -27,174 +37,12 @@ __all__ = [
     "CorrectnessMetrics",
     "CostSavings",
     "Evaluation",
+    "Routed",
     "RoutingMetrics",
     "TaskEvaluation",
     "evaluate_workspace",
+    "evaluation",
 ]
-
-
-@dataclass(frozen=True)
-class RoutingMetrics:
-    """hit@k: mean true score of the best of the k highest-ranked LLMs, over the queries.
-
-    `hit_at_3` and `hit_at_5` are None (JSON null) where the pool has no more than k LLMs:
-    there the k highest-ranked are every LLM, and hit@k is the oracle's, whatever the router.
-    `hit_at_1` is what `locus route` does: with the artifact's guard when it has one
-    (`unguarded_hit_at_1` without it); `task_given_hit_at_1`: the same where each query's task
-    is given (`locus route --task`), None where the queries or the router have no tasks;
-    `moved`: the share of queries the guarded router sends
-    to another LLM than the guard's default (None without a guard). `hit_at_1_se`: one
-    standard error of `hit_at_1` over the queries; `gain`: hit@1 less the best single LLM's
-    on the queries both were scored on, with its paired standard error `gain_se` (a gain
-    under two standard errors is noise).
-    """
-
-    hit_at_1: float
-    hit_at_3: float | None
-    hit_at_5: float | None
-    unguarded_hit_at_1: float
-    moved: float | None = None
-    guard: dict[str, Any] | None = None
-    hit_at_1_se: float | None = None
-    gain: float | None = None
-    gain_se: float | None = None
-    task_given_hit_at_1: float | None = None
-
-    @property
-    def gain_is_noise(self) -> bool:
-        """True where the gain over the best single LLM is within two standard errors."""
-        if self.gain is None or self.gain_se is None:
-            return True
-        return abs(self.gain) <= 2 * self.gain_se
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "hit@1": self.hit_at_1,
-            "hit@1_se": self.hit_at_1_se,
-            "hit@3": self.hit_at_3,
-            "hit@5": self.hit_at_5,
-            "unguarded_hit@1": self.unguarded_hit_at_1,
-            "gain_over_best_single": self.gain,
-            "gain_se": self.gain_se,
-            "gain_is_noise": self.gain_is_noise,
-            "moved": self.moved,
-            "guard": self.guard,
-            "task_given_hit@1": self.task_given_hit_at_1,
-        }
-
-
-@dataclass(frozen=True)
-class CorrectnessMetrics:
-    """P(correct) as a classifier over every evaluated (query, LLM) cell; `auroc` is None
-    (JSON null) where it is undefined: every cell right, or every cell wrong.
-    `task_given_auroc`: the same where each query's task is given (None where not known)."""
-
-    accuracy: float
-    auroc: float | None
-    brier: float
-    ece: float
-    cells: int
-    task_given_auroc: float | None = None
-
-    def as_dict(self) -> dict[str, float | None]:
-        return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
-class Baselines:
-    """Routers chosen on the training split, scored on the same queries. The best LLM per
-    task reads each query's true task; `best_llm_per_task_from_text` reads it from the text
-    as a router of texts must (the nearest task centroid of the training queries' vectors),
-    None where the queries carry no tasks."""
-
-    best_single_llm: float
-    best_single_llm_id: str
-    best_llm_per_task: float
-    oracle: float
-    random: float
-    best_llm_per_task_from_text: float | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
-class TaskEvaluation:
-    queries: int
-    hit_at_1: float
-    best_single_llm: float
-    oracle: float
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "queries": self.queries,
-            "hit@1": self.hit_at_1,
-            "best_single_llm": self.best_single_llm,
-            "oracle": self.oracle,
-        }
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """`evaluate_workspace`'s result; `as_dict()` is the `--json` form, where a figure that
-    means nothing on these queries is null (see `RoutingMetrics`, `CorrectnessMetrics`).
-    `few_queries`: fewer than `locus.metrics.FEW_QUERIES` queries, so every figure is mostly
-    noise."""
-
-    artifact: str
-    split: str
-    queries: int
-    llms: int
-    routing: RoutingMetrics
-    correctness: CorrectnessMetrics
-    baselines: Baselines
-    per_task: dict[str, TaskEvaluation] = field(default_factory=dict)
-    savings: CostSavings | None = None
-
-    @property
-    def few_queries(self) -> bool:
-        return self.queries < metrics.FEW_QUERIES
-
-    @property
-    def winning_baseline(self) -> tuple[str, float, float] | None:
-        """(name, its hit@1, the router's hit@1 it is set against) of the simple baseline
-        that routes these queries better than the router by the most: the best LLM per task
-        against the router told each query's task, the best single LLM and the per-task
-        table reading the task from the text against the router of texts; None for none."""
-        routing, base = self.routing, self.baselines
-        given = routing.task_given_hit_at_1
-        # like against like: the table that reads the true task against the router told it
-        candidates = [
-            ("the best LLM per task (the task given)", base.best_llm_per_task,
-             routing.hit_at_1 if given is None else given),
-            (f"the best single LLM ({base.best_single_llm_id})", base.best_single_llm,
-             routing.hit_at_1),
-        ]  # fmt: skip
-        if base.best_llm_per_task_from_text is not None:
-            candidates.append(
-                ("the best LLM per task (the task read from the text)",
-                 base.best_llm_per_task_from_text, routing.hit_at_1)
-            )  # fmt: skip
-        best = max(candidates, key=lambda c: c[1] - c[2])
-        return best if best[1] > best[2] else None
-
-    def as_dict(self) -> dict[str, Any]:
-        winner = self.winning_baseline
-        return {
-            "winning_baseline": None
-            if winner is None
-            else {"name": winner[0], "hit@1": winner[1], "router_hit@1": winner[2]},
-            "savings": None if self.savings is None else self.savings.as_dict(),
-            "artifact": self.artifact,
-            "split": self.split,
-            "queries": self.queries,
-            "few_queries": self.few_queries,
-            "llms": self.llms,
-            "routing": self.routing.as_dict(),
-            "correctness": self.correctness.as_dict(),
-            "baselines": self.baselines.as_dict(),
-            "per_task": {task: row.as_dict() for task, row in self.per_task.items()},
-        }
 
 
 def evaluate_workspace(
@@ -213,72 +61,179 @@ def evaluate_workspace(
     router = WorkspaceRouter(store, name)  # what `locus route` routes with
     data = workspace_table(store, split_seed=router.manifest.split_seed)
     pooled = set(router.llm_ids)
-    llm_ids = [llm for llm in data.table.llm_ids if llm in pooled]
-    table = data.table.select_llms(llm_ids)
-    rows, train_rows = data.rows(split), data.rows("train")
-    truth = table.scores[rows]
-    columns = [list(router.llm_ids).index(llm) for llm in llm_ids]
-    proba = np.asarray(router.predict_proba(data.vectors[rows]), dtype=np.float64)[:, columns]
-    tasks = [table.tasks[i] for i in rows]
-    train_tasks = [table.tasks[i] for i in train_rows]
-    best_index, best_single = metrics.best_single_accuracy(table.scores[train_rows], truth)
-    unguarded = metrics.routing_accuracy(proba, truth)
+    table = data.table.select_llms([llm for llm in data.table.llm_ids if llm in pooled])
+    rows = data.rows(split)
+    routed = Routed.of(router.router, table, data.vectors, rows, data.rows("train"))
     guard = router.router.guard
-    bound, moved = None, None
-    if guard is not None and guard.default in llm_ids:
-        bound = (llm_ids.index(guard.default), guard.margin)
-    # accuracy routing as `locus route` decides it (the guard where the artifact has one),
-    # among the LLMs evaluated on each query
-    order = rank(proba, None, RouteRequest(top=5), allowed=~np.isnan(truth), guard=bound).order
-    choice = order[:, 0]
-    if bound is not None:
-        moved = float(np.mean(choice != bound[0]))
-    given_hit, given_auroc, from_text = None, None, None
-    known = set(router.task_names)
-    if known and any(t in known for t in tasks):
-        given = [t if t in known else None for t in tasks]
-        given_proba = np.asarray(router.predict_proba(data.vectors[rows], given), np.float64)
-        given_order = rank(
-            given_proba[:, columns], None, RouteRequest(top=1), allowed=~np.isnan(truth),
-            guard=bound,
-        ).order  # fmt: skip
-        given_hit = _hit(given_order, truth, 1)
-        auroc = metrics.correctness_metrics(given_proba[:, columns], truth)["auroc"]
-        given_auroc = None if np.isnan(auroc) else float(auroc)
-    if any(t is not None for t in train_tasks) and any(t is not None for t in tasks):
-        train = Evidence.from_table(table, data.vectors, train_rows)
-        read = PerTaskRouter().fit(train).tasks_of(data.vectors[rows])
-        from_text = metrics.best_per_task_accuracy(
-            table.scores[train_rows], train_tasks, truth, read
+    result = evaluation(
+        routed, list(table.llm_ids), artifact=name, split=split,
+        guard=None if guard is None else guard.as_dict(),
+    )  # fmt: skip
+    columns = [list(router.llm_ids).index(llm) for llm in table.llm_ids]
+    spent = savings(
+        router, table, data.vectors[rows], rows, columns, routed.proba, routed.order[:, 0],
+        routed.truth,
+    )  # fmt: skip
+    return replace(result, savings=spent)
+
+
+@dataclass(frozen=True)
+class Routed:
+    """A fitted router's decisions on some queries, beside the simple baselines chosen on the
+    same training queries, query by query (so that the folds of a k-fold evaluation join).
+
+    Attributes:
+        truth: (n, n_llms) the queries' scores (NaN: not scored).
+        proba: (n, n_llms) the router's P(correct).
+        order: (n, <= 5) the LLMs as `locus route` ranks them (guarded; -1: none).
+        unguarded: (n,) the router's choice without the guard.
+        best: (n,) the best single LLM's choice (the training ranking's first scored LLM).
+        table: (n,) the per-task table's, reading the true task.
+        tasks: each query's task (None: none).
+        default: (n,) the guard's default LLM (-1: no guard).
+        given: (n,) the router's choice told each query's task, None where it reads none.
+        given_proba: (n, n_llms) its P(correct) told the task (with `given`).
+        from_text: (n,) the per-task table's choice reading the task from the text (None:
+            the queries carry no tasks).
+    """
+
+    truth: np.ndarray
+    proba: np.ndarray
+    order: np.ndarray
+    unguarded: np.ndarray
+    best: np.ndarray
+    table: np.ndarray
+    tasks: list[str | None]
+    default: np.ndarray
+    given: np.ndarray | None = None
+    given_proba: np.ndarray | None = None
+    from_text: np.ndarray | None = None
+
+    @classmethod
+    def of(
+        cls,
+        router: StackedRouter,
+        table: ScoreTable,
+        vectors: np.ndarray,
+        rows: np.ndarray,
+        train_rows: np.ndarray,
+    ) -> Routed:
+        """`router`'s decisions on `rows` of `table` (its LLMs, in its order), the baselines
+        chosen on `train_rows`."""
+        llm_ids = list(table.llm_ids)
+        columns = [list(router.llm_ids).index(llm) for llm in llm_ids]
+        truth, queries = table.scores[rows], vectors[rows]
+        proba = np.asarray(router.predict_proba(queries), dtype=np.float64)[:, columns]
+        tasks = [table.tasks[i] for i in rows]
+        train_tasks = [table.tasks[i] for i in train_rows]
+        trained = table.scores[train_rows]
+        guard = router.guard
+        bound = None
+        if guard is not None and guard.default in llm_ids:
+            bound = (llm_ids.index(guard.default), guard.margin)
+        scored = ~np.isnan(truth)
+        # accuracy routing as `locus route` decides it, among the LLMs scored on each query
+        order = rank(proba, None, RouteRequest(top=5), allowed=scored, guard=bound).order
+        given, given_proba, from_text = None, None, None
+        known = set(tasks_read_by(router))
+        if known and any(t in known for t in tasks):
+            named = [t if t in known else None for t in tasks]
+            given_proba = np.asarray(router.predict_proba_given_tasks(queries, named), np.float64)[
+                :, columns
+            ]
+            request = RouteRequest(top=1)
+            given = rank(given_proba, None, request, allowed=scored, guard=bound).order[:, 0]
+        if any(t is not None for t in train_tasks) and any(t is not None for t in tasks):
+            train = Evidence.from_table(table, vectors, train_rows)
+            read = PerTaskRouter().fit(train).tasks_of(queries)
+            from_text = metrics.best_per_task_choices(trained, train_tasks, truth, read)
+        return cls(
+            truth=truth,
+            proba=proba,
+            order=order,
+            unguarded=metrics.routing_choices(proba, truth),
+            best=metrics.best_single_choices(trained, truth),
+            table=metrics.best_per_task_choices(trained, train_tasks, truth, tasks),
+            tasks=tasks,
+            default=np.full(len(rows), -1 if bound is None else bound[0]),
+            given=given,
+            given_proba=given_proba,
+            from_text=from_text,
         )
+
+    @classmethod
+    def joined(cls, parts: Sequence[Routed]) -> Routed:
+        """The decisions of `parts` (one per fold, the same LLMs) as one; `given` and
+        `from_text` where every part has them."""
+
+        def join(name: str) -> Any:
+            values = [getattr(part, name) for part in parts]
+            return None if any(v is None for v in values) else np.concatenate(values)
+
+        return cls(
+            **{
+                name: join(name)
+                for name in ("truth", "proba", "order", "unguarded", "best", "table", "default")
+            },
+            tasks=[task for part in parts for task in part.tasks],
+            given=join("given"),
+            given_proba=None if join("given") is None else join("given_proba"),
+            from_text=join("from_text"),
+        )
+
+
+def evaluation(
+    routed: Routed,
+    llm_ids: Sequence[str],
+    *,
+    artifact: str,
+    split: str,
+    guard: dict[str, Any] | None,
+    folds: int | None = None,
+) -> Evaluation:
+    """The `Evaluation` of `routed` (its columns: `llm_ids`); `guard`: the guard as said."""
+    truth, order = routed.truth, routed.order
+    choice = order[:, 0]
+    guarded = routed.default >= 0
+    given_auroc = None
+    if routed.given_proba is not None:
+        auroc = metrics.correctness_metrics(routed.given_proba, truth)["auroc"]
+        given_auroc = None if np.isnan(auroc) else float(auroc)
     per_task: dict[str, TaskEvaluation] = {}
-    task_array = np.asarray(tasks, dtype=object)
-    for task in sorted({t for t in tasks if t is not None}):
+    task_array = np.asarray(routed.tasks, dtype=object)
+    for task in sorted({t for t in routed.tasks if t is not None}):
         mask = task_array == task
         per_task[task] = TaskEvaluation(
             queries=int(mask.sum()),
             hit_at_1=_hit(order[mask], truth[mask], 1),
-            best_single_llm=metrics.best_single_accuracy(table.scores[train_rows], truth[mask])[1],
+            best_single_llm=metrics.chosen_accuracy(routed.best[mask], truth[mask]),
             oracle=metrics.oracle_accuracy(truth[mask]),
         )
-    correctness = metrics.correctness_metrics(proba, truth)
-    se, gain, gain_se = _noise(choice, truth, best_index)
+    correctness = metrics.correctness_metrics(routed.proba, truth)
+    se, gain, gain_se = _noise(choice, truth, routed.best)
+    picked = routed.best[routed.best >= 0]
+    best_id = llm_ids[int(np.bincount(picked).argmax())] if len(picked) else llm_ids[0]
     return Evaluation(
-        artifact=name,
+        artifact=artifact,
         split=split,
-        queries=len(rows),
+        queries=len(truth),
         llms=len(llm_ids),
+        folds=folds,
         routing=RoutingMetrics(
             hit_at_1=_hit(order, truth, 1),
             hit_at_3=_hit(order, truth, 3) if len(llm_ids) > 3 else None,
             hit_at_5=_hit(order, truth, 5) if len(llm_ids) > 5 else None,
-            unguarded_hit_at_1=unguarded,
-            moved=moved,
-            guard=None if guard is None else guard.as_dict(),
+            unguarded_hit_at_1=metrics.chosen_accuracy(routed.unguarded, truth),
+            moved=float(np.mean(choice[guarded] != routed.default[guarded]))
+            if guarded.any()
+            else None,
+            guard=guard,
             hit_at_1_se=se,
             gain=gain,
             gain_se=gain_se,
-            task_given_hit_at_1=given_hit,
+            task_given_hit_at_1=None
+            if routed.given is None
+            else metrics.chosen_accuracy(routed.given, truth),
         ),
         correctness=CorrectnessMetrics(
             accuracy=correctness["accuracy"],
@@ -289,17 +244,16 @@ def evaluate_workspace(
             cells=int(correctness["cells"]),
         ),
         baselines=Baselines(
-            best_single_llm=best_single,
-            best_single_llm_id=llm_ids[best_index],
-            best_llm_per_task=metrics.best_per_task_accuracy(
-                table.scores[train_rows], train_tasks, truth, tasks
-            ),
+            best_single_llm=metrics.chosen_accuracy(routed.best, truth),
+            best_single_llm_id=best_id,
+            best_llm_per_task=metrics.chosen_accuracy(routed.table, truth),
             oracle=metrics.oracle_accuracy(truth),
             random=float(np.nanmean(np.nanmean(truth, axis=1))),
-            best_llm_per_task_from_text=from_text,
+            best_llm_per_task_from_text=None
+            if routed.from_text is None
+            else metrics.chosen_accuracy(routed.from_text, truth),
         ),
         per_task=per_task,
-        savings=savings(router, table, data.vectors[rows], rows, columns, proba, choice, truth),
     )
 
 
@@ -316,18 +270,18 @@ def _hit(order: np.ndarray, truth: np.ndarray, k: int) -> float:
 
 
 def _noise(
-    choice: np.ndarray, truth: np.ndarray, best: int
+    choice: np.ndarray, truth: np.ndarray, best: np.ndarray
 ) -> tuple[float | None, float | None, float | None]:
-    """(standard error of hit@1, gain over the LLM `best`, the gain's paired standard error)
-    over the queries (`choice`: the routed column of each, -1: none); None where fewer than
-    two queries allow one."""
+    """(standard error of hit@1, gain over the best single LLM's choice `best` (n,), the
+    gain's paired standard error) over the queries (`choice`: the routed column of each, -1:
+    none); None where fewer than two queries allow one."""
     rows = np.flatnonzero(choice >= 0)
     if len(rows) < 2:
         return None, None, None
     got = truth[rows, choice[rows]].astype(np.float64)
     se = float(got.std(ddof=1) / np.sqrt(len(got)))
-    both = ~np.isnan(truth[rows, best])
+    both = best[rows] >= 0
     if both.sum() < 2:
         return se, None, None
-    diff = got[both] - truth[rows[both], best]
+    diff = got[both] - truth[rows[both], best[rows[both]]]
     return se, float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(len(diff)))

@@ -44,6 +44,7 @@ __all__ = [
     "MIN_LLMS",
     "MIN_TRAIN_QUERIES",
     "FitReport",
+    "fit_router",
     "fit_workspace",
     "load_workspace_locus",
     "steps_for_epochs",
@@ -138,24 +139,11 @@ def fit_workspace(
         excluded_llms=tuple(exclude_llms),
         data_checksums=store.checksums(),
     )
-    model.fit(
-        table,
-        data.vectors,
-        train_rows,
-        val_rows,
-        text_encoder_name=data.encoder,
-        progress=progress,
-    )
-    stage = "fitting the router (kNN stack, guard, newcomers' readings)"
-    with stages(stage if ensemble else "fitting the guard"):
-        router = StackedRouter.fit(
-            LocusRouter(model),
-            Evidence.from_table(table, data.vectors, train_rows),
-            Evidence.from_table(table, data.vectors, val_rows),
-            stacked=ensemble,
-            ann_from=ann_from,
-        )
-        cost_model = _fit_cost_model(table, data.vectors, train_rows, ann_from)
+    router = fit_router(
+        model, table, data.vectors, train_rows, val_rows, encoder=data.encoder,
+        progress=progress, ensemble=ensemble, stages=stages, ann_from=ann_from,
+    )  # fmt: skip
+    cost_model = _fit_cost_model(table, data.vectors, train_rows, ann_from)
     with stages("saving the artifact"):
         router_artifact.save(
             path,
@@ -182,6 +170,34 @@ def fit_workspace(
         notes=notes,
         thin=None if router.thin is None else router.thin.as_dict(),
     )
+
+
+def fit_router(
+    model: Locus,
+    table: ScoreTable,
+    vectors: np.ndarray,
+    train_rows: np.ndarray,
+    val_rows: np.ndarray,
+    *,
+    encoder: str,
+    progress: ProgressCallback | None = None,
+    ensemble: bool = True,
+    stages: ProgressFactory = no_progress,
+    ann_from: int = ANN_FROM,
+) -> StackedRouter:
+    """`model` trained on `train_rows` of `table` (validated on `val_rows`), then the router
+    `locus fit` saves: stacked with a kNN router over the training scores where `ensemble`,
+    and guarded. What `fit_workspace` and `locus evaluate --folds` fit alike."""
+    model.fit(table, vectors, train_rows, val_rows, text_encoder_name=encoder, progress=progress)
+    stage = "fitting the router (kNN stack, guard, newcomers' readings)"
+    with stages(stage if ensemble else "fitting the guard"):
+        return StackedRouter.fit(
+            LocusRouter(model),
+            Evidence.from_table(table, vectors, train_rows),
+            Evidence.from_table(table, vectors, val_rows),
+            stacked=ensemble,
+            ann_from=ann_from,
+        )
 
 
 def _check_size(

@@ -43,7 +43,7 @@ from locus.store import Store
 from locus.text.protocol import TextEncoder
 from locus.text.query_vectors import QueryVectors
 
-__all__ = ["WorkspaceRouter"]
+__all__ = ["WorkspaceRouter", "tasks_read_by"]
 
 
 class WorkspaceRouter:
@@ -127,9 +127,7 @@ class WorkspaceRouter:
     def task_names(self) -> tuple[str, ...]:
         """The tasks the fitted router's task vote knows (a request may name one of them:
         `route_texts(tasks=)`); empty where the fit's queries carried fewer than two."""
-        knn, stack = self.router.knn, self.router.stack
-        vote = None if knn is None else knn.task_vote_
-        return () if vote is None or stack is None or not stack.tasks else vote.names
+        return tasks_read_by(self.router)
 
     def check_tasks(self, tasks: Sequence[str | None]) -> None:
         """Raise `LocusInputError` for a named task the router does not know."""
@@ -283,6 +281,14 @@ class WorkspaceRouter:
 CHARS_PER_TOKEN = 4.0  # the usual rule of thumb for English text and BPE tokenizers
 DEFAULT_PROMPT_TOKENS = 256  # a query whose text is not at hand (the fit's validation queries)
 DEFAULT_COMPLETION_TOKENS = 256  # an LLM without recorded usage
+
+
+def tasks_read_by(router: StackedRouter) -> tuple[str, ...]:
+    """The tasks `router`'s task vote knows; empty where its fit's queries carried fewer than
+    two, or it has no stack that reads them."""
+    knn, stack = router.knn, router.stack
+    vote = None if knn is None else knn.task_vote_
+    return () if vote is None or stack is None or not stack.tasks else vote.names
 
 
 def prompt_tokens(texts: Sequence[str]) -> NDArray[np.float64]:
