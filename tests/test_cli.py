@@ -345,7 +345,8 @@ def test_a_tiny_pool_says_it_cannot_calibrate_and_evaluates_only_what_means_some
     assert "fewer than 50: too few to learn from or to calibrate P(correct) on" in notes[0]
     assert notes[1] == (
         "note: a tiny pool: 1 test query, fewer than 30: locus evaluate's figures will be noise "
-        "(one standard error of hit@1 up to 0.50); import more queries to measure routing"
+        "(one standard error of hit@1 up to 0.50); `locus evaluate --folds 5` tests every query "
+        "instead"
     )
     shown = run_cli("evaluate", "-w", ws)
     assert shown.exit_code == 0, shown.stderr

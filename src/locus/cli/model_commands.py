@@ -191,16 +191,39 @@ def evaluate_command(
             help="With per-query costs: write the accuracy-cost frontier to this PNG.",
         ),
     ] = None,
+    folds: Annotated[
+        int | None,
+        typer.Option(
+            "--folds",
+            help="Route every query once, by a router fitted without it: k-fold over the "
+            "queries, each fold a whole `locus fit` (its artifact's settings), nothing saved. "
+            "For a pool whose test split is too small to measure (under a few hundred "
+            "queries); takes k fits.",
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="--folds: how the folds are drawn.")] = 0,
     artifact: ArtifactOption = "default",
     workspace: WorkspaceOption = None,
     as_json: JsonOption = False,
+    quiet: QuietOption = False,
 ) -> None:
-    """Routing hit@1/3/5 and correctness metrics on a split, next to baselines, per task;
-    with per-query costs, what each decision rule costs and keeps."""
+    """Routing hit@1/3/5 and correctness metrics on a split (or every query, --folds), next
+    to baselines, per task; with per-query costs, what each decision rule costs and keeps."""
+    from locus._progress import no_progress
     from locus.pipeline import evaluate_workspace
+    from locus.pipeline.evaluate_folds import evaluate_folds
 
+    if folds is not None and (split != "test" or plot is not None):
+        raise LocusInputError("--folds routes every query: give it without --split or --plot")
     with open_store(workspace, create=False) as store:
-        result = evaluate_workspace(store, name=artifact, split=split)
+        if folds is None:
+            result = evaluate_workspace(store, name=artifact, split=split)
+        else:
+            with training_bar(not (quiet or as_json)) as progress:
+                result = evaluate_folds(
+                    store, folds=folds, name=artifact, seed=seed, progress=progress,
+                    stages=no_progress if progress is None else progress.stage,
+                )  # fmt: skip
     if plot is not None:
         if result.savings is None:
             raise LocusInputError(

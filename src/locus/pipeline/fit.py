@@ -132,7 +132,7 @@ def fit_workspace(
         excluded = set(exclude_llms)
         table = table.select_llms([llm for llm in table.llm_ids if llm not in excluded])
     train_rows, val_rows = data.rows("train"), data.rows("val")
-    notes = _check_size(table, train_rows, val_rows, len(data.rows("test")), ensemble)
+    notes = size_notes(table, train_rows, val_rows, len(data.rows("test")), ensemble)
     model = Locus(config, device=device)
     model.manifest = model.manifest.with_(
         split_seed=split_seed,
@@ -200,7 +200,7 @@ def fit_router(
         )
 
 
-def _check_size(
+def size_notes(
     table: ScoreTable, train_rows: np.ndarray, val_rows: np.ndarray, tests: int, ensemble: bool
 ) -> tuple[str, ...]:
     """Notes for the user on a pool this size (`StackedRouter.fit` acts on the same counts).
@@ -242,13 +242,14 @@ def _check_size(
         notes.append(
             f"a tiny pool: {tests} test {_plural(tests, 'query', 'queries')}, fewer than "
             f"{FEW_QUERIES}: locus evaluate's figures will be noise (one standard error of "
-            f"hit@1 up to {error:.2f}); import more queries to measure routing"
+            f"hit@1 up to {error:.2f}); `locus evaluate --folds 5` tests every query instead"
         )
     elif tests < 200:
         error = 0.5 / np.sqrt(tests)
         notes.append(
             f"a small pool: {tests} test queries, so one standard error of hit@1 is up to "
-            f"{error:.2f}; differences smaller than that are noise"
+            f"{error:.2f}; differences smaller than that are noise (`locus evaluate --folds "
+            "5` tests every query)"
         )
     return tuple(notes)
 
