@@ -58,6 +58,23 @@ def test_per_llm_files_import_with_no_column_flags(run_cli: Run, tmp_path: Path)
         assert list(store.sources()["name"]) == ["llm0", "llm1", "llm2", "llm3"]
 
 
+def test_files_given_without_a_format_are_read_as_auto_and_a_misspelt_format_is_named(
+    run_cli: Run, tmp_path: Path
+) -> None:
+    paths = _per_llm_files(tmp_path / "files")
+    ws = tmp_path / "ws"
+    result = run_cli("import", *paths, "-w", ws)  # `locus import *.csv`
+    assert result.exit_code == 0, result.stderr
+    with Store.open(ws) as store:
+        assert store.score_table().scores.shape == (60, 4)
+    missing = run_cli("import", tmp_path / "nothere.csv", "-w", ws)
+    assert missing.exit_code == 2
+    assert f"{tmp_path / 'nothere.csv'}: no such file or folder" in missing.stderr
+    misspelt = run_cli("import", "tabel", *paths, "-w", ws)
+    assert misspelt.exit_code == 2
+    assert "unknown import format 'tabel' (did you mean 'table'?)" in misspelt.stderr
+
+
 def test_a_corrected_file_replaces_its_source_without_averaging(
     run_cli: Run, tmp_path: Path
 ) -> None:

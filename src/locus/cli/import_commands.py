@@ -48,7 +48,13 @@ FORMATS = (
 
 @app.command("import")
 def import_command(
-    format_name: Annotated[str, typer.Argument(metavar="FORMAT", help=" | ".join(FORMATS))],
+    format_name: Annotated[
+        str,
+        typer.Argument(
+            metavar="FORMAT",
+            help=" | ".join(FORMATS) + " (left out before the paths: auto)",
+        ),
+    ],
     paths: Annotated[
         list[Path] | None,
         typer.Argument(
@@ -108,12 +114,19 @@ def import_command(
     quiet: QuietOption = False,
 ) -> None:
     """Import evaluation results: a table (one file per LLM is fine), lm-eval output, inspect
-    logs, HELM runs, ... (`auto` names the format from the files). Nothing is written unless
-    every path reads cleanly.
+    logs, HELM runs, ... (`auto`, or no format before the paths, names the format from the
+    files). Nothing is written unless every path reads cleanly.
 
     `locus import llms FILE` imports the LLM catalog instead: names, families, parameters,
     prices and endpoints (see locus.data.llm_catalog)."""
     paths = list(paths or [])
+    if format_name not in FORMATS and Path(format_name).exists():
+        paths.insert(0, Path(format_name))  # `locus import *.csv`: the format read from them
+        format_name = "auto"
+    elif format_name not in FORMATS and any(c in format_name for c in "./\\"):
+        raise LocusInputError(
+            f"{format_name}: no such file or folder (and not a format: {', '.join(FORMATS)})"
+        )
     if format_name == "llms":
         if len(paths) != 1 or queries is not None or column or namespace is not None or metric:
             raise LocusInputError(

@@ -45,7 +45,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
 from locus.data.batch import ImportBatch
-from locus.errors import LocusInputError
+from locus.errors import LocusInputError, did_you_mean
 
 from .detect import detect_format
 from .embedllm import import_embedllm
@@ -106,6 +106,6 @@ def get_importer(name: str) -> Importer:
         return IMPORTERS[name]
     except KeyError:
         raise LocusInputError(
-            f"unknown import format {name!r}; expected one of {', '.join(IMPORTERS)}; pick one "
-            "of these, e.g. `locus import table scores.csv`"
+            f"unknown import format {name!r}{did_you_mean(name, IMPORTERS)}; expected one of "
+            f"{', '.join(IMPORTERS)}; pick one of these, e.g. `locus import table scores.csv`"
         ) from None
