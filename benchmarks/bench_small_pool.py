@@ -8,7 +8,9 @@ of texts, the router told each question's task (`locus route --task`), the per-t
 centroid of the other folds' questions, 5 folds), the best single LLM; and how often the text
 gives the task away (the majority task of a question's 20 nearest other questions). On 400
 questions of the same tasks the pool never saw, how well its P(correct) reads the planted
-skills (`fresh_calibration`). Each seed draws other questions and other scores.
+skills (`fresh_calibration`). And `locus evaluate --folds 5` on the pool: every question routed
+once by a router fitted without it, scored by the drawn outcomes, beside the same baselines
+(`out_of_fold`). Each seed draws other questions and other scores.
 
     python benchmarks/bench_small_pool.py --seeds 0 1 2
 
@@ -32,6 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import csv_pool_router, report, require_shared_data
 
+from locus.pipeline.evaluate_folds import evaluate_folds
+from locus.pipeline.evaluation_results import Evaluation
 from locus.pipeline.workspace_router import WorkspaceRouter
 from locus.routing.stacked_fit import knn_task_votes
 
@@ -108,6 +112,22 @@ def fresh_calibration(router: WorkspaceRouter, fresh: pd.DataFrame) -> dict[str,
     }
 
 
+def out_of_fold(result: Evaluation) -> dict[str, float]:
+    """`locus evaluate --folds 5` on the pool: each question routed once by a router fitted on
+    the other four fifths, hit@1 from the drawn scores (not the planted skills)."""
+    routing, base = result.routing, result.baselines
+    assert routing.task_given_hit_at_1 is not None
+    assert base.best_llm_per_task_from_text is not None
+    return {
+        "folds_router_from_text": routing.hit_at_1,
+        "folds_router_task_given": routing.task_given_hit_at_1,
+        "folds_per_task_true_task": base.best_llm_per_task,
+        "folds_per_task_task_from_text": base.best_llm_per_task_from_text,
+        "folds_best_single": base.best_single_llm,
+        "folds_oracle": base.oracle,
+    }
+
+
 def one_seed(records: pd.DataFrame, seed: int, folder: Path) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     picked = pd.concat(
@@ -135,6 +155,7 @@ def one_seed(records: pd.DataFrame, seed: int, folder: Path) -> dict[str, Any]:
         told = [d.llm_id for d in router.route_texts(texts, top=1, tasks=tasks)]
         landlord = router.route_texts([LANDLORD])[0].llm_id
         calibration = fresh_calibration(router, fresh)
+        folds = evaluate_folds(router.store, folds=5, seed=seed)
     best = {t: max(SKILL, key=lambda llm: SKILL[llm][t]) for t in TASKS}
     read = tasks_read_from_text(vectors, tasks)
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -152,6 +173,7 @@ def one_seed(records: pd.DataFrame, seed: int, folder: Path) -> dict[str, Any]:
         "task_read_by_centroid": float(np.mean([r == t for r, t in zip(read, tasks, strict=True)])),
         "task_read_by_20_nearest": float(np.mean(np.asarray(majority) == labels)),
         **calibration,
+        **out_of_fold(folds),
         "landlord": landlord,
     }
 

@@ -11,6 +11,8 @@ log-loss and AUROC, the router's from the text and told the task, beside the per
 table's.
 
     python benchmarks/bench_small_pool_real.py --seeds 0 1 2
+    python benchmarks/bench_small_pool_real.py --seeds 0 1 2 3 4 --tag=-7b --llms \
+        DeepSeek-Coder-V2 mathstral-7B Mistral-7B-Instruct-v0.2 Qwen1.5-7B-Chat gemma-7b
 
 Writes results/small-pool-real.json.
 """
@@ -46,11 +48,11 @@ TASKS = ("math", "law", "computer science", "history")
 FOLDS = 5
 
 
-def answers(shared: Path) -> pd.DataFrame:
+def answers(shared: Path, llms: tuple[str, ...] = LLMS) -> pd.DataFrame:
     """(question_id, question, category, one column of 0/1 per LLM): the questions of `TASKS`
-    every LLM of `LLMS` answered."""
+    every LLM of `llms` answered."""
     frames = []
-    for llm in LLMS:
+    for llm in llms:
         archive = shared / "mmlu_pro" / "eval_results" / f"model_outputs_{llm}_5shots.zip"
         with zipfile.ZipFile(archive) as opened:
             records = pd.DataFrame(
@@ -81,7 +83,9 @@ def _log_loss(proba: np.ndarray, truth: np.ndarray) -> float:
     return float(-np.mean(truth * np.log(p) + (1 - truth) * np.log(1 - p)))
 
 
-def one_fold(train: pd.DataFrame, test: pd.DataFrame, folder: Path) -> dict[str, np.ndarray]:
+def one_fold(
+    train: pd.DataFrame, test: pd.DataFrame, folder: Path, llms: tuple[str, ...]
+) -> dict[str, np.ndarray]:
     rows = {
         llm: {
             "model": llm,
@@ -89,23 +93,23 @@ def one_fold(train: pd.DataFrame, test: pd.DataFrame, folder: Path) -> dict[str,
             "category": train["category"].to_numpy(),
             "correct": train[llm].to_numpy(),
         }
-        for llm in LLMS
+        for llm in llms
     }
     with csv_pool_router(folder, rows) as router:
         texts, tasks = list(test["question"]), list(test["category"])
         vectors = router.vectors_for(texts)
-        columns = [list(router.router.llm_ids).index(llm) for llm in LLMS]
+        columns = [list(router.router.llm_ids).index(llm) for llm in llms]
         from_text = np.asarray(router.router.predict_proba(vectors), np.float64)[:, columns]
         told = np.asarray(router.router.predict_proba_given_tasks(vectors, tasks), np.float64)[
             :, columns
         ]
-        chosen = [LLMS.index(d.llm_id) for d in router.route_texts(texts, top=1)]
-        chosen_told = [LLMS.index(d.llm_id) for d in router.route_texts(texts, top=1, tasks=tasks)]
-    rates = train.groupby("category")[list(LLMS)].mean()
+        chosen = [llms.index(d.llm_id) for d in router.route_texts(texts, top=1)]
+        chosen_told = [llms.index(d.llm_id) for d in router.route_texts(texts, top=1, tasks=tasks)]
+    rates = train.groupby("category")[list(llms)].mean()
     table = rates.loc[test["category"]].to_numpy(np.float64)
-    best = int(np.argmax(train[list(LLMS)].mean().to_numpy()))
+    best = int(np.argmax(train[list(llms)].mean().to_numpy()))
     return {
-        "truth": test[list(LLMS)].to_numpy(np.float64),
+        "truth": test[list(llms)].to_numpy(np.float64),
         "from_text": from_text,
         "told": told,
         "chosen": np.asarray(chosen),
@@ -115,7 +119,9 @@ def one_fold(train: pd.DataFrame, test: pd.DataFrame, folder: Path) -> dict[str,
     }
 
 
-def one_seed(table: pd.DataFrame, seed: int, per_task: int) -> dict[str, Any]:
+def one_seed(
+    table: pd.DataFrame, seed: int, per_task: int, llms: tuple[str, ...]
+) -> dict[str, Any]:
     picked = pd.concat(
         table[table["category"] == task].sample(per_task, random_state=seed) for task in TASKS
     ).reset_index(drop=True)
@@ -123,7 +129,7 @@ def one_seed(table: pd.DataFrame, seed: int, per_task: int) -> dict[str, Any]:
     parts: list[dict[str, np.ndarray]] = []
     for f in range(FOLDS):
         with tempfile.TemporaryDirectory(prefix="locus-small-real-") as folder:
-            parts.append(one_fold(picked[fold != f], picked[fold == f], Path(folder)))
+            parts.append(one_fold(picked[fold != f], picked[fold == f], Path(folder), llms))
     got = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
     truth, rows = got["truth"], np.arange(len(got["truth"]))
 
@@ -150,14 +156,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--per-task", type=int, default=100)
+    parser.add_argument(
+        "--llms", nargs="+", default=list(LLMS), help="LLMs of the MMLU-Pro results (5 shots)"
+    )
     parser.add_argument("--tag", default="")
     args = parser.parse_args()
-    table = answers(require_shared_data())
+    llms = tuple(args.llms)
+    table = answers(require_shared_data(), llms)
     runs = {}
     for seed in args.seeds:
-        runs[seed] = one_seed(table, seed, args.per_task)
+        runs[seed] = one_seed(table, seed, args.per_task, llms)
         print(seed, {k: round(v, 4) for k, v in runs[seed].items()}, flush=True)
-    figures: dict[str, Any] = {"seeds": args.seeds, "llms": list(LLMS), "tasks": list(TASKS)}
+    figures: dict[str, Any] = {"seeds": args.seeds, "llms": list(llms), "tasks": list(TASKS)}
     for key in runs[args.seeds[0]]:
         values = [runs[s][key] for s in args.seeds]
         sd = statistics.stdev(values) if len(values) > 1 else 0.0
