@@ -7,7 +7,8 @@ score table and cached query vectors, assign the hash split, save the artifact u
     data.py                  WorkspaceTable, workspace_table: scores, vectors, split
     fit.py                   fit_workspace -> FitReport; load_workspace_locus
     embed.py                 embed_workspace_llms -> [EmbedReport]
-    evaluate.py              evaluate_workspace -> Evaluation
+    evaluate.py              evaluate_workspace -> Evaluation (evaluation_results.py)
+    evaluate_folds.py        evaluate_folds: every query routed once, k-fold (--folds)
     savings.py               savings -> CostSavings: what each decision rule costs (evaluate's)
     probes.py                probe_order, choose_probes: the queries to evaluate a new LLM on
     endpoint.py              check_endpoint, ask_all: an OpenAI-compatible endpoint asked prompts
