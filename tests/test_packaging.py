@@ -29,6 +29,7 @@ NEEDS_AN_EXTRA = (
     "locus.artifact.torch_io",
     "locus.pipeline.fit",
     "locus.pipeline.embed",
+    "locus.pipeline.evaluate_folds",
     "locus.pipeline.onboard",
     "locus.routing.vote_kernel",
 )
@@ -83,7 +84,7 @@ def fitted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_routing_and_serving_a_text_load_no_extra_but_serve(fitted: Path) -> None:
+def test_routing_evaluating_and_serving_a_text_load_no_extra_but_serve(fitted: Path) -> None:
     script = (
         "import json, sys\n"
         "from fastapi.testclient import TestClient\n"
@@ -91,11 +92,12 @@ def test_routing_and_serving_a_text_load_no_extra_but_serve(fitted: Path) -> Non
         "from locus.server.app import build_app\n"
         "from locus.store import Store\n"
         "workspace = sys.argv[1]\n"
-        "sys.argv = ['locus', 'route', 'integral derivative matrix', '-w', workspace, '--json']\n"
-        "try:\n"
-        "    main()\n"
-        "except SystemExit as done:\n"
-        "    assert done.code == 0, done.code\n"
+        "for args in (['route', 'integral derivative matrix'], ['evaluate']):\n"
+        "    sys.argv = ['locus', *args, '-w', workspace, '--json']\n"
+        "    try:\n"
+        "        main()\n"
+        "    except SystemExit as done:\n"
+        "        assert done.code == 0, done.code\n"
         "with Store.open(workspace, create=False) as store:\n"
         "    with TestClient(build_app(store, auth=False)) as client:\n"
         "        routed = client.post('/v1/route', json={'text': 'cell enzyme protein'})\n"

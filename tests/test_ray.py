@@ -9,6 +9,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -35,9 +36,10 @@ from tests.test_benchmark import FAST_LOCUS
 # what ray_session sets for the instance it starts: every Ray server on loopback (without it,
 # `ray start --node-ip-address=127.0.0.1` takes the machine's own address, and its GCS listens
 # on every interface); and Ray's token authentication, on for `ray start`, which a client then
-# has to ask for. Read by Ray when it is imported, so set first, for this process and those it
-# starts.
-LOOPBACK = {**SINGLE_NODE, "RAY_AUTH_MODE": "token"}
+# has to ask for, with a token of this run's own (`ray start` no longer makes one where the
+# machine has none in ~/.ray). Read by Ray when it is imported, so set first, for this process
+# and those it starts.
+LOOPBACK = {**SINGLE_NODE, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
 os.environ.update(LOOPBACK)
 ray = pytest.importorskip("ray")
 

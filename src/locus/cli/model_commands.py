@@ -211,7 +211,6 @@ def evaluate_command(
     to baselines, per task; with per-query costs, what each decision rule costs and keeps."""
     from locus._progress import no_progress
     from locus.pipeline import evaluate_workspace
-    from locus.pipeline.evaluate_folds import evaluate_folds
 
     if folds is not None and (split != "test" or plot is not None):
         raise LocusInputError("--folds routes every query: give it without --split or --plot")
@@ -219,6 +218,8 @@ def evaluate_command(
         if folds is None:
             result = evaluate_workspace(store, name=artifact, split=split)
         else:
+            from locus.pipeline.evaluate_folds import evaluate_folds  # fits: the train extra
+
             with training_bar(not (quiet or as_json)) as progress:
                 result = evaluate_folds(
                     store, folds=folds, name=artifact, seed=seed, progress=progress,
