@@ -7,7 +7,9 @@ import pytest
 
 from locus.metrics import (
     best_per_task_accuracy,
+    best_per_task_choices,
     best_single_accuracy,
+    best_single_choices,
     correctness_metrics,
     expected_calibration_error,
     oracle_accuracy,
@@ -53,6 +55,16 @@ def test_baselines_chosen_on_train_scored_on_test() -> None:
     assert best_single_accuracy(train, gappy) == (0, 1.0)
     tasks_train = ["a", "a", "b"]
     assert best_per_task_accuracy(train, tasks_train, test, ["b", "a"]) == 1.0
+    assert best_per_task_choices(train, tasks_train, gappy, ["b", "a"]).tolist() == [1, 0]
+
+
+def test_a_tie_is_broken_alike_by_the_single_llm_and_a_table_without_tasks() -> None:
+    train = np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])  # LLMs 0 and 1 tie at 0.5
+    test = np.array([[1.0, 0.0, 0.0], [NAN, 1.0, 0.0], [NAN, NAN, NAN]])
+    single = best_single_choices(train, test)
+    assert single.tolist() == [0, 1, -1]  # the first of the tie; the next where it has no score
+    assert best_per_task_choices(train, [None, None], test, [None] * 3).tolist() == [0, 1, -1]
+    assert best_per_task_choices(train, [], test[:0], []).tolist() == []
 
 
 def test_correctness_metrics_perfect_and_calibration() -> None:

@@ -338,10 +338,20 @@ def test_cli_route_quality_and_budget(run_cli: Run, trained: Path, tmp_path: Pat
 
 
 def test_evaluation_names_the_simple_baseline_that_wins() -> None:
-    from locus.pipeline.evaluate import Baselines, CorrectnessMetrics, Evaluation, RoutingMetrics
+    from locus.pipeline.evaluate import (
+        Baselines,
+        CorrectnessMetrics,
+        Evaluation,
+        RoutingMetrics,
+        TaskEvaluation,
+    )
 
     def evaluation(
-        hit: float, given: float | None = None, from_text: float | None = None
+        hit: float,
+        given: float | None = None,
+        from_text: float | None = None,
+        table: float = 0.85,
+        tasks: bool = True,
     ) -> Evaluation:
         return Evaluation(
             artifact="default", split="test", queries=200, llms=4,
@@ -349,7 +359,8 @@ def test_evaluation_names_the_simple_baseline_that_wins() -> None:
                 hit, hit, hit, hit, hit_at_1_se=0.03, task_given_hit_at_1=given
             ),
             correctness=CorrectnessMetrics(0.7, 0.7, 0.2, 0.02, 800),
-            baselines=Baselines(0.60, "coder-llm", 0.85, 1.0, 0.5, from_text),
+            baselines=Baselines(0.60, "coder-llm", table, 1.0, 0.5, from_text),
+            per_task={"maths": TaskEvaluation(200, hit, 0.6, 1.0)} if tasks else {},
         )  # fmt: skip
 
     name = "the best LLM per task (the task given)"
@@ -368,3 +379,9 @@ def test_evaluation_names_the_simple_baseline_that_wins() -> None:
     assert evaluation(0.74, given=0.86, from_text=0.72).winning_baseline is None
     assert evaluation(0.86).winning_baseline is None
     assert evaluation(0.86).as_dict()["winning_baseline"] is None
+    # the router's hit@1 is a float32 mean: the same 15 of 18 queries is no win
+    assert evaluation(0.7, given=float(np.float32(15 / 18)), table=15 / 18).winning_baseline is None
+    # without tasks, the per-task table is the best single LLM: not named as a table
+    assert evaluation(0.55, tasks=False).winning_baseline == (
+        "the best single LLM (coder-llm)", 0.60, 0.55,
+    )  # fmt: skip

@@ -148,8 +148,9 @@ def best_per_task_choices(
     for task in set(test_tasks):
         rows = train_tasks_array == task
         means = column_means(train_scores[rows], -np.inf) if rows.any() else overall
-        # a tie or an LLM never seen on the task falls back to the overall ranking
-        pick_for[task] = np.lexsort((overall, means))[::-1]
+        # a tie or an LLM never seen on the task falls back to the overall ranking, then to
+        # the column order, as `best_single_choices` breaks ties
+        pick_for[task] = np.lexsort((-overall, -means))
     ranking = np.stack([pick_for[task] for task in test_tasks])
     return _first_scored(ranking, test_scores)
 

@@ -104,7 +104,8 @@ def render_evaluation(result: Any) -> None:
     if base.best_llm_per_task_from_text is not None:
         summary.add_row("best LLM per task, the task read from the text",
                         f"{base.best_llm_per_task_from_text:.4f}")  # fmt: skip
-    summary.add_row("best LLM per task, the task given", f"{base.best_llm_per_task:.4f}")
+    if result.per_task:
+        summary.add_row("best LLM per task, the task given", f"{base.best_llm_per_task:.4f}")
     summary.add_row("random LLM", f"{base.random:.4f}")
     summary.add_row("oracle", f"{base.oracle:.4f}")
     console.print(summary)

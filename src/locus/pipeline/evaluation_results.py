@@ -147,11 +147,13 @@ class Evaluation:
         given = routing.task_given_hit_at_1
         # like against like: the table that reads the true task against the router told it
         candidates = [
-            ("the best LLM per task (the task given)", base.best_llm_per_task,
-             routing.hit_at_1 if given is None else given),
             (f"the best single LLM ({base.best_single_llm_id})", base.best_single_llm,
              routing.hit_at_1),
         ]  # fmt: skip
+        if self.per_task:  # without tasks, the table is the best single LLM
+            candidates.insert(0, ("the best LLM per task (the task given)",
+                                  base.best_llm_per_task,
+                                  routing.hit_at_1 if given is None else given))  # fmt: skip
         if base.best_llm_per_task_from_text is not None:
             candidates.append(
                 ("the best LLM per task (the task read from the text)",
