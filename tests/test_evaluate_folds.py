@@ -98,3 +98,16 @@ def test_folds_join_query_by_query() -> None:
     assert joined.from_text is None  # no part reads the task from the text
     without = Routed.joined([part(3, 0, 0), Routed(**{**part(2, 1, -1).__dict__, "given": None})])
     assert without.given is None and without.given_proba is None
+
+
+def test_without_an_artifact_the_folds_fit_with_locus_fits_defaults(
+    run_cli: Run, tmp_path: Path
+) -> None:
+    from tests.planted_workspace import planted_rows
+
+    path = build_planted_workspace(tmp_path / "ws", planted_rows(queries_per_task=20))
+    shown = run_cli("evaluate", "-w", path, "--folds", 2)
+    assert shown.exit_code == 0, shown.stderr
+    assert "2-fold over the queries: 60 queries" in shown.stdout
+    assert "(locus fit's default settings: no artifact)" in shown.stdout
+    assert not (Path(path) / "artifacts").exists() or not any((Path(path) / "artifacts").iterdir())

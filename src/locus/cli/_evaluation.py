@@ -84,9 +84,14 @@ def render_evaluation(result: Any) -> None:
             f"{result.split} split: {queries}, {result.llms} LLMs (artifact {result.artifact})"
         )
     else:
+        settings = (
+            f"artifact {result.artifact}'s settings"
+            if result.artifact
+            else "locus fit's default settings: no artifact"
+        )
         console.print(
             f"{result.folds}-fold over the queries: {queries}, each routed by a router fitted "
-            f"without it, {result.llms} LLMs (artifact {result.artifact}'s settings)"
+            f"without it, {result.llms} LLMs ({settings})"
         )
     summary = Table(show_header=True)
     summary.add_column("router")

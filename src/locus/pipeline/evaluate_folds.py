@@ -49,10 +49,11 @@ def evaluate_folds(
     """hit@1/3/5, correctness and the baselines over every query of the workspace, each routed
     by `locus fit`'s recipe fitted on the other folds (`seed` draws the folds).
 
-    The training settings are those of artifact `name` where it exists (`locus fit`'s
-    defaults otherwise); every LLM of the workspace with scored queries is fitted, an LLM
-    onboarded since the artifact's fit as any other. `progress` hears each fold's training
-    steps; `stages` opens one task per fold, once it is fitted.
+    The training settings are those of artifact `name` where it exists (the result's
+    `artifact`), `locus fit`'s defaults otherwise (its `artifact` then ""); every LLM of the
+    workspace with scored queries is fitted, an LLM onboarded since the artifact's fit as any
+    other. `progress` hears each fold's training steps; `stages` opens one task per fold,
+    once it is fitted.
 
     Raises:
         LocusInputError: `folds` outside 2..`MAX_FOLDS`, or a fold too small to fit
@@ -61,9 +62,10 @@ def evaluate_folds(
     if not 2 <= folds <= MAX_FOLDS:
         raise LocusInputError(f"--folds: expected 2 to {MAX_FOLDS}, found {folds}")
     folder = artifact_path(store, name)
-    config = TrainingConfig()
+    config, settings = TrainingConfig(), ""  # "": `locus fit`'s defaults, no artifact read
     if (folder / "config.json").exists():
         config = TrainingConfig.from_dict(read_artifact_config(folder)["training"])
+        settings = name
     data = workspace_table(store)
     table = data.table
     if len(table.text_hashes) < folds:
@@ -90,6 +92,6 @@ def evaluate_folds(
     if defaults:  # a guard per fold: said by the default LLMs the folds chose
         guard = {"default": " / ".join(llm for llm, _ in defaults.most_common())}
     return evaluation(
-        Routed.joined(parts), list(table.llm_ids), artifact=name, split=f"{folds}-fold",
+        Routed.joined(parts), list(table.llm_ids), artifact=settings, split=f"{folds}-fold",
         guard=guard, folds=folds,
     )  # fmt: skip
