@@ -7,6 +7,7 @@ from __future__ import annotations
 import doctest
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ VERSIONS = {
     "locus-stacked-3": ("locus-artifact/3", "locus-stacked/3", 2),
     "locus-stacked-4": ("locus-artifact/3", "locus-stacked/4", 2),
     "locus-stacked-5": ("locus-artifact/3", "locus-stacked/5", 2),
+    "locus-stacked-6": ("locus-artifact/3", "locus-stacked/6", 2),
 }
 
 
@@ -77,7 +79,7 @@ def test_every_readable_version_has_a_fixture() -> None:
             assert found == (folder is not None)
             if found:
                 assert _read(root / part / "router.json")["format"] == folder
-    assert artifact_is_current(FIXTURES / "locus-stacked-5")
+    assert artifact_is_current(FIXTURES / "locus-stacked-6")
     assert not artifact_is_current(FIXTURES / "locus-artifact-2")
 
 
@@ -97,9 +99,13 @@ def test_each_fixture_routes_as_when_it_was_written(name: str, vectors: np.ndarr
 
 
 def test_the_fixtures_of_one_fit_read_the_same_router(vectors: np.ndarray) -> None:
-    """The upgrade reproduces each older version's reading: the stacked router of the current
-    fixture and of both older ones is the same router."""
+    """The upgrade reproduces each older version's reading: the stacked router of the last
+    fixture whose level read the kNN vote raw (locus-stacked/5) and of the older ones is the
+    same router; the current fixture is that stack with its level's vote smoothed."""
     current = _without_torch(FIXTURES / "locus-stacked-5")
+    smoothed = _without_torch(FIXTURES / "locus-stacked-6").router.stack
+    assert current.router.stack is not None and not current.router.stack.smoothed
+    assert smoothed is not None and smoothed == replace(current.router.stack, smoothed=True)
     for name in (
         "locus-stacked-4", "locus-stacked-3", "locus-stacked-2", "locus-stacked-1",
         "locus-artifact-2",
@@ -149,7 +155,7 @@ def test_save_then_load_gives_identical_predictions_in_the_current_format(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["artifact"]  # no staging left
     # the current fixture's router files come back byte for byte (not the cost model's
     # arrays: `CostModel.load` scales its saved unit rows to unit length once more)
-    if name == "locus-stacked-5":
+    if name == "locus-stacked-6":
         for part in ("stacked.json", "knn/router.json", "knn/arrays.safetensors",
                      "costs/router.json", "costs/validation.safetensors"):  # fmt: skip
             assert (folder / part).read_bytes() == (FIXTURES / name / part).read_bytes(), part

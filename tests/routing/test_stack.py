@@ -43,7 +43,7 @@ def _planted_cells(seed: int = 0, n: int = 3000, m: int = 5) -> dict[str, np.nda
 
 def test_the_stack_routes_by_the_vote_and_keeps_the_mixture_for_difficulty() -> None:
     from locus.metrics import routing_accuracy
-    from locus.routing.stack import Stack, fit_stack
+    from locus.routing.stack import Stack, fit_stack, smoothed_vote
 
     train, test = _planted_cells(0), _planted_cells(1)
     stack = fit_stack(
@@ -54,8 +54,10 @@ def test_the_stack_routes_by_the_vote_and_keeps_the_mixture_for_difficulty() -> 
     assert stack.deviation_weights[0] > 0.5  # LOCUS adds each LLM's quality, which it lacks
     votes = {50: test["vote"], 10: test["vote"]}
     stacked = stack.logits(test["locus"], votes)
-    # the level is the mixture's: averaged over the LLMs, the stack says what the mixture says
-    mixture = mix(1 / (1 + np.exp(-test["locus"])), test["vote"], stack.mix_weight)
+    # the level is the mixture's (its vote smoothed as the parts' are): averaged over the
+    # LLMs, the stack says what the mixture says
+    vote = smoothed_vote(test["vote"], 10)
+    mixture = mix(1 / (1 + np.exp(-test["locus"])), vote, stack.mix_weight)
     level = np.log(mixture / (1 - mixture)).mean(axis=1)
     np.testing.assert_allclose(stacked.mean(axis=1), level, atol=1e-9)
     alone = routing_accuracy(test["locus"], test["truth"])
@@ -155,3 +157,20 @@ def test_a_level_read_from_the_task_vote_and_weights_for_named_tasks() -> None:
     assert not np.allclose(out[~given], logit(tasks)[~given])
     assert Stack.from_dict(named.as_dict()) == named
     assert "the task vote" in named.describe() and "; a named task: locus 0.00" in named.describe()
+
+
+def test_a_level_read_from_a_few_neighbours_is_smoothed_as_the_parts_are() -> None:
+    """A kNN level at k = 5, LOCUS without a share: an LLM none of whose 5 neighbours was
+    right is 1/7 likely, not 1e-6 (before, the level's mean over four LLMs fell 3.4 logits and
+    every LLM's P(correct) with it: 0.08 where three of them had 4 of 5 right)."""
+    from locus.calibration import logit
+    from locus.routing.stack import Stack, knn_logits, smoothed_vote
+
+    votes = {5: np.array([[0.0, 0.8, 0.8, 0.8]]), 50: np.full((1, 4), 0.6)}
+    locus = np.zeros((1, 4))
+    stack = Stack((50,), (0.0, 0.0), 0.0, 5)  # no deviations: every LLM at the level
+    expected = float(np.mean(logit(smoothed_vote(votes[5], 5))))
+    np.testing.assert_allclose(stack.logits(locus, votes), expected, atol=1e-12)
+    assert 0.5 < 1 / (1 + np.exp(-expected)) < 0.62
+    np.testing.assert_allclose(smoothed_vote(votes[5], 5), [[1 / 7, 5 / 7, 5 / 7, 5 / 7]])
+    np.testing.assert_allclose(knn_logits(votes[5], 5), logit(smoothed_vote(votes[5], 5)))

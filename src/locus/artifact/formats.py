@@ -25,6 +25,11 @@ kinds of versioned file:
                                                              place) and `given_weights` (for
                                                              queries whose task is named);
                                                              small pools fit them
+                                        6        2026-12-05  the stack's `smoothed`: its level's
+                                                             kNN vote smoothed as its parts'
+                                                             are (a vote of 0 of 5 neighbours
+                                                             read as 1e-6 made small pools
+                                                             overconfident)
     router.json + arrays.safetensors    1        2026-12-01  `kind`, `llm_ids`, the kind's settings
     (a router folder: knn/, costs/,     2        2026-12-04  the kNN router's and the cost model's
     every saved baseline; "format": N)                       `ann_from`; the kNN router's `search`,
@@ -73,12 +78,13 @@ __all__ = [
 
 ARTIFACT_FORMAT = "locus-artifact/3"
 READABLE_FORMATS = ("locus-artifact/1", "locus-artifact/2", ARTIFACT_FORMAT)
-STACKED_FORMAT = "locus-stacked/5"
+STACKED_FORMAT = "locus-stacked/6"
 READABLE_STACKED_FORMATS = (
     "locus-stacked/1",
     "locus-stacked/2",
     "locus-stacked/3",
     "locus-stacked/4",
+    "locus-stacked/5",
     STACKED_FORMAT,
 )
 ROUTER_FOLDER_FORMAT = 2
@@ -100,6 +106,7 @@ _ADDED_TO_STACK: Mapping[str, Any] = {
     "tasks": False,  # stacks fitted before the task vote had no task part
     "level": "knn",  # stacks fitted before locus-stacked/5 read the level from the kNN vote
     "given_weights": None,  # ... and one set of weights, a query's task named or not
+    "smoothed": False,  # stacks fitted before locus-stacked/6 read the level's kNN vote raw
 }
 # the graph threshold (`locus.routing.ann.ANN_FROM`) every version before router folder 2 used
 _ANN_FROM_BEFORE = 100_000

@@ -44,7 +44,7 @@ from locus.routing.ann import ANN_FROM
 from locus.routing.evidence import Evidence
 from locus.routing.guard import Guard, fit_default_guard
 from locus.routing.neighbours import KNNRouter
-from locus.routing.stack import STACK_KS, Stack, base_rate_shift, fit_stack
+from locus.routing.stack import STACK_KS, Stack, base_rate_shift, fit_stack, knn_logits
 
 __all__ = [
     "CROSS_FIT_CELLS",
@@ -150,7 +150,7 @@ def fit_cross_fitted_stack(
     locus = np.asarray(locus_logits, np.float64)
     level = "knn"
     if task_votes is not None and _log_loss(logit(task_votes), y) < _log_loss(
-        logit(votes[mix_k]), y
+        knn_logits(votes[mix_k], mix_k), y
     ):
         level = "tasks"
     stack = _fit_evidence(locus, votes, y, mix_k, task_votes, level)

@@ -38,6 +38,7 @@ __all__ = [
     "fit_stack",
     "knn_logits",
     "mix",
+    "smoothed_vote",
 ]
 
 
@@ -79,10 +80,16 @@ LEVELS = ("knn", "tasks")
 STACK_KS = (50, 500)
 
 
+def smoothed_vote(proba: NDArray[Any], k: int) -> NDArray[np.float64]:
+    """kNN means over `k` neighbours smoothed by one pseudo-success and one pseudo-failure,
+    (k p + 1) / (k + 2): an unanimous vote of a few neighbours is not a certainty."""
+    return (k * np.asarray(proba, np.float64) + 1.0) / (k + 2.0)
+
+
 def knn_logits(proba: NDArray[Any], k: int) -> NDArray[np.float64]:
-    """Logits of kNN means over `k` neighbours, smoothed by one pseudo-success and one
-    pseudo-failure so that an unanimous vote stays finite: logit((k p + 1) / (k + 2))."""
-    smoothed = (k * np.asarray(proba, np.float64) + 1.0) / (k + 2.0)
+    """Logits of kNN means over `k` neighbours, smoothed (`smoothed_vote`) so that an
+    unanimous vote stays finite: logit((k p + 1) / (k + 2))."""
+    smoothed = smoothed_vote(proba, k)
     return np.log(smoothed) - np.log1p(-smoothed)
 
 
@@ -105,7 +112,9 @@ class Stack:
 
     logit P(correct) of LLM j on query q = level(q) + sum over parts p of w_p x dev_p(q, j):
     level(q) is the mean over the LLMs of logit(m x P_LOCUS + (1 - m) x P_kNN at `mix_k`), the
-    probability mixture of earlier versions (with `level` "tasks", the task vote in the kNN
+    probability mixture of earlier versions, the kNN vote smoothed as the parts' are
+    (`smoothed_vote`: a small pool's level read 0/5 neighbours as a certainty, its mean over
+    four LLMs 3.4 logits off; with `level` "tasks", the task vote in the kNN
     vote's place: a small pool's per-task rates read its queries' level far better than a vote
     of a few neighbours, `locus.routing.cross_fit`); the parts are LOCUS's calibrated logit
     and the kNN router's smoothed logits at each k of `ks`, and dev_p a part's distance from
@@ -129,6 +138,8 @@ class Stack:
         given_weights: the deviation weights of a query whose task the request names (its
             task vote that task's rates, not a blend of its neighbours' tasks), where they were
             fitted apart (small pools, `locus.routing.cross_fit`); None: `deviation_weights`.
+        smoothed: whether the level's kNN vote is smoothed as the parts' are
+            (`smoothed_vote`); stacks saved before locus-stacked/6 read it raw (False).
     """
 
     ks: tuple[int, ...]
@@ -139,6 +150,7 @@ class Stack:
     tasks: bool = False
     level: str = "knn"
     given_weights: tuple[float, ...] | None = None
+    smoothed: bool = True
 
     def __post_init__(self) -> None:
         parts = 1 + len(self.ks) + int(self.tasks)
@@ -186,6 +198,8 @@ class Stack:
         parts = self._parts(locus, votes, task_votes)
         # a stack with `tasks` given no task votes raised in `_parts`
         beside = votes[self.mix_k] if self.level == "knn" or task_votes is None else task_votes
+        if self.smoothed and beside is not task_votes:
+            beside = smoothed_vote(beside, self.mix_k)
         mixture = logit(mix(sigmoid(locus), beside, self.mix_weight))
         columns = slice(None) if reference is None else reference
         level = mixture[:, columns].mean(axis=1, keepdims=True)
@@ -240,6 +254,7 @@ class Stack:
             "tasks": self.tasks,
             "level": self.level,
             "given_weights": None if self.given_weights is None else list(self.given_weights),
+            "smoothed": self.smoothed,
         }
 
     @classmethod
@@ -260,6 +275,7 @@ class Stack:
                 if value["given_weights"] is None
                 else tuple(float(w) for w in value["given_weights"])
             ),
+            smoothed=bool(value["smoothed"]),
         )
 
 
@@ -308,7 +324,11 @@ def fit_stack(
     locus = np.asarray(locus_logits, np.float64)
     tasks = task_votes is not None
     if use_locus:
-        beside = task_votes if level == "tasks" and task_votes is not None else votes[mix_k]
+        beside = (
+            task_votes
+            if level == "tasks" and task_votes is not None
+            else smoothed_vote(votes[mix_k], mix_k)
+        )
         weight = choose_weight(sigmoid(locus), beside, y)
         first = (1.0, *(0.0,) * (len(ks) + int(tasks)))
     else:
