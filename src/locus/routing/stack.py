@@ -197,9 +197,12 @@ class Stack:
         locus = np.asarray(locus_logits, np.float64)
         parts = self._parts(locus, votes, task_votes)
         # a stack with `tasks` given no task votes raised in `_parts`
-        beside = votes[self.mix_k] if self.level == "knn" or task_votes is None else task_votes
-        if self.smoothed and beside is not task_votes:
-            beside = smoothed_vote(beside, self.mix_k)
+        if self.level == "knn" or task_votes is None:
+            beside = votes[self.mix_k]
+            if self.smoothed:
+                beside = smoothed_vote(beside, self.mix_k)
+        else:
+            beside = task_votes
         mixture = logit(mix(sigmoid(locus), beside, self.mix_weight))
         columns = slice(None) if reference is None else reference
         level = mixture[:, columns].mean(axis=1, keepdims=True)
