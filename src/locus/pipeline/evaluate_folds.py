@@ -76,8 +76,10 @@ def evaluate_folds(
     parts: list[Routed] = []
     defaults: Counter[str] = Counter()
     for fold, splits in enumerate(kfold_splits(list(table.text_hashes), folds=folds, seed=seed)):
-        rows = data.with_splits(splits)
-        train, val, test = rows.rows("train"), rows.rows("val"), rows.rows("test")
+        fold_data = data.with_splits(splits)
+        train, val, test = (fold_data.rows(split) for split in ("train", "val", "test"))
+        if not len(test):  # a hash bucket left empty on a tiny pool: nothing to route
+            continue
         size_notes(table, train, val, len(test), True)
         router = fit_router(
             Locus(config), table, data.vectors, train, val, encoder=data.encoder,
