@@ -170,14 +170,15 @@ class Routed:
             values = [getattr(part, name) for part in parts]
             return None if any(v is None for v in values) else np.concatenate(values)
 
+        given = join("given")
         return cls(
             **{
                 name: join(name)
                 for name in ("truth", "proba", "order", "unguarded", "best", "table", "default")
             },
             tasks=[task for part in parts for task in part.tasks],
-            given=join("given"),
-            given_proba=None if join("given") is None else join("given_proba"),
+            given=given,
+            given_proba=None if given is None else join("given_proba"),
             from_text=join("from_text"),
         )
 

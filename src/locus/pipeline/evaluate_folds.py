@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import Counter
 
 from locus._progress import ProgressFactory, no_progress
-from locus.artifact.layout import read_artifact_config
+from locus.artifact.layout import CONFIG_FILE, read_artifact_config
 from locus.data.splits import kfold_splits
 from locus.errors import LocusInputError
 from locus.locus import Locus
@@ -63,7 +63,7 @@ def evaluate_folds(
         raise LocusInputError(f"--folds: expected 2 to {MAX_FOLDS}, found {folds}")
     folder = artifact_path(store, name)
     config, settings = TrainingConfig(), ""  # "": `locus fit`'s defaults, no artifact read
-    if (folder / "config.json").exists():
+    if (folder / CONFIG_FILE).exists():
         config = TrainingConfig.from_dict(read_artifact_config(folder)["training"])
         settings = name
     data = workspace_table(store)
