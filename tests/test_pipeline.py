@@ -385,3 +385,86 @@ def test_evaluation_names_the_simple_baseline_that_wins() -> None:
     assert evaluation(0.55, tasks=False).winning_baseline == (
         "the best single LLM (coder-llm)", 0.60, 0.55,
     )  # fmt: skip
+
+
+def test_evaluation_names_the_knn_vote_and_the_p_correct_floor_that_win() -> None:
+    from locus.pipeline.evaluate import (
+        Baselines,
+        CorrectnessMetrics,
+        Evaluation,
+        Floor,
+        RoutingMetrics,
+    )
+
+    def evaluation(knn_hit: float | None, floors: dict[str, Floor]) -> Evaluation:
+        return Evaluation(
+            artifact="default", split="test", queries=200, llms=4,
+            routing=RoutingMetrics(0.70, 0.8, 0.9, 0.70, hit_at_1_se=0.03),
+            correctness=CorrectnessMetrics(0.7, 0.7, 0.2, 0.02, 800, log_loss=0.66,
+                                           floors=floors),
+            baselines=Baselines(0.60, "coder-llm", 0.60, 1.0, 0.5, knn=knn_hit),
+        )  # fmt: skip
+
+    rate = Floor(brier=0.25, log_loss=0.69, gain=0.03, gain_se=0.01, router_log_loss=0.66)
+    vote = Floor(brier=0.22, log_loss=0.64, gain=-0.02, gain_se=0.005, router_log_loss=0.66)
+    knn_wins = evaluation(0.74, {"llm_rate": rate, "knn": vote})
+    assert knn_wins.winning_baseline == ("the kNN vote (the router's own neighbours)", 0.74, 0.70)
+    assert knn_wins.winning_floor == ("knn", vote)
+    payload = knn_wins.as_dict()
+    assert payload["winning_floor"]["name"] == "knn" and payload["winning_floor"]["gain"] == -0.02
+    assert payload["correctness"]["floors"]["llm_rate"]["log_loss"] == 0.69
+    assert payload["correctness"]["log_loss"] == 0.66
+    assert evaluation(0.69, {"llm_rate": rate}).winning_baseline is None
+    assert evaluation(None, {"llm_rate": rate}).winning_floor is None
+
+
+def test_evaluate_sets_p_correct_beside_the_simple_predictors_on_the_same_cells(
+    trained: Path, run_cli: Run
+) -> None:
+    from locus import metrics
+
+    from locus.pipeline.workspace_router import WorkspaceRouter
+
+    with Store.open(trained) as store:
+        result = evaluate_workspace(store)
+        data = workspace_table(store)
+        # the LLMs evaluate reads: the pool's (law-3 too, once another test onboarded it)
+        pooled = set(WorkspaceRouter(store, text_encoder=HashingEncoder(ENCODER_DIM)).llm_ids)
+    correct = result.correctness
+    assert set(correct.floors) == {"llm_rate", "task_rate", "knn"}
+    # each LLM's training rate on the test cells, computed here by hand
+    table = data.table.select_llms([llm for llm in data.table.llm_ids if llm in pooled])
+    train, test = table.scores[data.rows("train")], table.scores[data.rows("test")]
+    by_hand = np.tile(np.nanmean(train, axis=0), (len(test), 1))
+    assert correct.floors["llm_rate"].log_loss == pytest.approx(metrics.log_loss(by_hand, test))
+    # on a pool of planted task skills the router reads the cells far better than the rates
+    rate = correct.floors["llm_rate"]
+    assert correct.log_loss is not None and rate.gain > 2 * (rate.gain_se or 0) > 0
+    assert rate.router_log_loss == pytest.approx(correct.log_loss)
+    # the rate on the true task is set against the router told each query's task
+    assert correct.floors["task_rate"].router_told
+    assert result.baselines.knn is not None and result.baselines.knn > 0.5
+    shown = run_cli("evaluate", "-w", trained)
+    assert "P(correct) log-loss" in shown.stdout and "each LLM's rate" in shown.stdout
+    assert "kNN vote (the router's own neighbours)" in shown.stdout
+
+
+def test_log_loss_gain_and_its_standard_error_over_queries() -> None:
+    from locus import metrics
+
+    scores = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, np.nan]])
+    sharp = np.array([[0.9, 0.1], [0.8, 0.7], [0.2, 0.5]])
+    flat = np.full((3, 2), 0.5)
+    gain, se = metrics.log_loss_gain(sharp, flat, scores)
+    assert gain == pytest.approx(metrics.log_loss(flat, scores) - metrics.log_loss(sharp, scores))
+    assert gain > 0 and se is not None and se > 0
+    # the error is over the queries' summed cells, not over cells as if independent
+    per_query = np.nansum(
+        metrics.cell_log_loss(flat, scores) - metrics.cell_log_loss(sharp, scores), axis=1
+    )
+    assert se == pytest.approx(per_query.std(ddof=1) * np.sqrt(3) / 5)
+    assert metrics.log_loss_gain(sharp[:1], flat[:1], scores[:1])[1] is None  # one query: none
+    # a certainty proved wrong costs -log(1e-6), not infinity
+    assert metrics.log_loss(np.array([[0.0]]), np.array([[1.0]])) == pytest.approx(
+        13.8155, abs=1e-3
+    )

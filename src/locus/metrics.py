@@ -23,10 +23,13 @@ __all__ = [
     "best_per_task_choices",
     "best_single_accuracy",
     "best_single_choices",
+    "cell_log_loss",
     "chosen_accuracy",
     "column_means",
     "correctness_metrics",
     "expected_calibration_error",
+    "log_loss",
+    "log_loss_gain",
     "oracle_accuracy",
     "routing_accuracy",
     "routing_choices",
@@ -171,10 +174,56 @@ def expected_calibration_error(proba: np.ndarray, labels: np.ndarray, bins: int 
     return float(error)
 
 
-def correctness_metrics(proba: np.ndarray, scores: np.ndarray) -> dict[str, float]:
-    """Accuracy at 0.5, AUROC, Brier score and ECE over every evaluated cell.
+def cell_log_loss(proba: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """Binary cross-entropy of each cell (graded scores as soft targets), P(correct) clipped
+    to [1e-6, 1 - 1e-6] so that a certainty proved wrong costs 13.8, not infinity; NaN where
+    `scores` is."""
+    p = np.clip(np.asarray(proba, dtype=np.float64), 1e-6, 1 - 1e-6)
+    y = np.asarray(scores, dtype=np.float64)
+    return -(y * np.log(p) + (1 - y) * np.log1p(-p))
 
-    Graded scores are thresholded at 0.5 for accuracy and AUROC; Brier and ECE use them as is.
+
+def log_loss(proba: np.ndarray, scores: np.ndarray) -> float:
+    """Mean `cell_log_loss` over the evaluated cells (NaN for none)."""
+    cells = cell_log_loss(proba, scores)
+    observed = ~np.isnan(cells)
+    return float(cells[observed].mean()) if observed.any() else float("nan")
+
+
+def log_loss_gain(
+    proba: np.ndarray, other: np.ndarray, scores: np.ndarray
+) -> tuple[float, float | None]:
+    """(mean log-loss of `other` less that of `proba` over the evaluated cells, its standard
+    error): positive where `proba` reads the cells better. The error is taken over queries,
+    each query's cells summed (an LLM's cells on one query err together), scaled to a cell;
+    None under two queries with a cell.
+
+        >>> import numpy as np
+        >>> scores = np.array([[1.0, 0.0], [1.0, np.nan]])
+        >>> gain, se = log_loss_gain(np.full((2, 2), 0.5), np.full((2, 2), 0.5), scores)
+        >>> gain, se
+        (0.0, 0.0)
+    """
+    difference = cell_log_loss(other, scores) - cell_log_loss(proba, scores)
+    observed = ~np.isnan(difference)
+    cells = int(observed.sum())
+    if not cells:
+        return float("nan"), None
+    gain = float(difference[observed].sum() / cells)
+    rows = observed.any(axis=1)
+    if rows.sum() < 2:
+        return gain, None
+    per_query = np.where(observed, difference, 0.0).sum(axis=1)[rows]
+    # the mean over cells is sum over queries / cells: its error is the per-query sums'
+    se = float(per_query.std(ddof=1) * np.sqrt(rows.sum()) / cells)
+    return gain, se
+
+
+def correctness_metrics(proba: np.ndarray, scores: np.ndarray) -> dict[str, float]:
+    """Accuracy at 0.5, AUROC, Brier score, log-loss and ECE over every evaluated cell.
+
+    Graded scores are thresholded at 0.5 for accuracy and AUROC; Brier, log-loss
+    (`log_loss`) and ECE use them as is.
     """
     from sklearn.metrics import roc_auc_score
 
@@ -187,6 +236,7 @@ def correctness_metrics(proba: np.ndarray, scores: np.ndarray) -> dict[str, floa
         "accuracy": float(np.mean((p >= 0.5) == (labels == 1))),
         "auroc": auroc,
         "brier": float(np.mean((p - y) ** 2)),
+        "log_loss": log_loss(p, y),
         "ece": expected_calibration_error(p, y),
         "cells": int(observed.sum()),
     }

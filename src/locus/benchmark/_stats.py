@@ -5,7 +5,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-import numpy as np
+from locus.metrics import log_loss
+
+__all__ = ["log_loss", "mean_sd"]
 
 
 def mean_sd(values: Sequence[float | None]) -> dict[str, float]:
@@ -17,12 +19,3 @@ def mean_sd(values: Sequence[float | None]) -> dict[str, float]:
         "mean": statistics.fmean(clean),
         "sd": statistics.stdev(clean) if len(clean) > 1 else 0.0,
     }
-
-
-def log_loss(proba: np.ndarray, truth: np.ndarray) -> float:
-    """Mean binary cross-entropy over the observed cells of `truth` (graded scores as soft
-    targets), probabilities clipped to [1e-6, 1 - 1e-6]."""
-    observed = ~np.isnan(truth)
-    p = np.clip(np.asarray(proba, dtype=np.float64)[observed], 1e-6, 1 - 1e-6)
-    y = truth[observed].astype(np.float64)
-    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))

@@ -111,6 +111,8 @@ def render_evaluation(result: Any) -> None:
                         f"{base.best_llm_per_task_from_text:.4f}")  # fmt: skip
     if result.per_task:
         summary.add_row("best LLM per task, the task given", f"{base.best_llm_per_task:.4f}")
+    if base.knn is not None:
+        summary.add_row("kNN vote (the router's own neighbours)", f"{base.knn:.4f}")
     summary.add_row("random LLM", f"{base.random:.4f}")
     summary.add_row("oracle", f"{base.oracle:.4f}")
     console.print(summary)
@@ -172,6 +174,7 @@ def render_evaluation(result: Any) -> None:
         "  ".join(ranks) + ("  |  " if ranks else "") + f"correctness: accuracy "
         f"{correct.accuracy:.4f}  AUROC {auroc}  Brier {correct.brier:.4f}  ECE {correct.ece:.4f}"
     )
+    _render_floors(result)
     if result.per_task:
         tasks = Table(title="per task")
         for column in ("task", "queries", "LOCUS hit@1", "best single", "oracle"):
@@ -185,3 +188,37 @@ def render_evaluation(result: Any) -> None:
                 f"{row.oracle:.4f}",
             )
         console.print(tasks)
+
+
+def _render_floors(result: Any) -> None:
+    """The router's P(correct) log-loss beside the simple predictors' on the same cells, and
+    the one that reads them better, with how far beyond noise."""
+    from locus.pipeline.evaluation_results import FLOORS
+
+    correct = result.correctness
+    if correct.log_loss is None or not correct.floors:
+        return
+    console = stdout_console()
+    beside = ", ".join(
+        f"{FLOORS.get(name, name)} {floor.log_loss:.4f}" for name, floor in correct.floors.items()
+    )
+    told = [f.router_log_loss for f in correct.floors.values() if f.router_told]
+    given = f" ({told[0]:.4f} with each query's task given)" if told else ""
+    console.print(f"P(correct) log-loss {correct.log_loss:.4f}{given}; on the same cells: {beside}")
+    winner = result.winning_floor
+    if winner is None:
+        return
+    name, floor = winner
+    se = floor.gain_se
+    noise = (
+        "no standard error to tell noise by"
+        if se is None
+        else "within noise, two standard errors"
+        if -floor.gain <= 2 * se
+        else "beyond noise, two standard errors"
+    )
+    router = " (the router told each query's task)" if floor.router_told else ""
+    console.print(
+        f"{FLOORS.get(name, name)} reads these cells better: log-loss {floor.log_loss:.4f} "
+        f"against {floor.router_log_loss:.4f}{router} ({noise})"
+    )

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -20,6 +20,7 @@ from locus.pipeline.evaluation_results import (
     Baselines,
     CorrectnessMetrics,
     Evaluation,
+    Floor,
     RoutingMetrics,
     TaskEvaluation,
 )
@@ -29,6 +30,7 @@ from locus.pipeline.workspace_router import WorkspaceRouter, tasks_read_by
 from locus.routing.baselines import PerTaskRouter
 from locus.routing.decision import RouteRequest, rank
 from locus.routing.evidence import Evidence
+from locus.routing.stack import smoothed_vote
 from locus.routing.stacked import StackedRouter
 from locus.store import Store
 
@@ -95,6 +97,11 @@ class Routed:
         given_proba: (n, n_llms) its P(correct) told the task (with `given`).
         from_text: (n,) the per-task table's choice reading the task from the text (None:
             the queries carry no tasks).
+        floors: simple predictors' P(correct) (n, n_llms) on the same cells, by name
+            (`locus.pipeline.evaluation_results.FLOORS`): each LLM's training rate, its rate on
+            the query's task (the queries carry tasks), the router's own kNN vote (smoothed
+            as the stack reads it; a router with one).
+        knn: (n,) the router's own kNN vote's choice, None without one.
     """
 
     truth: np.ndarray
@@ -108,6 +115,8 @@ class Routed:
     given: np.ndarray | None = None
     given_proba: np.ndarray | None = None
     from_text: np.ndarray | None = None
+    floors: dict[str, np.ndarray] = field(default_factory=dict)
+    knn: np.ndarray | None = None
 
     @classmethod
     def of(
@@ -143,10 +152,21 @@ class Routed:
             ]
             request = RouteRequest(top=1)
             given = rank(given_proba, None, request, allowed=scored, guard=bound).order[:, 0]
+        rates = metrics.column_means(trained)
+        pooled = float(np.nanmean(trained)) if (~np.isnan(trained)).any() else 0.5
+        floors = {"llm_rate": np.tile(np.where(np.isnan(rates), pooled, rates), (len(rows), 1))}
         if any(t is not None for t in train_tasks) and any(t is not None for t in tasks):
             train = Evidence.from_table(table, vectors, train_rows)
-            read = PerTaskRouter().fit(train).tasks_of(queries)
+            per_task = PerTaskRouter().fit(train)
+            read = per_task.tasks_of(queries)
             from_text = metrics.best_per_task_choices(trained, train_tasks, truth, read)
+            floors["task_rate"] = per_task.predict_proba_for_tasks(tasks).astype(np.float64)
+        knn = None
+        if router.knn is not None and set(llm_ids) <= set(router.knn.llm_ids):
+            own = [list(router.knn.llm_ids).index(llm) for llm in llm_ids]
+            vote = np.asarray(router.knn.predict_proba(queries), np.float64)[:, own]
+            floors["knn"] = smoothed_vote(vote, router.knn.k_)
+            knn = metrics.routing_choices(vote, truth)
         return cls(
             truth=truth,
             proba=proba,
@@ -159,6 +179,8 @@ class Routed:
             given=given,
             given_proba=given_proba,
             from_text=from_text,
+            floors=floors,
+            knn=knn,
         )
 
     @classmethod
@@ -171,6 +193,7 @@ class Routed:
             return None if any(v is None for v in values) else np.concatenate(values)
 
         given = join("given")
+        shared = set.intersection(*(set(part.floors) for part in parts)) if parts else set()
         return cls(
             **{
                 name: join(name)
@@ -180,6 +203,11 @@ class Routed:
             given=given,
             given_proba=None if given is None else join("given_proba"),
             from_text=join("from_text"),
+            floors={
+                name: np.concatenate([part.floors[name] for part in parts])
+                for name in sorted(shared)
+            },
+            knn=join("knn"),
         )
 
 
@@ -211,6 +239,20 @@ def evaluation(
             oracle=metrics.oracle_accuracy(truth[mask]),
         )
     correctness = metrics.correctness_metrics(routed.proba, truth)
+    floors = {}
+    for name, proba in routed.floors.items():
+        # like against like: the rate on the true task against the router told the task
+        told = name == "task_rate" and routed.given_proba is not None
+        router_proba = routed.given_proba if told else routed.proba
+        loss_gain, loss_se = metrics.log_loss_gain(router_proba, proba, truth)
+        floors[name] = Floor(
+            brier=metrics.correctness_metrics(proba, truth)["brier"],
+            log_loss=metrics.log_loss(proba, truth),
+            gain=loss_gain,
+            gain_se=loss_se,
+            router_log_loss=metrics.log_loss(router_proba, truth),
+            router_told=told,
+        )
     se, gain, gain_se = _noise(choice, truth, routed.best)
     picked = routed.best[routed.best >= 0]
     best_id = llm_ids[int(np.bincount(picked).argmax())] if len(picked) else llm_ids[0]
@@ -243,6 +285,8 @@ def evaluation(
             brier=correctness["brier"],
             ece=correctness["ece"],
             cells=int(correctness["cells"]),
+            log_loss=correctness["log_loss"],
+            floors=floors,
         ),
         baselines=Baselines(
             best_single_llm=metrics.chosen_accuracy(routed.best, truth),
@@ -253,6 +297,7 @@ def evaluation(
             best_llm_per_task_from_text=None
             if routed.from_text is None
             else metrics.chosen_accuracy(routed.from_text, truth),
+            knn=None if routed.knn is None else metrics.chosen_accuracy(routed.knn, truth),
         ),
         per_task=per_task,
     )

@@ -10,7 +10,22 @@ from typing import Any
 from locus import metrics
 from locus.pipeline.savings import CostSavings
 
-__all__ = ["Baselines", "CorrectnessMetrics", "Evaluation", "RoutingMetrics", "TaskEvaluation"]
+__all__ = [
+    "FLOORS",
+    "Baselines",
+    "CorrectnessMetrics",
+    "Evaluation",
+    "Floor",
+    "RoutingMetrics",
+    "TaskEvaluation",
+]
+
+# the simple predictors of P(correct) the router's is set beside, by name: what they read
+FLOORS = {
+    "llm_rate": "each LLM's rate",
+    "task_rate": "each LLM's rate on the query's task",
+    "knn": "the kNN vote",
+}
 
 
 @dataclass(frozen=True)
@@ -64,10 +79,31 @@ class RoutingMetrics:
 
 
 @dataclass(frozen=True)
+class Floor:
+    """A simple predictor's P(correct) on the router's cells (`FLOORS`): its Brier score and
+    log-loss, and `gain`, its log-loss less the router's (positive: the router reads the
+    cells better), with the gain's standard error over queries (`metrics.log_loss_gain`).
+    Like against like: each LLM's rate on the query's task reads the true task, so it is set
+    against the router told each query's task where the router reads tasks (`router_told`);
+    `router_log_loss`: the router's log-loss it is set against."""
+
+    brier: float
+    log_loss: float
+    gain: float
+    gain_se: float | None
+    router_log_loss: float
+    router_told: bool = False
+
+    def as_dict(self) -> dict[str, float | None]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
 class CorrectnessMetrics:
     """P(correct) as a classifier over every evaluated (query, LLM) cell; `auroc` is None
     (JSON null) where it is undefined: every cell right, or every cell wrong.
-    `task_given_auroc`: the same where each query's task is given (None where not known)."""
+    `task_given_auroc`: the same where each query's task is given (None where not known).
+    `floors`: the simple predictors' P(correct) on the same cells (`Floor`), by name."""
 
     accuracy: float
     auroc: float | None
@@ -75,9 +111,15 @@ class CorrectnessMetrics:
     ece: float
     cells: int
     task_given_auroc: float | None = None
+    log_loss: float | None = None
+    floors: dict[str, Floor] = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, float | None]:
-        return dict(self.__dict__)
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            key: value for key, value in self.__dict__.items() if key != "floors"
+        }
+        out["floors"] = {name: floor.as_dict() for name, floor in self.floors.items()}
+        return out
 
 
 @dataclass(frozen=True)
@@ -85,7 +127,8 @@ class Baselines:
     """Routers chosen on the training split, scored on the same queries. The best LLM per
     task reads each query's true task; `best_llm_per_task_from_text` reads it from the text
     as a router of texts must (the nearest task centroid of the training queries' vectors),
-    None where the queries carry no tasks."""
+    None where the queries carry no tasks. `knn`: the router's own kNN vote at its k, None for
+    a router without one (LOCUS alone)."""
 
     best_single_llm: float
     best_single_llm_id: str
@@ -93,6 +136,7 @@ class Baselines:
     oracle: float
     random: float
     best_llm_per_task_from_text: float | None = None
+    knn: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -141,8 +185,9 @@ class Evaluation:
     def winning_baseline(self) -> tuple[str, float, float] | None:
         """(name, its hit@1, the router's hit@1 it is set against) of the simple baseline
         that routes these queries better than the router by the most: the best LLM per task
-        against the router told each query's task, the best single LLM and the per-task
-        table reading the task from the text against the router of texts; None for none."""
+        against the router told each query's task, the best single LLM, the per-task table
+        reading the task from the text and the router's own kNN vote against the router of
+        texts; None for none."""
         routing, base = self.routing, self.baselines
         given = routing.task_given_hit_at_1
         # like against like: the table that reads the true task against the router told it
@@ -159,16 +204,28 @@ class Evaluation:
                 ("the best LLM per task (the task read from the text)",
                  base.best_llm_per_task_from_text, routing.hit_at_1)
             )  # fmt: skip
+        if base.knn is not None:
+            candidates.append(("the kNN vote (the router's own neighbours)", base.knn,
+                               routing.hit_at_1))  # fmt: skip
         best = max(candidates, key=lambda c: c[1] - c[2])
         # the router's figures come from float32 P(correct): the same hit@1 can differ by 1e-8
         return best if best[1] - best[2] > 1e-6 else None
 
+    @property
+    def winning_floor(self) -> tuple[str, Floor] | None:
+        """(name, `Floor`) of the simple predictor whose P(correct) reads these cells better
+        than the router's by the most (the lowest log-loss below the router's); None for
+        none."""
+        better = [(name, f) for name, f in self.correctness.floors.items() if f.gain < -1e-9]
+        return min(better, key=lambda pair: pair[1].gain) if better else None
+
     def as_dict(self) -> dict[str, Any]:
-        winner = self.winning_baseline
+        winner, floor = self.winning_baseline, self.winning_floor
         return {
             "winning_baseline": None
             if winner is None
             else {"name": winner[0], "hit@1": winner[1], "router_hit@1": winner[2]},
+            "winning_floor": None if floor is None else {"name": floor[0], **floor[1].as_dict()},
             "savings": None if self.savings is None else self.savings.as_dict(),
             "artifact": self.artifact,
             "split": self.split,
