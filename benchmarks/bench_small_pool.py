@@ -13,8 +13,9 @@ once by a router fitted without it, scored by the drawn outcomes, beside the sam
 (`out_of_fold`). Each seed draws other questions and other scores.
 
     python benchmarks/bench_small_pool.py --seeds 0 1 2
+    python benchmarks/bench_small_pool.py --seeds 0 1 2 --without-tasks
 
-Writes results/small-pool.json.
+Writes results/small-pool.json (small-pool-without-tasks.json; `--tag` adds a suffix).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ SKILL = {
 }
 TASKS = tuple(SKILL["math-llm"])
 LANDLORD = "Can my landlord evict me without notice?"
+NEAREST = 20  # the plain vote's neighbours (`nearest_vote`)
 
 
 def expected(chosen: list[str], tasks: list[str]) -> float:
@@ -128,7 +130,82 @@ def out_of_fold(result: Evaluation) -> dict[str, float]:
     }
 
 
-def one_seed(records: pd.DataFrame, seed: int, folder: Path) -> dict[str, Any]:
+def nearest_vote(
+    pool_vectors: np.ndarray, pool_scores: np.ndarray, vectors: np.ndarray, k: int = NEAREST
+) -> np.ndarray:
+    """Each LLM's mean score on the `k` nearest pool questions (cosine), with one
+    pseudo-question at its overall mean: the plain vote a P(correct) is held to."""
+    unit = pool_vectors / np.linalg.norm(pool_vectors, axis=1, keepdims=True)
+    asked = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    nearest = np.argsort(-(asked @ unit.T), axis=1)[:, :k]
+    means = np.nanmean(pool_scores, axis=0)
+    return (np.nansum(pool_scores[nearest], axis=1) + means) / (k + 1)
+
+
+def folds_nearest_vote(store: Any, seed: int, folds: int = 5) -> float:
+    """The log-loss of `nearest_vote` over `locus evaluate --folds`' folds (the same `seed`):
+    each question voted on by the training and validation questions of its fold."""
+    from locus.data.splits import kfold_splits
+    from locus.metrics import log_loss
+    from locus.pipeline import workspace_table
+
+    data = workspace_table(store)
+    scores = data.table.scores
+    proba, truth = [], []
+    for splits in kfold_splits(list(data.table.text_hashes), folds=folds, seed=seed):
+        split = data.with_splits(splits)
+        pool = np.concatenate([split.rows("train"), split.rows("val")])
+        test = split.rows("test")
+        proba.append(nearest_vote(data.vectors[pool], scores[pool], data.vectors[test]))
+        truth.append(scores[test])
+    return log_loss(np.concatenate(proba), np.concatenate(truth))
+
+
+def without_tasks(records: pd.DataFrame, seed: int, folder: Path) -> dict[str, Any]:
+    """The same pool without its `category` column (`--without-tasks`): `locus evaluate
+    --folds 5`'s out-of-fold P(correct) beside the simple predictors evaluate sets it beside
+    and the plain vote of each question's 20 nearest (`nearest_vote`); on 400 questions the
+    pool never saw, the expected log-loss against the planted skills, the router's and that
+    vote's over the pool's 200."""
+    _, fresh, rows = draw(records, seed)
+    for columns in rows.values():
+        del columns["category"]
+    with csv_pool_router(folder, rows) as router:
+        landlord = router.route_texts([LANDLORD])[0].llm_id
+        folds = evaluate_folds(router.store, folds=5, seed=seed)
+        oof_vote = folds_nearest_vote(router.store, seed)
+        from locus.pipeline import workspace_table
+
+        data = workspace_table(router.store)
+        texts, tasks = list(fresh["question"]), list(fresh["category"])
+        vectors = router.vectors_for(texts)
+        llms = list(data.table.llm_ids)
+        columns = [list(router.router.llm_ids).index(llm) for llm in llms]
+        proba = np.asarray(router.router.predict_proba(vectors), np.float64)[:, columns]
+        vote = nearest_vote(data.vectors, data.table.scores, vectors)
+    planted = np.array([[SKILL[llm][t] for llm in llms] for t in tasks])
+    correct = folds.correctness
+    assert correct.log_loss is not None
+    return {
+        "folds_router_log_loss": correct.log_loss,
+        "folds_router_ece": correct.ece,
+        "folds_router_auroc": correct.auroc,
+        "folds_nearest_vote_log_loss": oof_vote,
+        **{f"folds_{name}_log_loss": f.log_loss for name, f in correct.floors.items()},
+        "folds_router_hit": folds.routing.hit_at_1,
+        "folds_best_single": folds.baselines.best_single_llm,
+        "folds_knn_hit": folds.baselines.knn,
+        "folds_oracle": folds.baselines.oracle,
+        "fresh_log_loss_router": expected_log_loss(proba, planted),
+        "fresh_log_loss_nearest_vote": expected_log_loss(vote, planted),
+        "fresh_log_loss_planted": expected_log_loss(planted, planted),
+        "landlord": landlord,
+    }
+
+
+def draw(records: pd.DataFrame, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    """(the pool's 200 questions, 400 fresh ones of the same tasks, the CSV columns of each
+    LLM: its answers drawn from its planted skills)."""
     rng = np.random.default_rng(seed)
     picked = pd.concat(
         records[records["category"] == task].sample(50, random_state=seed + 1) for task in TASKS
@@ -149,6 +226,12 @@ def one_seed(records: pd.DataFrame, seed: int, folder: Path) -> dict[str, Any]:
         }
         for llm, skill in SKILL.items()
     }
+    return picked, fresh, rows
+
+
+def one_seed(records: pd.DataFrame, seed: int, folder: Path) -> dict[str, Any]:
+    picked, fresh, rows = draw(records, seed)
+    texts, tasks = list(picked["question"]), list(picked["category"])
     with csv_pool_router(folder, rows) as router:
         vectors = router.vectors_for(texts)
         from_text = [d.llm_id for d in router.route_texts(texts, top=1)]
@@ -181,7 +264,12 @@ def one_seed(records: pd.DataFrame, seed: int, folder: Path) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument(
+        "--without-tasks", action="store_true", help="the same pools without their category"
+    )
+    parser.add_argument("--tag", default="", help="suffix of the result's name")
     args = parser.parse_args()
+    measure = without_tasks if args.without_tasks else one_seed
     archive = (
         require_shared_data()
         / "mmlu_pro"
@@ -193,7 +281,7 @@ def main() -> None:
     runs = {}
     for seed in args.seeds:
         with tempfile.TemporaryDirectory(prefix="locus-small-pool-") as folder:
-            runs[seed] = one_seed(records, seed, Path(folder))
+            runs[seed] = measure(records, seed, Path(folder))
         print(seed, runs[seed], flush=True)
     figures: dict[str, Any] = {"seeds": args.seeds}
     for key, value in runs[args.seeds[0]].items():
@@ -203,7 +291,8 @@ def main() -> None:
             figures[key] = f"{statistics.mean(values):.4f} ± {sd:.4f}"
     figures["landlord"] = [runs[s]["landlord"] for s in args.seeds]
     figures["runs"] = runs
-    report("small-pool", figures)
+    name = "small-pool-without-tasks" if args.without_tasks else "small-pool"
+    report(name + args.tag, figures)
 
 
 if __name__ == "__main__":

@@ -373,3 +373,27 @@ def test_locus_gets_its_share_of_a_small_pool_where_validation_shows_it_earns_on
     assert stack is not None and stack.deviation_weights[0] > 0.0, stack
     uninformed = StackedRouter.fit(_small_pool(400, seed=2)[2], train, val).stack
     assert uninformed is not None and uninformed.deviation_weights[0] == 0.0
+
+
+def test_a_small_pool_without_tasks_reads_the_vote_of_the_k_that_reads_it_best() -> None:
+    """Without tasks, a small pool's level and the pull on its weights read the kNN vote of
+    the k whose out-of-fold log-loss is the lowest (the regional vote of 500 neighbours is
+    every LLM's overall mean on a pool of 200 queries; the k that routes best, 5 or 10
+    neighbours, is noise as a probability)."""
+    from locus.routing.stack import knn_logits
+
+    train, val, locus = _small_pool(200, seed=3)
+    train, val = (Evidence(e.vectors, e.scores, e.llm_ids) for e in (train, val))
+    stack = StackedRouter.fit(locus, train, val).stack
+    assert stack is not None and not stack.tasks and stack.level == "knn"
+    both = train.joined(val)
+    votes, _, _ = out_of_fold_votes(both, sorted({*KNNRouter().k_candidates, 50, 500}))
+    truth = both.scores.astype(np.float64)
+
+    def loss(k: int) -> float:
+        z = knn_logits(votes[k], k)
+        return float(np.mean(np.logaddexp(0.0, z) - truth * z))
+
+    best = min(votes, key=lambda k: (loss(k), k))
+    assert stack.mix_k == best and best in stack.ks, (stack, {k: loss(k) for k in votes})
+    assert loss(best) < loss(500) and loss(best) < loss(5)

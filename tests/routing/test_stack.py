@@ -79,6 +79,26 @@ def test_a_vote_that_knows_nothing_leaves_the_ranking_to_locus() -> None:
     assert stack.mix_weight >= 0.8
 
 
+def test_without_locus_the_weights_are_pulled_towards_the_part_named() -> None:
+    """`toward` names the evidence part the deviation weights are pulled to: a strong pull
+    leaves that part's vote alone, whichever of the kNN votes it is."""
+    from locus.routing.stack import fit_stack
+
+    cells = _planted_cells(4)
+    votes = {10: cells["vote"], 50: cells["noise"]}
+    for toward, alone in ((1, (0.0, 1.0, 0.0)), (2, (0.0, 0.0, 1.0))):
+        stack = fit_stack(cells["locus"], votes, cells["truth"], ks=(10, 50), mix_k=10,
+                          use_locus=False, penalty=1e4, toward=toward)  # fmt: skip
+        np.testing.assert_allclose(stack.deviation_weights, alone, atol=1e-3)
+    # by default, the last part (the regional vote); a weak pull lets the data speak
+    weak = fit_stack(cells["locus"], votes, cells["truth"], ks=(10, 50), mix_k=10,
+                     use_locus=False)  # fmt: skip
+    assert weak.deviation_weights[1] > 0.5 > abs(weak.deviation_weights[2])
+    with pytest.raises(LocusInputError, match="no evidence part 3"):
+        fit_stack(cells["locus"], votes, cells["truth"], ks=(10, 50), mix_k=10,
+                  use_locus=False, toward=3)  # fmt: skip
+
+
 def test_the_stack_checks_its_inputs() -> None:
     from locus.routing.stack import Stack, fit_stack, knn_logits
 

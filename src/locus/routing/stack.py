@@ -293,6 +293,7 @@ def fit_stack(
     penalty: float = 1e-4,
     use_locus: bool = True,
     level: str = "knn",
+    toward: int | None = None,
 ) -> Stack:
     """The `Stack` fitted on `truth`'s scored cells (graded scores are soft targets): the
     mixture's weight by `choose_weight`, then the deviation weights by log-loss with the level
@@ -300,9 +301,10 @@ def fit_stack(
     distance. `votes[k]`: the kNN router's P(correct) at every k of `ks` and `mix_k`;
     `task_votes` (same shape): the task vote, a part of its own where given. Without
     `use_locus`, LOCUS has no part: the level is the kNN vote's and LOCUS's deviation weight
-    stays 0 (the other weights are pulled towards the task vote's alone where there is one,
-    else towards the regional kNN vote's). `level`: as `Stack.level` (where the level reads
-    the task vote, LOCUS's share of it is chosen beside the task vote).
+    stays 0 (the other weights are pulled towards the part `toward` alone: its index among
+    LOCUS, the kNN votes of `ks` and the task vote; by default the task vote where there is
+    one, else the regional kNN vote). `level`: as `Stack.level` (where the level reads the
+    task vote, LOCUS's share of it is chosen beside the task vote).
 
     Raises:
         LocusInputError: shapes that differ, a k without votes, or no scored cell.
@@ -335,8 +337,11 @@ def fit_stack(
         weight = choose_weight(sigmoid(locus), beside, y)
         first = (1.0, *(0.0,) * (len(ks) + int(tasks)))
     else:
-        weight, first = 0.0, (0.0, *(0.0,) * (len(ks) + int(tasks)))
-        first = (*first[:-1], 1.0)  # the task vote, else the last (regional) kNN vote
+        parts = 1 + len(ks) + int(tasks)
+        pulled = parts - 1 if toward is None else int(toward)  # the task vote, else the last
+        if not 0 < pulled < parts:
+            raise LocusInputError(f"fit_stack: no evidence part {pulled} to pull towards")
+        weight, first = 0.0, tuple(float(i == pulled) for i in range(parts))
     start = Stack(tuple(int(k) for k in ks), first, weight, int(mix_k), tasks=tasks, level=level)
     # the level plus the starting deviations, (cells,)
     held = start.logits(locus, votes, task_votes)[scored]
