@@ -422,7 +422,6 @@ def test_evaluate_sets_p_correct_beside_the_simple_predictors_on_the_same_cells(
     trained: Path, run_cli: Run
 ) -> None:
     from locus import metrics
-
     from locus.pipeline.workspace_router import WorkspaceRouter
 
     with Store.open(trained) as store:
