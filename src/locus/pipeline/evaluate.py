@@ -242,8 +242,9 @@ def evaluation(
     floors = {}
     for name, proba in routed.floors.items():
         # like against like: the rate on the true task against the router told the task
-        told = name == "task_rate" and routed.given_proba is not None
-        router_proba = routed.given_proba if told else routed.proba
+        router_proba, told = routed.proba, False
+        if name == "task_rate" and routed.given_proba is not None:
+            router_proba, told = routed.given_proba, True
         loss_gain, loss_se = metrics.log_loss_gain(router_proba, proba, truth)
         floors[name] = Floor(
             brier=metrics.correctness_metrics(proba, truth)["brier"],
