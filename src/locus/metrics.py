@@ -23,6 +23,7 @@ __all__ = [
     "best_per_task_choices",
     "best_single_accuracy",
     "best_single_choices",
+    "brier_score",
     "cell_log_loss",
     "chosen_accuracy",
     "column_means",
@@ -174,6 +175,16 @@ def expected_calibration_error(proba: np.ndarray, labels: np.ndarray, bins: int 
     return float(error)
 
 
+def brier_score(proba: np.ndarray, scores: np.ndarray) -> float:
+    """Mean squared distance of P(correct) from the scores over the evaluated cells (NaN for
+    none)."""
+    observed = ~np.isnan(np.asarray(scores, dtype=float))
+    if not observed.any():
+        return float("nan")
+    p = np.asarray(proba, dtype=float)[observed]
+    return float(np.mean((p - np.asarray(scores, dtype=float)[observed]) ** 2))
+
+
 def cell_log_loss(proba: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """Binary cross-entropy of each cell (graded scores as soft targets), P(correct) clipped
     to [1e-6, 1 - 1e-6] so that a certainty proved wrong costs 13.8, not infinity; NaN where
@@ -235,7 +246,7 @@ def correctness_metrics(proba: np.ndarray, scores: np.ndarray) -> dict[str, floa
     return {
         "accuracy": float(np.mean((p >= 0.5) == (labels == 1))),
         "auroc": auroc,
-        "brier": float(np.mean((p - y) ** 2)),
+        "brier": brier_score(p, y),
         "log_loss": log_loss(p, y),
         "ece": expected_calibration_error(p, y),
         "cells": int(observed.sum()),

@@ -242,16 +242,17 @@ def evaluation(
     floors = {}
     for name, proba in routed.floors.items():
         # like against like: the rate on the true task against the router told the task
-        router_proba, told = routed.proba, False
+        router_proba, router_loss, told = routed.proba, correctness["log_loss"], False
         if name == "task_rate" and routed.given_proba is not None:
             router_proba, told = routed.given_proba, True
+            router_loss = metrics.log_loss(router_proba, truth)
         loss_gain, loss_se = metrics.log_loss_gain(router_proba, proba, truth)
         floors[name] = Floor(
-            brier=metrics.correctness_metrics(proba, truth)["brier"],
+            brier=metrics.brier_score(proba, truth),
             log_loss=metrics.log_loss(proba, truth),
             gain=loss_gain,
             gain_se=loss_se,
-            router_log_loss=metrics.log_loss(router_proba, truth),
+            router_log_loss=router_loss,
             router_told=told,
         )
     se, gain, gain_se = _noise(choice, truth, routed.best)

@@ -223,15 +223,13 @@ def _fit_evidence(
     if len(truth) < FOLDS:
         return fitted(np.ones(len(truth), bool), PENALTIES[0])
     fold = fold_of(len(truth))
-    scored = ~np.isnan(truth)
-    # each query's held-out loss (its cells summed) under each pull
+    # each query's held-out loss under each pull
     losses = np.zeros((len(PENALTIES), len(truth)))
     for i, penalty in enumerate(PENALTIES):
         for f in range(FOLDS):
             held = fold == f
             z = fitted(~held, penalty).logits(locus[held], *rows_of(held))
-            cells = np.logaddexp(0.0, z) - np.where(scored[held], truth[held], 0.0) * z
-            losses[i, held] = np.where(scored[held], cells, 0.0).sum(axis=1)
+            losses[i, held] = _query_losses(z, truth[held])
     return fitted(np.ones(len(truth), bool), PENALTIES[_one_standard_error(losses)])
 
 
@@ -269,8 +267,7 @@ def _locus_share(
 
     def per_query(candidate: Stack) -> NDArray[np.float64]:
         z = candidate.logits(locus, votes, task_votes)
-        cells = np.logaddexp(0.0, z) - np.where(scored, truth, 0.0) * z
-        return np.where(scored, cells, 0.0).sum(axis=1)[scored.any(axis=1)]
+        return _query_losses(z, truth)[scored.any(axis=1)]
 
     alone = per_query(stack)
     best, bound = stack, 0.0
@@ -286,6 +283,13 @@ def _locus_share(
             if float(gain.mean()) - LOCUS_Z * spread > bound:
                 best, bound = candidate, float(gain.mean()) - LOCUS_Z * spread
     return best
+
+
+def _query_losses(logits: NDArray[np.float64], truth: NDArray[np.float64]) -> NDArray[np.float64]:
+    """(n_queries,) each query's log-loss of `logits` on `truth`, its scored cells summed."""
+    scored = ~np.isnan(truth)
+    cells = np.logaddexp(0.0, logits) - np.where(scored, truth, 0.0) * logits
+    return np.where(scored, cells, 0.0).sum(axis=1)
 
 
 def _log_loss(logits: NDArray[np.float64], truth: NDArray[np.float64]) -> float:
