@@ -41,6 +41,7 @@ VERSIONS = {
     "locus-stacked-4": ("locus-artifact/3", "locus-stacked/4", 2),
     "locus-stacked-5": ("locus-artifact/3", "locus-stacked/5", 2),
     "locus-stacked-6": ("locus-artifact/3", "locus-stacked/6", 2),
+    "locus-folders-3": ("locus-artifact/3", "locus-stacked/6", 3),
 }
 
 
@@ -79,7 +80,7 @@ def test_every_readable_version_has_a_fixture() -> None:
             assert found == (folder is not None)
             if found:
                 assert _read(root / part / "router.json")["format"] == folder
-    assert artifact_is_current(FIXTURES / "locus-stacked-6")
+    assert artifact_is_current(FIXTURES / "locus-folders-3")
     assert not artifact_is_current(FIXTURES / "locus-artifact-2")
 
 
@@ -106,6 +107,13 @@ def test_the_fixtures_of_one_fit_read_the_same_router(vectors: np.ndarray) -> No
     smoothed = _without_torch(FIXTURES / "locus-stacked-6").router.stack
     assert current.router.stack is not None and not current.router.stack.smoothed
     assert smoothed is not None and smoothed == replace(current.router.stack, smoothed=True)
+    # router folders of format 3 (a task reader where the fit kept one; none here): the same
+    newest = _without_torch(FIXTURES / "locus-folders-3").router
+    assert newest.stack == smoothed
+    np.testing.assert_array_equal(
+        newest.predict_proba(vectors),
+        _without_torch(FIXTURES / "locus-stacked-6").router.predict_proba(vectors),
+    )
     for name in (
         "locus-stacked-4", "locus-stacked-3", "locus-stacked-2", "locus-stacked-1",
         "locus-artifact-2",
@@ -155,7 +163,7 @@ def test_save_then_load_gives_identical_predictions_in_the_current_format(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["artifact"]  # no staging left
     # the current fixture's router files come back byte for byte (not the cost model's
     # arrays: `CostModel.load` scales its saved unit rows to unit length once more)
-    if name == "locus-stacked-6":
+    if name == "locus-folders-3":
         for part in ("stacked.json", "knn/router.json", "knn/arrays.safetensors",
                      "costs/router.json", "costs/validation.safetensors"):  # fmt: skip
             assert (folder / part).read_bytes() == (FIXTURES / name / part).read_bytes(), part

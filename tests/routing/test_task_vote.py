@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 
 from locus.errors import LocusInputError
+from locus.metrics import log_loss
 from locus.routing import Evidence, KNNRouter, load_router
 from locus.routing.stack import Stack, fit_stack
+from locus.routing.task_reader import TaskReader
 from locus.routing.task_vote import TASK_K, TaskVote
 
 
@@ -130,3 +132,84 @@ def test_a_given_task_reads_that_tasks_rates_and_an_unknown_one_the_neighbours()
     assert given[0].argmax() == 2  # c, the specialist of task 2
     with pytest.raises(LocusInputError, match="one per query"):
         vote.given(["task-0"], read)
+
+
+def _kinds_pool(seed: int = 0) -> tuple[Evidence, Evidence, Evidence]:
+    """Tasks that are kinds of request, not topics: each query's vector is mostly its topic
+    (8 topics, far apart) and a little its kind (3 kinds, along their own directions), so its
+    nearest queries share its topic more often than its kind; each LLM is good at one kind.
+    Train, validation and test evidence."""
+    rng = np.random.default_rng(seed)
+    n, dims = 1500, 64
+    topics = rng.normal(size=(8, dims)) * 4.0
+    kinds = np.eye(dims)[:3] * 1.5
+    topic, kind = rng.integers(8, size=n), rng.integers(3, size=n)
+    vectors = (topics[topic] + kinds[kind] + rng.normal(size=(n, dims))).astype(np.float32)
+    skill = np.full((3, 3), 0.25) + 0.65 * np.eye(3)
+    scores = (rng.random((n, 3)) < skill[kind]).astype(np.float32)
+    names = tuple(f"kind-{k}" for k in kind)
+    parts = (slice(0, 1000), slice(1000, 1200), slice(1200, n))
+    return tuple(  # type: ignore[return-value]
+        Evidence(vectors[p], scores[p], ("a", "b", "c"), names[p]) for p in parts
+    )
+
+
+def test_a_classifier_reads_the_task_where_the_nearest_queries_do_not() -> None:
+    train, val, test = _kinds_pool()
+    router = KNNRouter(k=20).fit(train, val)
+    vote = router.task_vote_
+    assert vote is not None and vote.reader is not None and vote.reader.share >= 0.5
+    plain = KNNRouter(k=20).fit(train)  # no validation queries: the neighbours alone
+    assert plain.task_vote_ is not None and plain.task_vote_.reader is None
+    truth = np.array([int(t[-1]) for t in test.tasks])
+    read = (router.task_shares(test.vectors)[:, :3].argmax(axis=1) == truth).mean()
+    by_neighbours = (plain.task_shares(test.vectors)[:, :3].argmax(axis=1) == truth).mean()
+    assert read > by_neighbours + 0.08
+    # the task vote routes more queries to their kind's LLM, and reads the cells better
+    voted = router.predict_proba_at(test.vectors, [20], tasks=True)[-1]
+    plain_voted = plain.predict_proba_at(test.vectors, [20], tasks=True)[-1]
+    routed, plain_routed = voted.argmax(axis=1), plain_voted.argmax(axis=1)
+    assert (routed == truth).mean() > (plain_routed == truth).mean() + 0.08
+    assert log_loss(voted, test.scores) < log_loss(plain_voted, test.scores) - 0.01
+    # given the task, the table itself, whichever way the text is read
+    given = router.predict_proba_at(test.vectors, [20], tasks=True, given_tasks=test.tasks)[-1]
+    np.testing.assert_allclose(given, vote.rates[truth])
+
+
+def test_a_reader_that_reads_no_better_than_the_neighbours_is_not_kept() -> None:
+    train, val, _ = _kinds_pool()
+    codes = np.array([int(t[-1]) for t in train.tasks])
+    val_codes = np.array([int(t[-1]) for t in val.tasks])
+    sure = np.eye(4)[val_codes]  # neighbours that name every validation task
+    assert TaskReader.fit(train.vectors, codes, 3, val.vectors, val_codes, sure) is None
+    vague = np.full((len(val_codes), 4), 0.25)  # neighbours that name none
+    reader = TaskReader.fit(train.vectors, codes, 3, val.vectors, val_codes, vague)
+    assert reader is not None and reader.share > 0
+    # no validation query with a task, or one task: nothing to choose on
+    none = np.full(len(val_codes), 3)
+    assert TaskReader.fit(train.vectors, codes, 3, val.vectors, none, vague) is None
+    one = np.zeros_like(codes)
+    assert TaskReader.fit(train.vectors, one, 3, val.vectors, val_codes, vague) is None
+
+
+def test_the_reader_is_saved_with_the_router(tmp_path: Path) -> None:
+    train, val, test = _kinds_pool(1)
+    router = KNNRouter(k=20).fit(train, val)
+    assert router.task_vote_ is not None and router.task_vote_.reader is not None
+    router.save(tmp_path / "knn")
+    loaded = load_router(tmp_path / "knn")
+    assert isinstance(loaded, KNNRouter) and loaded.task_vote_ is not None
+    saved, kept = loaded.task_vote_.reader, router.task_vote_.reader
+    assert saved is not None and saved.share == kept.share
+    np.testing.assert_array_equal(saved.weights, kept.weights)
+    np.testing.assert_array_equal(saved.bias, kept.bias)
+    np.testing.assert_array_equal(
+        loaded.predict_proba_at(test.vectors, [20], tasks=True)[-1],
+        router.predict_proba_at(test.vectors, [20], tasks=True)[-1],
+    )
+    # an onboarded LLM joins the vote; the reader stays, and reads the others' tasks alike
+    before = router.predict_proba_at(test.vectors, [20], tasks=True)[-1]
+    router.add_llm("newcomer", test.vectors[:40], np.r_[np.ones(30), np.zeros(10)])
+    assert router.task_vote_.reader is kept
+    after = router.predict_proba_at(test.vectors, [20], tasks=True)[-1]
+    np.testing.assert_allclose(after[:, :3], before, rtol=1e-6)

@@ -35,6 +35,12 @@ kinds of versioned file:
     every saved baseline; "format": N)                       `ann_from`; the kNN router's `search`,
                                                              `task_names`, `task_voting_rows`
                                                              (written under 1 since 2026-12-03)
+                                        3        2026-12-06  the kNN router's task reader
+                                                             (`task_reader_weights`, `_bias`,
+                                                             `_share`: a query's task read by a
+                                                             classifier beside its neighbours,
+                                                             `locus.routing.task_reader`), where
+                                                             the fit kept one
 
 A field added to a file bumps its version. A file of a readable older version is upgraded in
 memory here, and only here: fields are only ever added, so each one missing from a file gets
@@ -87,8 +93,8 @@ READABLE_STACKED_FORMATS = (
     "locus-stacked/5",
     STACKED_FORMAT,
 )
-ROUTER_FOLDER_FORMAT = 2
-READABLE_ROUTER_FOLDER_FORMATS = (1, ROUTER_FOLDER_FORMAT)
+ROUTER_FOLDER_FORMAT = 3
+READABLE_ROUTER_FOLDER_FORMATS = (1, 2, ROUTER_FOLDER_FORMAT)
 
 # format 1 kept these network fields flat inside `training` (the names they had then)
 _FLAT_NETWORK = (
@@ -214,4 +220,6 @@ def upgrade_router_folder(
     if "task_codes" in upgraded and "task_voting_rows" not in upgraded:
         # saved before joined LLMs' rows were kept out of the task vote: every row votes
         upgraded["task_voting_rows"] = np.array([len(upgraded["task_codes"])], dtype=np.int64)
+    # a folder saved before task readers has none: its task vote reads the neighbours alone,
+    # as it was read (`TaskReader.from_arrays`)
     return out, upgraded

@@ -59,8 +59,8 @@ METHODS = {
 
 
 # methods whose fitted routers changed what they hold: their cached fits are refitted
-# (knn 2: the task vote)
-_FIT_REVISIONS = {"knn": 2}
+# (knn 2: the task vote; 3: its task reader)
+_FIT_REVISIONS = {"knn": 3}
 
 
 @dataclass(frozen=True)

@@ -83,7 +83,10 @@ class KNNRouter(BaselineRouter):
         self.prior_ = float(np.nanmean(train.scores)) if train.observed.any() else 0.5
         self._graphs = GraphSlot()
         self._graph()  # built now, so the saved router carries it
-        self.task_vote_ = TaskVote.fit(train.scores, train.tasks) if train.tasks else None
+        self.task_vote_ = None
+        if train.tasks:
+            asked = None if val is None or not val.tasks else (unit_rows(val.vectors), val.tasks)
+            self.task_vote_ = TaskVote.fit(train.scores, train.tasks, self.vectors_, asked)
         self.validation_: dict[str, float] = {}
         if self.k is None:
             candidates = sorted(set(self.k_candidates))
@@ -257,7 +260,7 @@ class KNNRouter(BaselineRouter):
                 candidate_similarity = np.take_along_axis(similarity, candidates, axis=1)
             if task_vote is not None:
                 voting = task_vote.voting(candidates, candidate_similarity)
-                voted[block] = task_vote.proba(voters(candidates, voting))
+                voted[block] = task_vote.proba(voters(candidates, voting), queries[block])
             searched: set[int] = set()
             if singles is not None:
                 short = singles.means(candidates, candidate_similarity, ordered, ks, outs, block)

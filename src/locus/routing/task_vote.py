@@ -20,13 +20,14 @@ instead, each LLM on its own scored queries.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from locus.errors import LocusInputError
+from locus.routing.task_reader import TaskReader
 
 __all__ = ["TASK_K", "TaskVote", "voters"]
 
@@ -46,6 +47,8 @@ class TaskVote:
         voting_rows: the training rows whose tasks vote (those of the fit; None: all). The
             rows of an LLM onboarded since repeat known queries and never take a voter's
             place, so joining an LLM moves no other LLM's task vote.
+        reader: the classifier that reads a query's task from its vector beside its nearest
+            queries' tasks (`locus.routing.task_reader`); None: the neighbours alone.
     """
 
     def __post_init__(self) -> None:
@@ -56,11 +59,20 @@ class TaskVote:
     codes: NDArray[np.int32]
     rates: NDArray[np.float32]
     voting_rows: int | None = None
+    reader: TaskReader | None = None
 
     @classmethod
-    def fit(cls, scores: NDArray[np.float32], tasks: Sequence[str | None]) -> TaskVote | None:
+    def fit(
+        cls,
+        scores: NDArray[np.float32],
+        tasks: Sequence[str | None],
+        vectors: NDArray[np.float32] | None = None,
+        val: tuple[NDArray[np.float32], Sequence[str | None]] | None = None,
+    ) -> TaskVote | None:
         """From training `scores` (n_train, n_llms, NaN unscored) and each query's task; None
-        with fewer than two tasks (nothing for the vote to tell apart)."""
+        with fewer than two tasks (nothing for the vote to tell apart). With the training
+        queries' unit `vectors` and `val` (the validation queries' unit vectors and tasks),
+        the classifier that reads a query's task beside its neighbours (`TaskReader.fit`)."""
         names = tuple(sorted({t for t in tasks if t is not None}))
         if len(names) < 2 or len(tasks) != len(scores):
             return None
@@ -76,7 +88,13 @@ class TaskVote:
         overall = np.where(counts.sum(axis=0) > 0, overall, 0.5)
         rates = (totals + _PSEUDO * overall) / (counts + _PSEUDO)
         rates[-1] = overall
-        return cls(names, codes.astype(np.int32), rates.astype(np.float32))
+        vote = cls(names, codes.astype(np.int32), rates.astype(np.float32))
+        if vectors is None or val is None or len(val[1]) != len(val[0]) or not len(val[0]):
+            return vote
+        val_codes = np.array([place.get(t, len(names)) for t in val[1]])
+        neighbours = vote.nearest_shares(val[0], vectors)
+        reader = TaskReader.fit(vectors, vote.codes, len(names), val[0], val_codes, neighbours)
+        return vote if reader is None else replace(vote, reader=reader)
 
     def shares(self, nearest: NDArray[np.integer[Any]]) -> NDArray[np.float64]:
         """(n_queries, n_tasks + 1) the share of each task among each query's `nearest`
@@ -94,20 +112,30 @@ class TaskVote:
     ) -> NDArray[np.float64]:
         """(n_queries, n_tasks + 1) `shares` of each of `queries` (unit rows) among its
         `TASK_K` nearest voting rows of `training` (the training vectors, unit rows), by exact
-        search, `block` queries at a time."""
+        search, `block` queries at a time; blended with the reader's posterior where there is
+        one (`TaskReader.blend`)."""
         rows = training[: self.voting_rows]
         count = min(TASK_K, len(rows))
         out = np.empty((len(queries), len(self.names) + 1))
         for start in range(0, len(queries), block):
             similarity = queries[start : start + block] @ rows.T
             nearest = np.argpartition(-similarity, count - 1, axis=1)[:, :count]
-            out[start : start + block] = self.shares(nearest)
+            found = self.shares(nearest)
+            if self.reader is not None:
+                found = self.reader.blend(queries[start : start + block], found)
+            out[start : start + block] = found
         return out
 
-    def proba(self, nearest: NDArray[np.integer[Any]]) -> NDArray[np.float32]:
+    def proba(
+        self, nearest: NDArray[np.integer[Any]], queries: NDArray[np.float32] | None = None
+    ) -> NDArray[np.float32]:
         """(n_queries, n_llms) each LLM's task vote on queries whose nearest training rows are
-        `nearest` (n_queries, k)."""
-        return (self.shares(nearest) @ self.rates).astype(np.float32)
+        `nearest` (n_queries, k); with the queries' unit vectors `queries`, their task read
+        beside the reader's (`TaskReader.blend`) where the vote has one."""
+        shares = self.shares(nearest)
+        if self.reader is not None and queries is not None:
+            shares = self.reader.blend(queries, shares)
+        return (shares @ self.rates).astype(np.float32)
 
     def named(self, tasks: Sequence[str | None]) -> NDArray[np.bool_]:
         """(n,) whether each of `tasks` is one of the fit's (what `given` replaces a row for)."""
@@ -175,7 +203,7 @@ class TaskVote:
             table = np.hstack([table, rates[:, None].astype(np.float32)])
         else:
             table[:, column] = rates
-        return TaskVote(self.names, codes, table, self.voting_rows)
+        return TaskVote(self.names, codes, table, self.voting_rows, self.reader)
 
     def voting(
         self, candidates: NDArray[np.intp], similarity: NDArray[np.float32]
@@ -188,7 +216,8 @@ class TaskVote:
 
     def arrays(self) -> dict[str, NDArray[Any]]:
         voting = np.array([self.voting_rows])  # set by __post_init__
-        return {"task_codes": self.codes, "task_rates": self.rates, "task_voting_rows": voting}
+        arrays = {"task_codes": self.codes, "task_rates": self.rates, "task_voting_rows": voting}
+        return arrays if self.reader is None else {**arrays, **self.reader.arrays()}
 
     @classmethod
     def from_arrays(cls, names: Sequence[str], arrays: dict[str, NDArray[Any]]) -> TaskVote:
@@ -198,6 +227,7 @@ class TaskVote:
             np.asarray(arrays["task_codes"], np.int32),
             np.asarray(arrays["task_rates"], np.float32),
             None if voting is None else int(np.asarray(voting).reshape(-1)[0]),
+            TaskReader.from_arrays(arrays),
         )
 
 
