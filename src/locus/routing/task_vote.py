@@ -33,6 +33,10 @@ __all__ = ["TASK_K", "TaskVote", "voters"]
 
 TASK_K = 20  # nearest training queries whose tasks vote (5, 20 and 50 alike on RouterBench)
 _PSEUDO = 2.0  # pseudo-queries at the LLM's overall mean in each task's rate
+# validation queries the task reader is chosen on at most (a seeded draw): each is compared
+# with every training query for its neighbours' tasks (at 80,000 training queries, 2,000 of
+# them take a few seconds)
+READER_VAL_ROWS = 2_000
 
 
 @dataclass(frozen=True)
@@ -91,9 +95,13 @@ class TaskVote:
         vote = cls(names, codes.astype(np.int32), rates.astype(np.float32))
         if vectors is None or val is None or len(val[1]) != len(val[0]) or not len(val[0]):
             return vote
-        val_codes = np.array([place.get(t, len(names)) for t in val[1]])
-        neighbours = vote.nearest_shares(val[0], vectors)
-        reader = TaskReader.fit(vectors, vote.codes, len(names), val[0], val_codes, neighbours)
+        asked = np.arange(len(val[0]))  # the validation queries the reader is chosen on
+        if len(asked) > READER_VAL_ROWS:
+            asked = np.sort(np.random.default_rng(0).choice(asked, READER_VAL_ROWS, replace=False))
+        val_vectors = np.asarray(val[0])[asked]
+        val_codes = np.array([place.get(val[1][i], len(names)) for i in asked])
+        neighbours = vote.nearest_shares(val_vectors, vectors)
+        reader = TaskReader.fit(vectors, vote.codes, len(names), val_vectors, val_codes, neighbours)
         return vote if reader is None else replace(vote, reader=reader)
 
     def shares(self, nearest: NDArray[np.integer[Any]]) -> NDArray[np.float64]:
