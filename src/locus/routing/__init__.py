@@ -34,6 +34,7 @@ neighbours.py     kNN (votes of the nearest training queries) router
 cluster.py        the cluster router (k-means; per cluster the LLMs' mean scores)
 ann.py            Graph: the HNSW index kNN searches from 100,000 training queries on (faiss)
 task_vote.py      TaskVote: LLMs' task rates over the tasks of a query's nearest queries
+task_reader.py    TaskReader: a query's task read by a classifier beside its neighbours
 vote_pass.py      Singles: the kNN votes of many one-LLM groups in one pass per block
 vote_kernel.py    that pass compiled (numba)
 learned.py        EmbedLLM-style MF and IRT (trained in torch, run in numpy)

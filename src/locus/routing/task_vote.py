@@ -99,7 +99,7 @@ class TaskVote:
         if len(asked) > READER_VAL_ROWS:
             asked = np.sort(np.random.default_rng(0).choice(asked, READER_VAL_ROWS, replace=False))
         val_vectors = np.asarray(val[0])[asked]
-        val_codes = np.array([place.get(val[1][i], len(names)) for i in asked])
+        val_codes = np.array([place.get(val[1][int(i)], len(names)) for i in asked])
         neighbours = vote.nearest_shares(val_vectors, vectors)
         reader = TaskReader.fit(vectors, vote.codes, len(names), val_vectors, val_codes, neighbours)
         return vote if reader is None else replace(vote, reader=reader)
