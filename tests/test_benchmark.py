@@ -130,6 +130,23 @@ def test_a_damaged_cache_entry_is_refitted(data: WorkspaceTable, tmp_path: Path)
     assert fit_method("knn", fold, cache_dir=tmp_path)[1]
 
 
+def test_a_fit_cached_by_other_code_is_refitted(
+    data: WorkspaceTable, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from locus.benchmark import methods
+
+    fold = _fold(data, 16, seed=0)
+    assert not fit_method("knn", fold, cache_dir=tmp_path)[1]
+    assert fit_method("knn", fold, cache_dir=tmp_path)[1]  # the same code reads it back
+    key = fold.key("knn", {})
+    monkeypatch.setattr(methods, "code_digest", lambda: "another version")
+    assert fold.key("knn", {}) != key
+    assert not fit_method("knn", fold, cache_dir=tmp_path)[1]
+    monkeypatch.undo()
+    assert fold.key("knn", {}) == key  # the code back: its fit is read back again
+    assert fit_method("knn", fold, cache_dir=tmp_path)[1]
+
+
 def test_bad_requests_are_clear_errors(data: WorkspaceTable) -> None:
     with pytest.raises(LocusInputError, match="unknown method 'svm'"):
         run_anchors(data, methods=["svm"])

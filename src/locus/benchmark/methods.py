@@ -5,12 +5,15 @@ A `Fold` is everything a fit may read: the score table with only the evidence ce
 LOCUS and the baselines alike, is fitted on the same fold, so a comparison is like for like.
 
 Fitted routers are cached under `cache_dir/<method>/<key>/`, the key a hash of the fold (its
-evidence cells, rows, vectors' encoder, seed) and the method's settings: re-running a suite,
-or adding a method, refits only what changed.
+evidence cells, rows, vectors' encoder, seed), the method's settings and locus's own code
+(`code_digest`): re-running a suite, or adding a method, refits only what changed, and a fit
+cached by other code is refitted (a kNN router fitted before its task reader once came back
+from the cache, and the suite measured the old router).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import shutil
@@ -38,6 +41,7 @@ __all__ = [
     "Fold",
     "cache_key",
     "cached",
+    "code_digest",
     "fit_in_parallel",
     "fit_method",
 ]
@@ -58,9 +62,18 @@ METHODS = {
 }
 
 
-# methods whose fitted routers changed what they hold: their cached fits are refitted
-# (knn 2: the task vote; 3: its task reader)
-_FIT_REVISIONS = {"knn": 3}
+@functools.cache
+def code_digest() -> str:
+    """A hash of the source of the installed `locus` package, every `.py` file by its path and
+    bytes: a cached fit is read back only by the code that made it."""
+    import locus
+
+    root = Path(locus.__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -91,9 +104,8 @@ class Fold:
 
     def key(self, method: str, settings: Mapping[str, Any]) -> str:
         digest = hashlib.sha256()
-        head = [method, dict(settings), self.encoder, self.seed]
-        revision = _FIT_REVISIONS.get(method)
-        digest.update(json.dumps(head if revision is None else [*head, revision]).encode())
+        head = [method, dict(settings), self.encoder, self.seed, code_digest()]
+        digest.update(json.dumps(head).encode())
         digest.update(json.dumps(list(self.table.llm_ids)).encode())
         digest.update(json.dumps(list(self.table.text_hashes)).encode())
         for rows in (self.train_rows, self.val_rows):
