@@ -105,29 +105,29 @@ class TaskReader:
         truth = np.asarray(val_codes)[asked]
         neighbours = np.asarray(val_shares, np.float64)[asked]
         rows = np.arange(len(asked))
+        by_neighbours = neighbours[rows, truth]
 
-        def loss(reader: TaskReader) -> float:
-            chosen = reader.blend(val_units, neighbours)[rows, truth]
+        def loss(posterior: NDArray[np.float64], share: float) -> float:
+            chosen = (1.0 - share) * by_neighbours + share * posterior[rows, truth]
             return float(-np.mean(np.log(np.clip(chosen, _CLIP, 1.0))))
 
         empty = np.zeros((x.shape[1], n_tasks), np.float32)
         best = cls(empty, np.zeros(n_tasks, np.float32), 0.0)
-        best_loss = loss(best)
+        best_loss = loss(np.zeros((len(asked), n_tasks)), 0.0)
         for penalty in PENALTIES:
-            model = LogisticRegression(C=penalty, max_iter=1_000).fit(x, y)
+            classifier = LogisticRegression(C=penalty, max_iter=1_000).fit(x, y)
             weights, bias = empty.copy(), np.full(n_tasks, -30.0, np.float32)
-            found = np.asarray(model.classes_, np.int64)
-            if len(found) == 2:  # scikit-learn keeps one row for two classes
-                weights[:, found[1]] = model.coef_[0]
-                bias[found] = (0.0, float(model.intercept_[0]))
-                weights[:, found[0]] = 0.0
+            found = np.asarray(classifier.classes_, np.int64)
+            if len(found) == 2:  # scikit-learn keeps one row for two classes: the second's
+                weights[:, found[1]] = classifier.coef_[0]
+                bias[found] = (0.0, float(classifier.intercept_[0]))
             else:
-                weights[:, found] = model.coef_.T
-                bias[found] = model.intercept_
+                weights[:, found] = classifier.coef_.T
+                bias[found] = classifier.intercept_
+            posterior = cls(weights, bias, 1.0).posterior(val_units)  # once per penalty
             for share in SHARES[1:]:
-                reader = cls(weights, bias, share)
-                if (value := loss(reader)) < best_loss:
-                    best, best_loss = reader, value
+                if (value := loss(posterior, share)) < best_loss:
+                    best, best_loss = cls(weights, bias, share), value
         return best if best.share > 0 else None
 
     def arrays(self) -> dict[str, NDArray[Any]]:
