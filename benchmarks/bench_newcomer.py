@@ -49,7 +49,14 @@ from locus.pipeline import fit_workspace, workspace_table
 from locus.pipeline.probes import first_scored, probe_order
 from locus.pipeline.workspace_artifacts import artifact_path
 from locus.pool import artifact_pools
-from locus.routing import Evidence, IRTRouter, LocusRouter, MFRouter, StackedRouter
+from locus.routing import (
+    Evidence,
+    IRTRouter,
+    LocusRouter,
+    MFRouter,
+    StackedRouter,
+    router_artifact,
+)
 from locus.routing.decision import RouteRequest, choose
 from locus.routing.factors import Factors
 from locus.routing.locus_router import NumpyLocusRouter
@@ -66,7 +73,7 @@ def _router(folder: Path, prior_strength: float | None = None) -> StackedRouter:
     _, pool = artifact_pools(
         routing.llm_ids, routing.llm_embeddings, routing.evidence_counts, routing.manifest
     )
-    router = StackedRouter.load(folder, NumpyLocusRouter(routing.predictor, pool))
+    router = router_artifact.load(folder, NumpyLocusRouter(routing.predictor, pool)).router
     if prior_strength is not None:
         router.prior_strength = prior_strength
     return router

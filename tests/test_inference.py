@@ -90,11 +90,9 @@ def test_workspace_router_gives_the_facades_probabilities(workspace: Path) -> No
         stack, knn = router.router.stack, router.router.knn
         assert stack is not None and isinstance(knn, KNNRouter)
         columns = [list(knn.llm_ids).index(llm) for llm in model.llm_ids_]
-        needed = stack.needed_ks
-        found = knn.predict_proba_at(phi, needed, tasks=stack.tasks)
-        votes = {k: vote[:, columns] for k, vote in zip(needed, found, strict=False)}
-        tasks = found[-1][:, columns] if stack.tasks else None  # the planted pool has tasks
-        assert stack.tasks
+        found = knn.votes(phi, stack.needed_ks, tasks=stack.tasks).columns(columns)
+        votes, tasks = found.by_k, found.tasks
+        assert stack.tasks and tasks is not None  # the planted pool has tasks
         expected = sigmoid(stack.logits(model.predict_logits(phi), votes, tasks))
         np.testing.assert_allclose(router.predict_proba(phi), expected, atol=1e-5, rtol=0)
         assert list(router.llm_ids) == list(model.llm_ids_)

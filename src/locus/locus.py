@@ -1,10 +1,11 @@
 """`Locus`: the facade over the LOCUS networks: fit, embed, onboard, predict, save, load.
 
     >>> from locus import Locus, TrainingConfig                             # doctest: +SKIP
-    >>> model = Locus(TrainingConfig(anchors=256)).fit(table, query_vectors, train_rows, val_rows)
-    >>> model.predict_proba(query_vectors[:5]).shape                        # (5, n_llms)
-    >>> model.add_llm("new-llm", evidence_vectors, evidence_scores)          # no retraining
-    >>> model.save("artifacts/default"); Locus.load("artifacts/default")
+    >>> model = Locus(TrainingConfig(anchors=256))                          # doctest: +SKIP
+    >>> model.fit(table, query_vectors, train_rows, val_rows)               # doctest: +SKIP
+    >>> model.predict_proba(query_vectors[:5]).shape  # (5, n_llms)         # doctest: +SKIP
+    >>> model.add_llm("new-llm", evidence_vectors, evidence_scores)         # doctest: +SKIP
+    >>> model.save("artifacts/default"); Locus.load("artifacts/default")  # doctest: +SKIP
 
 The networks and the fit-time pool travel in an artifact folder (`locus.artifact`); the LLM
 embeddings live in an `LLMPool` (`locus.pool`), which inside a workspace is the workspace's: an

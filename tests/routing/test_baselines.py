@@ -97,7 +97,7 @@ def test_knn_candidates_from_one_search_equal_each_k_searched_alone() -> None:
     queries = rng.normal(size=(37, 8)).astype(np.float32)
     router = KNNRouter(k=1).fit(Evidence(vectors, scores, ("a", "b", "c", "d")))
     ks = [1, 5, 20, 50]
-    together = router._neighbour_means(queries, ks)
+    together, _ = router._neighbour_means(queries, ks)
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     similarity = (queries / np.linalg.norm(queries, axis=1, keepdims=True)) @ unit.T
     for k, proba in zip(ks, together, strict=True):
@@ -115,19 +115,14 @@ def test_knn_over_many_llms_each_on_its_own_queries_equals_a_search_per_llm(
 ) -> None:
     # logs that sampled each LLM's queries: every LLM its own group; a few LLMs with fewer
     # scored queries than the largest k, one with a single scored query, one with none
-    import threading
-
     from locus.routing import neighbours, vote_pass
 
     monkeypatch.setattr(neighbours, "_SINGLES_FROM", 10**9 if vectorised == "per-group" else 16)
     monkeypatch.setattr(vote_pass, "_SINGLES_CELLS", 5_000)  # several steps of numpy's pass
-    ready = threading.Event()
     if vectorised == "compiled":
-        vote_pass._warm_kernel()
-        ready.set()
-    monkeypatch.setattr(vote_pass, "_kernel_ready", ready)
-    monkeypatch.setattr(vote_pass, "_start_kernel", lambda: None)  # numpy stays numpy
-    monkeypatch.setattr(vote_pass, "_KERNEL_NOW_FROM", 10**9)
+        monkeypatch.setattr(vote_pass, "_KERNEL_NOW_FROM", 1)
+    else:
+        monkeypatch.setattr(vote_pass, "_compiled_pass", lambda load: None)
     rng = np.random.default_rng(11)
     n_train, n_llms = 400, 40
     vectors = rng.normal(size=(n_train, 8)).astype(np.float32)
@@ -140,7 +135,7 @@ def test_knn_over_many_llms_each_on_its_own_queries_equals_a_search_per_llm(
     ids = tuple(f"m{i}" for i in range(n_llms))
     router = KNNRouter(k=1).fit(Evidence(vectors, scores, ids))
     ks = [1, 5, 20, 50]
-    together = router._neighbour_means(queries, ks)
+    together, _ = router._neighbour_means(queries, ks)
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     similarity = (queries / np.linalg.norm(queries, axis=1, keepdims=True)) @ unit.T
     for k, proba in zip(ks, together, strict=True):

@@ -91,7 +91,7 @@ def test_out_of_fold_votes_never_read_the_query_itself() -> None:
         with_tasks = KNNRouter(k=5).fit(
             Evidence(vectors[rest], scores[rest], tuple(SKILL), tuple(np.array(tasks)[rest]))
         )
-        own = with_tasks.predict_proba_at(vectors[query : query + 1], [5, 500], tasks=True)[-1][0]
+        own = with_tasks.votes(vectors[query : query + 1], [5, 500], tasks=True).tasks[0]
         assert task_votes is not None
         np.testing.assert_allclose(task_votes[query], own, rtol=1e-6)
         # had its task been named: the other folds' rates of that task (`TaskVote.given`)

@@ -29,6 +29,7 @@ from locus.routing import (
     StackedRouter,
     load_router,
     make_baseline,
+    router_artifact,
 )
 from locus.routing.guard import Guard
 from locus.store import Store
@@ -86,17 +87,28 @@ def _fit_stacked(planted: Planted) -> Router:
 _SMALL = LearnedBaselineConfig(dim=16, hidden=32, min_steps=300, seed=0)
 
 
+def _save(router: Router, path: Path) -> object:
+    return router.save(path)
+
+
+def _save_artifact(router: Router, path: Path) -> object:
+    """The fitted router lives in an artifact folder, beside LOCUS's networks."""
+    assert isinstance(router, StackedRouter)
+    return router_artifact.save(path, router)
+
+
 @dataclass(frozen=True)
 class RouterCase:
     name: str
     fit: Callable[[Planted], Router]
     load: Callable[[Path], Router] = load_router
     query_aware: bool = True
+    save: Callable[[Router, Path], object] = _save
 
 
 CASES = [
     RouterCase("locus", _fit_locus, _load_locus),
-    RouterCase("stacked", _fit_stacked),
+    RouterCase("stacked", _fit_stacked, save=_save_artifact),
     RouterCase("random", _fit_baseline("random", seed=3), query_aware=False),
     RouterCase("best-single", _fit_baseline("best-single"), query_aware=False),
     RouterCase("per-task", _fit_baseline("per-task")),
@@ -280,7 +292,7 @@ def test_save_load_gives_identical_choices(
 ) -> None:
     spec, router = case
     vectors, _ = _test_vectors(planted)
-    router.save(tmp_path / spec.name)
+    spec.save(router, tmp_path / spec.name)
     loaded = spec.load(tmp_path / spec.name)
     assert list(loaded.llm_ids) == list(router.llm_ids)
     np.testing.assert_array_equal(loaded.predict_proba(vectors), router.predict_proba(vectors))

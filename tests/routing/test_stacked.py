@@ -20,6 +20,7 @@ from locus.routing import (
     NumpyLocusRouter,
     StackedRouter,
     load_router,
+    router_artifact,
 )
 from locus.store import Store
 from tests.nn.conftest import small_config
@@ -133,7 +134,7 @@ def test_saved_into_an_artifact_and_read_back_with_or_without_torch(
     data: WorkspaceTable, locus: LocusRouter, tmp_path: Path
 ) -> None:
     router = StackedRouter.fit(locus, _evidence(data, "train"), _evidence(data, "val"))
-    folder = router.save(tmp_path / "artifact")
+    folder = router_artifact.save(tmp_path / "artifact", router)
     parts = json.loads((folder / "stacked.json").read_text())
     assert parts["stack"] == router.stack.as_dict() and parts["knn"] == "knn"  # type: ignore[union-attr]
     vectors = data.vectors[data.rows("test")]
@@ -145,13 +146,13 @@ def test_saved_into_an_artifact_and_read_back_with_or_without_torch(
     _, pool = artifact_pools(
         routing.llm_ids, routing.llm_embeddings, routing.evidence_counts, routing.manifest
     )
-    twin = StackedRouter.load(folder, NumpyLocusRouter(routing.predictor, pool))
+    twin = router_artifact.load(folder, NumpyLocusRouter(routing.predictor, pool)).router
     np.testing.assert_allclose(
         twin.predict_proba(vectors), router.predict_proba(vectors), atol=1e-5
     )
     assert [d.llm_id for d in twin.route(vectors)] == [d.llm_id for d in router.route(vectors)]
     with pytest.raises(LocusInputError, match="cannot save its LOCUS part"):
-        twin.save(tmp_path / "again")
+        router_artifact.save(tmp_path / "again", twin)
 
 
 def test_the_reading_of_a_newcomer_is_fitted_saved_and_read_back(
@@ -170,14 +171,14 @@ def test_the_reading_of_a_newcomer_is_fitted_saved_and_read_back(
     train = data.rows("train")
     fewest = int((~np.isnan(data.table.scores[train])).sum(axis=0).min())
     assert 2 * router.thin.sizes[-1] <= fewest  # each size drawn twice from every LLM's scores
-    folder = router.save(tmp_path / "artifact")
+    folder = router_artifact.save(tmp_path / "artifact", router)
     parts = json.loads((folder / "stacked.json").read_text())
     assert parts["thin"] == router.thin.as_dict() and parts["factors"] == "factors"
     routing = read_for_routing(folder)
     _, numpy_pool = artifact_pools(
         routing.llm_ids, routing.llm_embeddings, routing.evidence_counts, routing.manifest
     )
-    twin = StackedRouter.load(folder, NumpyLocusRouter(routing.predictor, numpy_pool))
+    twin = router_artifact.load(folder, NumpyLocusRouter(routing.predictor, numpy_pool)).router
     assert twin.thin == router.thin and twin.factors is not None
     probes = data.rows("train")[:32]
     scores = data.table.scores[probes, 0]
@@ -193,7 +194,7 @@ def test_the_reading_of_a_newcomer_is_fitted_saved_and_read_back(
     # fitted again without one, the router keeps none and its artifact names none
     router.fit_thin(_evidence(data, "train"), _evidence(data, "val"), factors=False)
     assert router.factors is None and router.thin is not None
-    again = router.save(tmp_path / "again")
+    again = router_artifact.save(tmp_path / "again", router)
     assert json.loads((again / "stacked.json").read_text())["factors"] is None
     assert not (again / "factors").exists()
 

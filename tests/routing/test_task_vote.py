@@ -50,8 +50,10 @@ def test_the_knn_router_votes_with_the_tasks_of_the_nearest_training_queries(sea
     train, queries, _ = _pool()
     router = KNNRouter(k=20, search=search).fit(train)
     assert router.has_task_vote
-    *by_k, voted = router.predict_proba_at(queries, [20, 50], tasks=True)
-    np.testing.assert_array_equal(by_k[0], router.predict_proba_at(queries, [20])[0])
+    found = router.votes(queries, [20, 50], tasks=True)
+    voted = found.tasks
+    assert voted is not None and sorted(found.by_k) == [20, 50]
+    np.testing.assert_array_equal(found.by_k[20], router.votes(queries, [20]).by_k[20])
     unit = train.vectors / np.linalg.norm(train.vectors, axis=1, keepdims=True)
     q = queries / np.linalg.norm(queries, axis=1, keepdims=True)
     nearest = np.argsort(-(q @ unit.T), axis=1)[:, :TASK_K]
@@ -63,12 +65,12 @@ def test_the_knn_router_votes_with_the_tasks_of_the_nearest_training_queries(sea
     router = KNNRouter(k=20, search=search).fit(
         Evidence(train.vectors, train.scores, train.llm_ids, mixed)
     )
-    voted = router.predict_proba_at(queries, [20, 50], tasks=True)[-1]
+    voted = router.votes(queries, [20, 50], tasks=True).tasks
     np.testing.assert_allclose(voted, router.task_vote_.proba(nearest), atol=1e-6)
     without = KNNRouter(k=20).fit(Evidence(train.vectors, train.scores, train.llm_ids))
     assert not without.has_task_vote
     with pytest.raises(LocusInputError, match="without tasks"):
-        without.predict_proba_at(queries, [20], tasks=True)
+        without.votes(queries, [20], tasks=True)
 
 
 def test_the_task_vote_is_saved_and_routers_saved_before_it_load_without(tmp_path: Path) -> None:
@@ -77,12 +79,10 @@ def test_the_task_vote_is_saved_and_routers_saved_before_it_load_without(tmp_pat
     router.save(tmp_path / "knn")
     loaded = load_router(tmp_path / "knn")
     assert isinstance(loaded, KNNRouter) and loaded.has_task_vote
-    for a, b in zip(
-        loaded.predict_proba_at(queries, [50], tasks=True),
-        router.predict_proba_at(queries, [50], tasks=True),
-        strict=True,
-    ):
-        np.testing.assert_array_equal(a, b)
+    a, b = loaded.votes(queries, [50], tasks=True), router.votes(queries, [50], tasks=True)
+    np.testing.assert_array_equal(a.by_k[50], b.by_k[50])
+    assert a.tasks is not None and b.tasks is not None
+    np.testing.assert_array_equal(a.tasks, b.tasks)
     description = json.loads((tmp_path / "knn" / "router.json").read_text())
     description.pop("task_names")
     (tmp_path / "knn" / "router.json").write_text(json.dumps(description))
@@ -90,7 +90,7 @@ def test_the_task_vote_is_saved_and_routers_saved_before_it_load_without(tmp_pat
     assert isinstance(old, KNNRouter) and not old.has_task_vote
     # an onboarded LLM (no tasks of its own) votes its mean in every task
     router.add_llm("newcomer", queries[:40], np.r_[np.ones(30), np.zeros(10)])
-    voted = router.predict_proba_at(queries, [20], tasks=True)[-1]
+    voted = router.votes(queries, [20], tasks=True).tasks
     np.testing.assert_allclose(voted[:, -1], 0.75, rtol=1e-6)
     assert len(router.task_vote_.codes) == len(router.vectors_)
 
@@ -122,10 +122,10 @@ def test_the_stack_weighs_the_task_vote_where_it_tells_which_llm() -> None:
 def test_a_given_task_reads_that_tasks_rates_and_an_unknown_one_the_neighbours() -> None:
     train, queries, _ = _pool()
     router = KNNRouter(k=20).fit(train)
-    read = router.predict_proba_at(queries[:3], [20], tasks=True)[-1]
-    given = router.predict_proba_at(
+    read = router.votes(queries[:3], [20], tasks=True).tasks
+    given = router.votes(
         queries[:3], [20], tasks=True, given_tasks=["task-2", None, "never-seen"]
-    )[-1]
+    ).tasks
     vote = router.task_vote_
     np.testing.assert_array_equal(given[0], vote.rates[vote.names.index("task-2")])
     np.testing.assert_array_equal(given[1:], read[1:])  # not known: read from the text
@@ -166,13 +166,13 @@ def test_a_classifier_reads_the_task_where_the_nearest_queries_do_not() -> None:
     by_neighbours = (plain.task_shares(test.vectors)[:, :3].argmax(axis=1) == truth).mean()
     assert read > by_neighbours + 0.08
     # the task vote routes more queries to their kind's LLM, and reads the cells better
-    voted = router.predict_proba_at(test.vectors, [20], tasks=True)[-1]
-    plain_voted = plain.predict_proba_at(test.vectors, [20], tasks=True)[-1]
+    voted = router.votes(test.vectors, [20], tasks=True).tasks
+    plain_voted = plain.votes(test.vectors, [20], tasks=True).tasks
     routed, plain_routed = voted.argmax(axis=1), plain_voted.argmax(axis=1)
     assert (routed == truth).mean() > (plain_routed == truth).mean() + 0.08
     assert log_loss(voted, test.scores) < log_loss(plain_voted, test.scores) - 0.01
     # given the task, the table itself, whichever way the text is read
-    given = router.predict_proba_at(test.vectors, [20], tasks=True, given_tasks=test.tasks)[-1]
+    given = router.votes(test.vectors, [20], tasks=True, given_tasks=test.tasks).tasks
     np.testing.assert_allclose(given, vote.rates[truth])
 
 
@@ -204,12 +204,12 @@ def test_the_reader_is_saved_with_the_router(tmp_path: Path) -> None:
     np.testing.assert_array_equal(saved.weights, kept.weights)
     np.testing.assert_array_equal(saved.bias, kept.bias)
     np.testing.assert_array_equal(
-        loaded.predict_proba_at(test.vectors, [20], tasks=True)[-1],
-        router.predict_proba_at(test.vectors, [20], tasks=True)[-1],
+        loaded.votes(test.vectors, [20], tasks=True).tasks,
+        router.votes(test.vectors, [20], tasks=True).tasks,
     )
     # an onboarded LLM joins the vote; the reader stays, and reads the others' tasks alike
-    before = router.predict_proba_at(test.vectors, [20], tasks=True)[-1]
+    before = router.votes(test.vectors, [20], tasks=True).tasks
     router.add_llm("newcomer", test.vectors[:40], np.r_[np.ones(30), np.zeros(10)])
     assert router.task_vote_.reader is kept
-    after = router.predict_proba_at(test.vectors, [20], tasks=True)[-1]
+    after = router.votes(test.vectors, [20], tasks=True).tasks
     np.testing.assert_allclose(after[:, :3], before, rtol=1e-6)

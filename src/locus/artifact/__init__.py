@@ -16,7 +16,7 @@ The whole folder, the fitted router's files (stacked.json, knn/, costs/) with th
 written and read by `locus.routing.router_artifact` (`save`, `load`).
 
     >>> from locus.artifact import Manifest, read_for_routing             # doctest: +SKIP
-    >>> read_for_routing("artifacts/default").manifest.split_seed
+    >>> read_for_routing("artifacts/default").manifest.split_seed  # doctest: +SKIP
 """
 
 from typing import TYPE_CHECKING, Any

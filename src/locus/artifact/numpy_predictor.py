@@ -14,7 +14,9 @@ is one GEMM. Probabilities match the torch path to 1e-5 (tests/test_inference.py
 routing skips the ~1 s torch import and the encoder's weights.
 
     >>> routing = read_for_routing("artifacts/default")              # doctest: +SKIP
-    >>> routing.predictor.predict_proba(routing.llm_embeddings, query_vectors).shape
+    >>> routing.predictor.predict_proba(  # doctest: +SKIP
+    ...     routing.llm_embeddings, query_vectors
+    ... ).shape
 """
 
 from __future__ import annotations

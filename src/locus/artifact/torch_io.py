@@ -7,7 +7,7 @@ networks needs only `NetworkConfig` (never the trainer). Inside a workspace the 
 embeddings are the fit-time snapshot; the live pool is the workspace's (see `locus.pool`).
 
     >>> artifact = load_artifact("artifacts/default")               # doctest: +SKIP
-    >>> artifact.llm_embeddings.shape                                # (n_llms, 128)
+    >>> artifact.llm_embeddings.shape  # (n_llms, 128)              # doctest: +SKIP
 """
 
 from __future__ import annotations

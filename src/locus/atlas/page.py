@@ -1,7 +1,7 @@
 """What the atlas page shows, built from a `WorkspaceAtlas`: the payload of `atlas_html`.
 
 >>> payload = atlas_payload(atlas)                                   # doctest: +SKIP
->>> sorted(payload)[:3]
+>>> sorted(payload)[:3]  # doctest: +SKIP
 ['colour_by', 'colour_notes', 'colours']
 """
 

@@ -123,8 +123,9 @@ def train(
         a `TrainingResult` with the best networks in eval mode.
 
     Example:
-        >>> result = train(vectors, scores, train_idx, val_idx, TrainingConfig(max_steps=500))
-        >>> result.llm_embeddings.shape
+        >>> config = TrainingConfig(max_steps=500)
+        >>> result = train(vectors, scores, train_idx, val_idx, config)  # doctest: +SKIP
+        >>> result.llm_embeddings.shape  # doctest: +SKIP
         (n_llms, 128)
     """
     config = config or TrainingConfig()

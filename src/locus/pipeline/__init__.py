@@ -20,7 +20,7 @@ score table and cached query vectors, assign the hash split, save the artifact u
                              loaded once (`locus route`, evaluate, the atlas, the server)
 
     >>> from locus.store import Store                            # doctest: +SKIP
-    >>> with Store.open(".locus") as store:
+    >>> with Store.open(".locus") as store:  # doctest: +SKIP
     ...     report = fit_workspace(store, TrainingConfig(anchors=1024))
     ...     evaluate_workspace(store).routing.hit_at_1
 """

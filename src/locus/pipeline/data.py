@@ -1,7 +1,7 @@
 """The encodable part of a workspace as arrays: score table, query vectors, hash split.
 
 >>> data = workspace_table(store)                                   # doctest: +SKIP
->>> data.table.scores.shape, data.vectors.shape, data.rows("test")[:3]
+>>> data.table.scores.shape, data.vectors.shape, data.rows("test")[:3]  # doctest: +SKIP
 """
 
 from __future__ import annotations

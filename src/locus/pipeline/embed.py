@@ -1,7 +1,7 @@
 """Onboard or refine LLMs from the scores a workspace holds, with no retraining.
 
 >>> [report] = embed_workspace_llms(store, ["new-llm"])             # doctest: +SKIP
->>> report.evidence, report.new
+>>> report.evidence, report.new  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -10,8 +10,9 @@ retried with exponential backoff (a `Retry-After` up to `max_wait_s` honoured); 
 soon as it arrives, so a crash or Ctrl-C halfway loses none that was paid for.
 
     >>> endpoint = Endpoint("http://127.0.0.1:8000/v1", "my-model")      # doctest: +SKIP
-    >>> check_endpoint(endpoint, api_key=None)
-    >>> failures = ask_all(endpoint, None, [("q1", "What is 2+2?")], on_answer=print)
+    >>> check_endpoint(endpoint, api_key=None)  # doctest: +SKIP
+    >>> asked = [("q1", "What is 2+2?")]
+    >>> failures = ask_all(endpoint, None, asked, on_answer=print)  # doctest: +SKIP
 """
 
 from __future__ import annotations

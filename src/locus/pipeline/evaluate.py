@@ -1,7 +1,7 @@
 """Evaluate an artifact on a workspace split: routing, correctness, baselines, per task.
 
 >>> result = evaluate_workspace(store, split="test")                # doctest: +SKIP
->>> result.routing.hit_at_1, result.baselines.best_single_llm
+>>> result.routing.hit_at_1, result.baselines.best_single_llm  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ fold, beside the baselines chosen on that fold's training queries, are measured 
 (`Routed.joined`). Nothing is saved: the workspace and its artifacts stay as they are.
 
 >>> result = evaluate_folds(store, folds=5)                        # doctest: +SKIP
->>> result.routing.hit_at_1, result.baselines.best_llm_per_task
+>>> result.routing.hit_at_1, result.baselines.best_llm_per_task  # doctest: +SKIP
 """
 
 from __future__ import annotations

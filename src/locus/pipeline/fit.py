@@ -1,7 +1,7 @@
 """Train LOCUS on a workspace: save the artifact, make its pool the workspace's.
 
 >>> report = fit_workspace(store, TrainingConfig(anchors=1024))     # doctest: +SKIP
->>> report.best_step, report.artifact
+>>> report.best_step, report.artifact  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ Strategies (`probe_order` gives an order: the first n are the n probes, for ever
   LLM is right more often where the pool is.
 
     >>> from locus.store import Store                                       # doctest: +SKIP
-    >>> with Store.open(".locus") as store:
+    >>> with Store.open(".locus") as store:  # doctest: +SKIP
     ...     probes = choose_probes(store, 32, strategy="random")
 
 Measured (benchmarks/README, "Probes"): `balanced` probes estimate a new LLM's accuracy 15-40%

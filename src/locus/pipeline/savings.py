@@ -2,7 +2,7 @@
 workspace with per-query costs or catalog prices): `CostSavings`, by `savings`.
 
 >>> result = evaluate_workspace(store, split="test")                # doctest: +SKIP
->>> result.savings.frontier["aiq"]
+>>> result.savings.frontier["aiq"]  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ every process sharing the store reads the newest one: `trained_artifact` fetches
 `publish_artifact` puts it there after a fit.
 
     >>> from locus.store import Store                                    # doctest: +SKIP
-    >>> with Store.open(".locus") as store:
+    >>> with Store.open(".locus") as store:  # doctest: +SKIP
     ...     trained_artifact(store, DEFAULT_ARTIFACT)
 """
 

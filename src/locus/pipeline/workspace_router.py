@@ -13,7 +13,7 @@ costs, each loaded once.
 `locus route`, `locus evaluate`, the atlas and the HTTP service all route through it.
 
     >>> from locus.store import Store                                    # doctest: +SKIP
-    >>> with Store.open(".locus") as store:
+    >>> with Store.open(".locus") as store:  # doctest: +SKIP
     ...     router = WorkspaceRouter(store)
     ...     router.route_texts(["What is 2+2?"], top=3)[0].llm_id
 """

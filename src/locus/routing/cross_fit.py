@@ -103,14 +103,14 @@ def out_of_fold_votes(
         rest = evidence.take(np.flatnonzero(fold != f))
         knn = KNNRouter(k=max(wanted), search="exact").fit(rest)
         with_tasks = task_votes is not None and knn.has_task_vote
-        found = knn.predict_proba_at(evidence.vectors[held], wanted, tasks=with_tasks)
-        for k, part in zip(wanted, found, strict=False):
+        found = knn.votes(evidence.vectors[held], wanted, tasks=with_tasks)
+        for k, part in found.by_k.items():
             votes[k][held] = part
         if task_votes is not None:
             # a fold whose rest holds one task: the vote is each LLM's mean over its rest
             task_votes[held] = (
-                found[-1]
-                if with_tasks
+                found.tasks
+                if found.tasks is not None
                 else np.tile(rest.column_means().astype(np.float32), (len(held), 1))
             )
         vote = knn.task_vote_

@@ -11,8 +11,8 @@ read by the half that never saw it, as a newcomer is; a newcomer is read by both
 logits averaged.
 
     >>> factors = Factors.fit(train, val)                             # doctest: +SKIP
-    >>> rows = factors.onboarded(probe_vectors, probe_scores)        # per reading, (2, p)
-    >>> factors.logits_of(query_vectors, {"factor": rows["factor"][None]})["factor"][:, 0]
+    >>> rows = factors.onboarded(probe_vectors, probe_scores)  # (2, p)  # doctest: +SKIP
+    >>> found = factors.logits_of(query_vectors, {"factor": rows["factor"][None]})  # doctest: +SKIP
 """
 
 from __future__ import annotations

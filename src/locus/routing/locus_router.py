@@ -7,7 +7,7 @@ routing a query never imports torch. Both read their pool live: an LLM onboarded
 is a candidate for the next call.
 
 >>> router = LocusRouter(Locus.load("artifacts/default"))          # doctest: +SKIP
->>> router.route(query_vectors, top=3)[0].llm_id
+>>> router.route(query_vectors, top=3)[0].llm_id  # doctest: +SKIP
 """
 
 from __future__ import annotations

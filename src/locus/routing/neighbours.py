@@ -12,6 +12,7 @@ reads a query's k-means cluster instead is `locus.routing.cluster`.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,7 @@ from locus.routing.evidence import Evidence, unit_rows
 from locus.routing.task_vote import TaskVote, voters
 from locus.routing.vote_pass import Singles
 
-__all__ = ["KNNRouter"]
+__all__ = ["KNNRouter", "Votes"]
 
 _BLOCK = 512  # queries per block when comparing against every training query
 # LLMs each scored on a set of training queries of its own (logs that sampled each LLM's
@@ -40,6 +41,29 @@ _BLOCK = 512  # queries per block when comparing against every training query
 _SINGLES_FROM = 16
 # a group: its rows, its columns, their scores, each training row's place among the rows or -1
 _Group = tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float32], NDArray[np.int64]]
+
+
+@dataclass(frozen=True)
+class Votes:
+    """The kNN router's votes on some queries, from one neighbour search (`KNNRouter.votes`).
+
+    Attributes:
+        by_k: {k: P(correct) (n_queries, n_llms), each LLM's mean score on the k nearest
+            training queries it was scored on}.
+        tasks: the task vote (n_queries, n_llms) where it was asked for
+            (`locus.routing.task_vote`), else None.
+    """
+
+    by_k: dict[int, NDArray[np.float32]]
+    tasks: NDArray[np.float32] | None = None
+
+    def columns(self, index: Sequence[int] | NDArray[np.integer[Any]]) -> Votes:
+        """The same votes over the LLM columns `index`, in that order."""
+        index = np.asarray(index, dtype=np.int64)
+        return Votes(
+            {k: vote[:, index] for k, vote in self.by_k.items()},
+            None if self.tasks is None else self.tasks[:, index],
+        )
 
 
 class KNNRouter(BaselineRouter):
@@ -93,7 +117,7 @@ class KNNRouter(BaselineRouter):
             if val is None or val.n_queries == 0:
                 self.k_, self.validation_ = _choose_on_validation(self, "k_", candidates, val)
             else:  # every candidate from one neighbour search
-                probas = self._neighbour_means(val.vectors, candidates)
+                probas, _ = self._neighbour_means(val.vectors, candidates)
                 self.validation_ = {
                     str(k): routing_accuracy(proba, val.scores)
                     for k, proba in zip(candidates, probas, strict=True)
@@ -176,27 +200,26 @@ class KNNRouter(BaselineRouter):
 
     def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
         self._check_fitted()
-        return self._neighbour_means(query_vectors, [self.k_])[0]
+        return self._neighbour_means(query_vectors, [self.k_])[0][0]
 
     @property
     def has_task_vote(self) -> bool:
-        """Whether the training queries carried tasks (two or more): `predict_proba_at` can
+        """Whether the training queries carried tasks (two or more): `votes` can
         add the task vote (`locus.routing.task_vote`)."""
         return getattr(self, "task_vote_", None) is not None
 
-    def predict_proba_at(
+    def votes(
         self,
         query_vectors: NDArray[np.float32],
         ks: Sequence[int],
         *,
         tasks: bool = False,
         given_tasks: Sequence[str | None] | None = None,
-    ) -> list[NDArray[np.float32]]:
-        """P(correct) (n_queries, n_llms) for each k of `ks` (the fitted k aside), from one
-        neighbour search: what `locus.routing.stack.Stack` reads; with `tasks`, one more at the
-        end: the task vote of the query's nearest training queries, or, for a query whose task
-        `given_tasks` names (one per query, None where not known), that task's rates
-        (`TaskVote.given`).
+    ) -> Votes:
+        """The votes at each k of `ks` (the fitted k aside), from one neighbour search: what
+        `locus.routing.stack.Stack` reads; with `tasks`, the task vote too: the tasks of the
+        query's nearest training queries, or, for a query whose task `given_tasks` names (one
+        per query, None where not known), that task's rates (`TaskVote.given`).
 
         Raises:
             LocusInputError: `tasks` asked of a router fitted without tasks.
@@ -204,11 +227,12 @@ class KNNRouter(BaselineRouter):
         self._check_fitted()
         if tasks and not self.has_task_vote:
             raise LocusInputError("this kNN router was fitted on queries without tasks")
-        found = self._neighbour_means(query_vectors, [int(k) for k in ks], tasks=tasks)
+        wanted = [int(k) for k in ks]
+        found, voted = self._neighbour_means(query_vectors, wanted, tasks=tasks)
         vote = self.task_vote_ if tasks else None
-        if vote is not None and given_tasks is not None:
-            found[-1] = vote.given(given_tasks, found[-1])
-        return found
+        if vote is not None and voted is not None and given_tasks is not None:
+            voted = vote.given(given_tasks, voted)
+        return Votes(dict(zip(wanted, found, strict=True)), voted)
 
     def task_shares(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float64]:
         """(n_queries, n_tasks + 1) the share of each task among each query's `TASK_K` nearest
@@ -226,13 +250,13 @@ class KNNRouter(BaselineRouter):
 
     def _neighbour_means(
         self, query_vectors: NDArray[np.float32], ks: Sequence[int], *, tasks: bool = False
-    ) -> list[NDArray[np.float32]]:
+    ) -> tuple[list[NDArray[np.float32]], NDArray[np.float32] | None]:
         """P(correct) for each k of `ks` (n_queries, n_llms), from one neighbour search: the
         2 max(ks) nearest training queries of all, then per group of LLMs the k nearest it was
         scored on as a set for each k, largest first, each set partitioned out of the one
         before (no sort). A group scored on at least k of those candidates has its k nearest
         among them; a group scored on fewer is searched over all its rows. With `tasks`, the
-        task vote of the `TASK_K` nearest candidates is appended."""
+        task vote of the `TASK_K` nearest candidates beside them (else None)."""
         queries = unit_rows(_check_vectors(query_vectors, self.vectors_.shape[1], "kNN router"))
         outs = [
             np.full((len(queries), len(self.llm_ids)), self.prior_, dtype=np.float32) for _ in ks
@@ -286,7 +310,7 @@ class KNNRouter(BaselineRouter):
                     for out, wanted in zip(outs, ks, strict=True):
                         if wanted == k:
                             out[block, columns] = means
-        return outs if task_vote is None else [*outs, voted]
+        return outs, (None if task_vote is None else voted)
 
     def _graph(self) -> Graph | None:
         """The HNSW graph over the training vectors where `search` asks for one (built the

@@ -21,7 +21,7 @@ folder whole, so a reader sees the old artifact or the new one, never a mix.
 
     >>> save("artifacts/default", router, cost_model=costs,          # doctest: +SKIP
     ...      validation_vectors=validation_vectors)
-    >>> load("artifacts/default").router.route(query_vectors)[0].llm_id
+    >>> load("artifacts/default").router.route(query_vectors)[0].llm_id  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -6,19 +6,20 @@ and the guard that keeps a query on the best single LLM unless another clears a 
 workspace router and the server all build, save and load it through this class.
 
 An artifact folder holds the LOCUS networks (`locus.artifact`) and, beside them, this router's
-own files: `stacked.json` (the stack and the guard) and `knn/` (the kNN router); `save` and
-`load` are the router artifact's (`locus.routing.router_artifact`: every file, any version).
+own files: `stacked.json` (the stack and the guard) and `knn/` (the kNN router), written and
+read by the router artifact (`locus.routing.router_artifact.save` and `load`: every file, any
+version).
 
-    >>> router = StackedRouter.fit(LocusRouter(model), train, val)     # doctest: +SKIP
-    >>> router.save("artifacts/default")
-    >>> StackedRouter.load("artifacts/default").route(query_vectors)[0].llm_id
+    >>> router = StackedRouter.fit(LocusRouter(model), train, val)  # doctest: +SKIP
+    >>> router_artifact.save("artifacts/default", router)  # doctest: +SKIP
+    >>> loaded = router_artifact.load("artifacts/default").router  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -29,6 +30,7 @@ from locus.errors import LocusInputError
 from locus.routing.ann import ANN_FROM
 from locus.routing.cross_fit import CROSS_FIT_CELLS
 from locus.routing.evidence import Evidence
+from locus.routing.factors import Factors
 from locus.routing.guard import Guard, rechosen_default
 from locus.routing.level import FitRows, reference_level
 from locus.routing.locus_router import LogitRouter
@@ -39,12 +41,11 @@ from locus.routing.stacked_fit import (
     LEARN_MIN_PER_LLM,
     STACK_MAX_CELLS,
     STACK_MIN_ROWS,
+    fit_stacked,
+    fit_thin_reading,
     learns_from,
 )
 from locus.routing.thin import ThinEvidence, ThinLogits, bounded_level, level_shift
-
-if TYPE_CHECKING:
-    from locus.routing.factors import Factors
 
 __all__ = [
     "KNN_FOLDER",
@@ -160,14 +161,11 @@ class StackedRouter(LogitRouter):
         if not pairs:
             return None
         mine, theirs = (list(side) for side in zip(*pairs, strict=True))
-        needed = self.stack.needed_ks
-        found = self.knn.predict_proba_at(
-            vectors, needed, tasks=self.stack.tasks, given_tasks=tasks
-        )
-        votes: dict[int, NDArray[Any]] = {
-            k: part[:, theirs] for k, part in zip(needed, found[: len(needed)], strict=True)
-        }
-        task_votes: NDArray[Any] | None = found[-1][:, theirs] if self.stack.tasks else None
+        found = self.knn.votes(
+            vectors, self.stack.needed_ks, tasks=self.stack.tasks, given_tasks=tasks
+        ).columns(theirs)
+        votes: dict[int, NDArray[Any]] = dict(found.by_k)
+        task_votes: NDArray[Any] | None = found.tasks
         reference = None
         if self.joined:
             prior = sigmoid(np.asarray(locus_logits[:, mine], np.float64))
@@ -342,18 +340,37 @@ class StackedRouter(LogitRouter):
         factors: Factors | bool = True,
     ) -> StackedRouter:
         """Stack a fitted LOCUS with a kNN router and choose the guard, on `train` and `val`
-        (the recipe and what each argument does: `locus.routing.stacked_fit.fit_stacked`).
+        (the recipe and what each argument does: `locus.routing.stacked_fit.fit_stacked`),
+        then, where the stack had a validation split of its own, how an LLM joined since is
+        read (`fit_thin`). `factors`: the factor models a newcomer's "factor" and "ability"
+        readings onboard it in: fitted here on `train` and `val` (True), these (a `Factors`
+        of the same pool, fitted on the same split), or none (False).
 
         Raises:
             LocusInputError: evidence over other LLMs than LOCUS's pool.
         """
-        from locus.routing.stacked_fit import fit_stacked
-
-        return fit_stacked(
-            cls, locus, train, val, knn=knn, stacked=stacked, use_locus=use_locus,
+        parts = fit_stacked(
+            locus, train, val, knn=knn, stacked=stacked, use_locus=use_locus,
             cross_fit_below=cross_fit_below, max_cells=max_cells, min_rows=min_rows,
-            ann_from=ann_from, factors=factors,
+            ann_from=ann_from,
         )  # fmt: skip
+        router = cls(locus, parts.knn, parts.stack, parts.guard)
+        if parts.thin_val is not None:
+            router.thin, router.factors = fit_thin_reading(
+                router, train, parts.thin_val, factors=factors
+            )
+        return router
+
+    def save(self, path: str | Path) -> Path:
+        """Refused: a stacked router is saved with LOCUS's networks, as an artifact.
+
+        Raises:
+            LocusInputError: always, naming `locus.routing.router_artifact.save`.
+        """
+        raise LocusInputError(
+            f"a stacked router is saved as an artifact, beside LOCUS's networks: "
+            f"locus.routing.router_artifact.save({str(path)!r}, router)"
+        )
 
     def fit_thin(
         self,
@@ -366,35 +383,5 @@ class StackedRouter(LogitRouter):
         """Fit how an LLM joined since the fit is read beside the fitted LLMs (`fit` calls it;
         `locus.routing.stacked_fit.fit_thin_reading`): `thin_logits` embeds them (default: the
         torch LOCUS's), `factors` as `fit`'s (None: the router's own, if any)."""
-        from locus.routing.stacked_fit import fit_thin_reading
-
         chosen = (self.factors or False) if factors is None else factors
         self.thin, self.factors = fit_thin_reading(self, train, val, thin_logits, factors=chosen)
-
-    # -- persistence -----------------------------------------------------------------------
-
-    def save(self, path: str | Path) -> Path:
-        """The whole router into the folder `path`, replacing it whole: the router artifact
-        (`locus.routing.router_artifact.save`, without a cost model).
-
-        Raises:
-            LocusInputError: a LOCUS part that cannot write its networks (numpy routing reads
-                them; `locus fit` writes them).
-        """
-        from locus.routing import router_artifact
-
-        return router_artifact.save(path, self)
-
-    @classmethod
-    def load(cls, path: str | Path, locus: LogitRouter | None = None) -> StackedRouter:
-        """The router an artifact folder holds (`locus.routing.router_artifact.load`);
-        `locus`: its LOCUS part already read (the workspace router passes
-        `NumpyLocusRouter`), else the folder's `Locus` (torch) with its workspace's pool.
-
-        Raises:
-            LocusArtifactError: a damaged, foreign or newer artifact, or one of an earlier
-                version that mixed probabilities (re-run `locus fit`).
-        """
-        from locus.routing import router_artifact
-
-        return router_artifact.load(path, locus).router

@@ -1,9 +1,10 @@
 """How `locus.routing.stacked.StackedRouter` is fitted: the recipe behind `StackedRouter.fit`
-and `StackedRouter.fit_thin`, apart from the router that routes with what they choose.
+and `StackedRouter.fit_thin`, apart from the router that routes with what they choose. It
+returns the router's parts; it never builds the router (the router's module imports this
+one, not the other way round).
 
     fit_stacked        the kNN router, the stack and the guard on training and validation
-                       evidence (out of fold on a small validation split), then the reading
-                       of a newcomer (`fit_thin_reading`)
+                       evidence (out of fold on a small validation split)
     fit_thin_reading   `locus.routing.thin.fit_thin` on a fitted router's own parts, and the
                        factor models its factor readings onboard newcomers in
     fit_locus_knn_stack  the stack on a large enough validation split, from the kNN votes
@@ -13,8 +14,8 @@ and `StackedRouter.fit_thin`, apart from the router that routes with what they c
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -23,22 +24,20 @@ from locus.calibration import sigmoid
 from locus.errors import LocusInputError
 from locus.routing.cross_fit import cross_fitted_parts
 from locus.routing.evidence import Evidence
-from locus.routing.guard import fit_default_guard
+from locus.routing.factors import Factors
+from locus.routing.guard import Guard, fit_default_guard
+from locus.routing.locus_router import LogitRouter
 from locus.routing.neighbours import KNNRouter
 from locus.routing.stack import STACK_KS, Stack, base_rate_shift, fit_stack
 from locus.routing.task_vote import TASK_K
 from locus.routing.thin import MAX_QUERIES as THIN_MAX_QUERIES
 from locus.routing.thin import ThinEvidence, ThinLogits, fit_thin
 
-if TYPE_CHECKING:
-    from locus.routing.factors import Factors
-    from locus.routing.locus_router import LogitRouter
-    from locus.routing.stacked import StackedRouter
-
 __all__ = [
     "LEARN_MIN_PER_LLM",
     "STACK_MAX_CELLS",
     "STACK_MIN_ROWS",
+    "StackParts",
     "fit_locus_knn_stack",
     "fit_stacked",
     "fit_thin_reading",
@@ -70,8 +69,35 @@ def learns_from(train_scores: NDArray[np.floating[Any]]) -> bool:
     return bool(len(counts) and counts.min() >= LEARN_MIN_PER_LLM)
 
 
+@dataclass(frozen=True)
+class StackParts:
+    """What `fit_stacked` chose: the kNN router, the stack and the guard (None, None: LOCUS
+    alone), and the validation evidence the reading of a newcomer is fitted on (None where the
+    stack was chosen out of fold: no held-out split to fit it on)."""
+
+    knn: KNNRouter | None = None
+    stack: Stack | None = None
+    guard: Guard | None = None
+    thin_val: Evidence | None = None
+
+
+class FittedRouter(Protocol):
+    """What `fit_thin_reading` reads of a fitted router (`StackedRouter`)."""
+
+    locus: LogitRouter
+    knn: KNNRouter | None
+    stack: Stack | None
+    prior_strength: float
+
+    @property
+    def llm_ids(self) -> Sequence[str]: ...
+
+    def predict_logits(
+        self, query_vectors: NDArray[np.float32], tasks: Sequence[str | None] | None = None
+    ) -> NDArray[np.float64]: ...
+
+
 def fit_stacked(
-    cls: type[StackedRouter],
     locus: LogitRouter,
     train: Evidence,
     val: Evidence,
@@ -83,10 +109,9 @@ def fit_stacked(
     max_cells: int,
     min_rows: int,
     ann_from: int,
-    factors: Factors | bool = True,
-) -> StackedRouter:
-    """`StackedRouter.fit`: stack a fitted LOCUS with a kNN router and choose the guard, on
-    `train` and `val`.
+) -> StackParts:
+    """`StackedRouter.fit`'s parts: a fitted LOCUS stacked with a kNN router, and the guard,
+    chosen on `train` and `val`.
 
     The kNN router (`knn`, else one fitted on `train` with its k chosen on `val`), then the
     stack's weights on the validation cells and its base rate over both splits
@@ -101,9 +126,6 @@ def fit_stacked(
     Without `use_locus` (by default: where some LLM has fewer than `LEARN_MIN_PER_LLM`
     scored training queries, too few for the networks to learn from), LOCUS has no say in
     which LLM a query goes to: the evidence's own votes decide, chosen the same way.
-    `factors`: the factor models a newcomer's "factor" and "ability" readings onboard it in
-    (`thin`): fitted here on `train` and `val` (True), these (a `Factors` of the same pool,
-    fitted on the same split), or none (False).
 
     Raises:
         LocusInputError: evidence over other LLMs than LOCUS's pool.
@@ -115,25 +137,26 @@ def fit_stacked(
         use_locus = learns_from(trained_on)
     val_cells = int((~np.isnan(_columns(val, ids))).sum())
     if not val_cells:
-        return cls(locus)
+        return StackParts()
     if stacked and (val_cells < cross_fit_below or not use_locus):
         scored = train.joined(val)
-        parts = cross_fitted_parts(
-            locus.predict_logits(scored.vectors),
-            scored,
-            _columns(scored, ids),
-            trained_on,
-            ids,
-            use_locus=use_locus,
-            ann_from=ann_from,
+        return StackParts(
+            *cross_fitted_parts(
+                locus.predict_logits(scored.vectors),
+                scored,
+                _columns(scored, ids),
+                trained_on,
+                ids,
+                use_locus=use_locus,
+                ann_from=ann_from,
+            )
         )
-        return cls(locus, *parts)
     # every training query stays a neighbour; the votes are read on a bounded sample
     limit = max(min_rows, max_cells // max(len(ids), 1))
     train, val = _bounded(train, limit, "train"), _bounded(val, limit, "val")
     truth = {split: _columns(e, ids) for split, e in (("train", train), ("val", val))}
     val_logits = locus.predict_logits(val.vectors)
-    stack = None
+    stack: Stack | None = None
     if stacked:
         knn = knn or KNNRouter(ann_from=ann_from).fit(reference, val)
         needed = sorted({*STACK_KS, knn.k_})
@@ -154,13 +177,11 @@ def fit_stacked(
     else:  # LOCUS alone: the training queries' logits are not needed
         knn, val_proba = None, sigmoid(val_logits)
     guard = fit_default_guard(val_proba, trained_on, truth["val"], ids)
-    router = cls(locus, knn, stack, guard)
-    router.thin, router.factors = fit_thin_reading(router, reference, val, factors=factors)
-    return router
+    return StackParts(knn, stack, guard, val)
 
 
 def fit_thin_reading(
-    router: StackedRouter,
+    router: FittedRouter,
     train: Evidence,
     val: Evidence,
     thin_logits: ThinLogits | None = None,
@@ -172,8 +193,6 @@ def fit_thin_reading(
     LOCUS's `LocusRouter.thin_logits`), and the factor models it reads them in: `factors`
     themselves, fitted on `train` and `val` (True), or none (False). (None, None) without a
     way to embed (a numpy LOCUS), a stack, or three LLMs."""
-    from locus.routing.factors import Factors
-
     reader = thin_logits or getattr(router.locus, "thin_logits", None)
     if reader is None or router.stack is None or router.knn is None or len(router.llm_ids) < 3:
         return None, None
@@ -238,8 +257,7 @@ def knn_votes(
     """{k: the kNN router's P(correct) (n_queries, n_llms) at k}, columns in `llm_ids`' order,
     every k from one neighbour search."""
     columns = [list(knn.llm_ids).index(llm) for llm in llm_ids]
-    found = knn.predict_proba_at(query_vectors, ks)
-    return {int(k): part[:, columns] for k, part in zip(ks, found, strict=True)}
+    return knn.votes(query_vectors, ks).columns(columns).by_k
 
 
 def knn_task_votes(
@@ -248,7 +266,9 @@ def knn_task_votes(
     """The kNN router's task votes (n_queries, n_llms), columns in `llm_ids`' order
     (`locus.routing.task_vote`; the router's training queries must have carried tasks)."""
     columns = [list(knn.llm_ids).index(llm) for llm in llm_ids]
-    return knn.predict_proba_at(query_vectors, [TASK_K], tasks=True)[-1][:, columns]
+    found = knn.votes(query_vectors, [TASK_K], tasks=True).columns(columns).tasks
+    assert found is not None  # asked for
+    return found
 
 
 def fit_locus_knn_stack(

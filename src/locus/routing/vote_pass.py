@@ -2,16 +2,16 @@
 of its own), in one pass per block of queries: `Singles`, used by `KNNRouter` where there are
 at least 16 such LLMs.
 
-The pass runs compiled (`locus.routing.vote_kernel`, numba), loaded in a background thread the
-first time it is needed; until then a single query runs its numpy twin (the same figures bit
-for bit), and a batch of `_KERNEL_NOW_FROM` or more queries waits for the compiled one. Without
-numba (the `fast` extra) the numpy twin serves every query.
+The pass runs compiled (`locus.routing.vote_kernel`, numba: 0.2 s to import, 0.3 s to load its
+cached code, 0.6 s to compile where nothing is cached) for a block of `_KERNEL_NOW_FROM` or
+more queries, and for any block once the compiled pass is loaded in the process; a single query
+before that runs its numpy twin (the same figures bit for bit), so a process that routes one
+query never waits for numba. Without numba (the `fast` extra) the numpy twin serves every query.
 """
 
 from __future__ import annotations
 
-import functools
-import threading
+import sys
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -20,41 +20,22 @@ from numpy.typing import NDArray
 __all__ = ["Singles"]
 
 _SINGLES_CELLS = 8_000_000  # (query, candidate, LLM) cells per step of the numpy pass
-_KERNEL_NOW_FROM = 16  # queries in a block from which the compiled pass is waited for
+_KERNEL_NOW_FROM = 16  # queries in a block from which the compiled pass is loaded and used
+_KERNEL_MODULE = "locus.routing.vote_kernel"
 
-_kernel_ready = threading.Event()  # the compiled pass is loaded: use it
-_kernel_started = threading.Lock()  # held once the loading thread has been started
-
-
-def _start_kernel() -> None:
-    """Load the compiled pass (numba: 0.2 s to import, 0.3 s to load its cached code, 0.6 s
-    to compile where nothing is cached) in a background thread, once per process; until it is
-    ready the numpy pass serves, so a process that routes one query never waits for it."""
-    if _kernel_started.acquire(blocking=False):
-        threading.Thread(target=_warm_kernel, name="locus-vote-kernel", daemon=True).start()
+FirstKMeans = Callable[..., tuple[NDArray[np.float32], NDArray[np.int64]]]
 
 
-@functools.cache
-def _compiled_pass() -> Callable[..., tuple[NDArray[np.float32], NDArray[np.int64]]] | None:
-    """`vote_kernel.first_k_means`, or None where numba is not installed."""
+def _compiled_pass(load: bool) -> FirstKMeans | None:
+    """`vote_kernel.first_k_means`: loaded where `load` (None where numba is not installed),
+    else only where the process has loaded it already."""
+    if not load and _KERNEL_MODULE not in sys.modules:
+        return None
     try:
         from locus.routing.vote_kernel import first_k_means
     except ImportError:
         return None
     return first_k_means
-
-
-def _warm_kernel() -> None:
-    first_k_means = _compiled_pass()
-    if first_k_means is None:
-        return
-    first_k_means(
-        np.zeros((1, 1), dtype=np.int64),
-        np.ones((1, 1), dtype=bool),
-        np.ones((1, 1), dtype=np.float32),
-        np.ones((1, 1), dtype=np.int64),
-    )
-    _kernel_ready.set()
 
 
 def _numpy_first_k_means(
@@ -116,13 +97,11 @@ class Singles:
         ranked = np.take_along_axis(candidates, order, axis=1)  # (b, T) nearest first
         goals = np.minimum(np.asarray(ordered, dtype=np.int64)[:, None], self.rows[None, :])
         # a batch: loading the compiled pass here (at most ~1 s) beats numpy's pass
-        soon = _kernel_ready.is_set() or len(ranked) >= _KERNEL_NOW_FROM
-        first_k_means = _compiled_pass() if soon else None
+        first_k_means = _compiled_pass(load=len(ranked) >= _KERNEL_NOW_FROM)
         if first_k_means is not None:
             means, reached = first_k_means(ranked, self.observed, self.filled, goals)
         else:
             means, reached = _numpy_first_k_means(ranked, self.observed, self.filled, goals)
-            _start_kernel()
         short = (reached < goals[0]).any(axis=0)
         rows = slice(block.start or 0, (block.start or 0) + len(ranked))
         for i, k in enumerate(ordered):

@@ -8,7 +8,7 @@ never loads it) and remembered. Routers never see texts: the workspace router as
 service for vectors, then routes them.
 
     >>> vectors = QueryVectors("hashing-64", lookup=None)                 # doctest: +SKIP
-    >>> vectors(["What is 2+2?"]).shape
+    >>> vectors(["What is 2+2?"]).shape  # doctest: +SKIP
     (1, 64)
 """
 

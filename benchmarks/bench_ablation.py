@@ -1,0 +1,251 @@
+"""The ablation table: what each part of the fitted router buys on a real pool.
+
+For each seed, LOCUS is trained once on the workspace's hash split (as `locus fit` trains it),
+the kNN router is fitted once, and every part's inputs (LOCUS's logits, the kNN votes at each
+k, the task votes with and without the task reader) are read once on the training, validation
+and test queries. Then the stack and the guard are fitted again for each variant, a part taken
+out, exactly as `locus fit` fits them (`fit_stack`, `base_rate_shift`, `fit_default_guard`),
+and the test queries are scored: hit@1 (guarded, as the router routes, and unguarded), AUROC,
+log-loss and ECE of P(correct). Each row is the variant minus the full router, mean ± sd over
+seeds (paired: the same LOCUS and votes on both sides).
+
+Run: `.venv/bin/python benchmarks/bench_ablation.py --dataset bfcl --seeds 0 1 2`
+(the workspaces are bench_accuracy.py's: `.bench/accuracy/<dataset>`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import REPO_ROOT, write_results
+from bench_accuracy import DATASETS, prepare
+
+from locus.calibration import sigmoid
+from locus.locus import Locus
+from locus.metrics import (
+    chosen_accuracy,
+    correctness_metrics,
+    routing_accuracy,
+)
+from locus.nn import TrainingConfig
+from locus.pipeline import workspace_table
+from locus.routing import Evidence, LocusRouter
+from locus.routing.decision import RouteRequest, choose
+from locus.routing.guard import fit_default_guard
+from locus.routing.neighbours import KNNRouter
+from locus.routing.stack import STACK_KS, Stack, base_rate_shift, fit_stack
+from locus.routing.stacked_fit import knn_task_votes, knn_votes
+
+SPLITS = ("train", "val", "test")
+
+
+@dataclass
+class Inputs:
+    """Every part's reading of one split: LOCUS's logits, the kNN votes {k: (n, L)}, the task
+    votes with the reader and without, and the scores."""
+
+    logits: np.ndarray
+    votes: dict[int, np.ndarray]
+    tasks: np.ndarray | None
+    tasks_unread: np.ndarray | None
+    truth: np.ndarray
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A router with one part changed: the stack's fit arguments and what is done after."""
+
+    name: str
+    what: str
+    ks: tuple[int, ...] = STACK_KS
+    tasks: str = "read"  # "read" (the reader's), "neighbours" (without it), "none" (no part)
+    use_locus: bool = True
+    level: str = "knn"
+    smoothed: bool = True
+    shift: bool = True
+    guard: bool = True
+    locus_alone: bool = False
+
+
+VARIANTS = (
+    Variant("full", "the router locus fit keeps"),
+    Variant("-locus", "LOCUS has no say: neither in the level nor in which LLM", use_locus=False),
+    Variant("-knn50", "no local kNN vote (50 neighbours)", ks=(500,)),
+    Variant("-knn500", "no regional kNN vote (500 neighbours)", ks=(50,)),
+    Variant("-knn", "no kNN vote among the parts", ks=()),
+    Variant("-task vote", "no task vote part", tasks="none"),
+    Variant("-task reader", "the task vote reads its neighbours' tasks only", tasks="neighbours"),
+    Variant("level=tasks", "the level's mixture reads the task vote, not kNN", level="tasks"),
+    Variant("-smoothing", "the level's kNN vote read raw", smoothed=False),
+    Variant("-shift", "no base-rate shift", shift=False),
+    Variant("-guard", "routed unguarded", guard=False),
+    Variant("locus alone", "LOCUS's calibrated P(correct) alone (guarded)", locus_alone=True),
+)
+
+
+def read_inputs(
+    router: LocusRouter, knn: KNNRouter, evidence: dict[str, Evidence]
+) -> dict[str, Inputs]:
+    ids = list(router.llm_ids)
+    needed = sorted({*STACK_KS, knn.k_})
+    out = {}
+    for split, part in evidence.items():
+        tasks = unread = None
+        if knn.has_task_vote:
+            tasks = knn_task_votes(knn, part.vectors, ids)
+            with_reader = knn.task_vote_
+            knn.task_vote_ = replace(with_reader, reader=None)
+            try:
+                unread = knn_task_votes(knn, part.vectors, ids)
+            finally:
+                knn.task_vote_ = with_reader
+        out[split] = Inputs(
+            np.asarray(router.predict_logits(part.vectors), np.float64),
+            knn_votes(knn, part.vectors, ids, needed),
+            tasks,
+            unread,
+            np.asarray(part.scores, np.float64),
+        )
+    return out
+
+
+def score_variant(
+    variant: Variant, inputs: dict[str, Inputs], mix_k: int, ids: list[str]
+) -> dict[str, float]:
+    def task_votes(split: str) -> np.ndarray | None:
+        if variant.tasks == "none":
+            return None
+        return inputs[split].tasks if variant.tasks == "read" else inputs[split].tasks_unread
+
+    level = variant.level if task_votes("val") is not None else "knn"
+    if variant.locus_alone:
+        logits_of: Callable[[str], np.ndarray] = lambda split: inputs[split].logits  # noqa: E731
+    else:
+        val = inputs["val"]
+        stack = fit_stack(
+            val.logits, val.votes, val.truth, ks=variant.ks, mix_k=mix_k,
+            task_votes=task_votes("val"), use_locus=variant.use_locus, level=level,
+        )  # fmt: skip
+        stack = replace(stack, smoothed=variant.smoothed)
+
+        def stacked_by(stack: Stack) -> Callable[[str], np.ndarray]:
+            return lambda split: stack.logits(
+                inputs[split].logits, inputs[split].votes, task_votes(split)
+            )
+
+        if variant.shift:  # as fit_locus_knn_stack: over the training and validation cells
+            unshifted = stacked_by(stack)
+            both = np.concatenate([unshifted("train"), unshifted("val")])
+            truth = np.concatenate([inputs["train"].truth, inputs["val"].truth])
+            stack = replace(stack, shift=base_rate_shift(both, truth))
+        logits_of = stacked_by(stack)
+    val_proba = sigmoid(logits_of("val"))
+    test_proba = sigmoid(logits_of("test"))
+    truth = inputs["test"].truth
+    guard = fit_default_guard(val_proba, inputs["train"].truth, inputs["val"].truth, ids)
+    routed = routing_accuracy(test_proba, truth)
+    guarded = routed
+    if variant.guard and guard is not None:
+        choice = choose(
+            test_proba, None, RouteRequest(), guard=(ids.index(guard.default), guard.margin)
+        )
+        guarded = chosen_accuracy(choice, truth)
+    correctness = correctness_metrics(test_proba, truth)
+    return {
+        "hit@1": guarded,
+        "unguarded_hit@1": routed,
+        **{m: correctness[m] for m in ("auroc", "log_loss", "ece")},
+    }
+
+
+def run_seed(
+    store: Any, seed: int, config: TrainingConfig
+) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+    data = workspace_table(store, split_seed=0)
+    table = data.table
+    rows = {split: data.rows(split) for split in SPLITS}
+    started = time.perf_counter()
+    model = Locus(replace(config, seed=seed)).fit(
+        table, data.vectors, rows["train"], rows["val"], text_encoder_name=data.encoder
+    )
+    trained = time.perf_counter() - started
+    router = LocusRouter(model)
+    evidence = {s: Evidence.from_table(table, data.vectors, rows[s]) for s in SPLITS}
+    started = time.perf_counter()
+    knn = KNNRouter().fit(evidence["train"], evidence["val"])
+    inputs = read_inputs(router, knn, evidence)
+    read = time.perf_counter() - started
+    ids = list(router.llm_ids)
+    results = {}
+    for variant in VARIANTS:
+        results[variant.name] = score_variant(variant, inputs, knn.k_, ids)
+        figures = results[variant.name]
+        print(
+            f"seed {seed} {variant.name:>13}: hit@1 {figures['hit@1']:.4f} "
+            f"(unguarded {figures['unguarded_hit@1']:.4f}) AUROC {figures['auroc']:.4f} "
+            f"log-loss {figures['log_loss']:.4f} ECE {figures['ece']:.4f}",
+            flush=True,
+        )
+    return results, {
+        "train_seconds": trained,
+        "read_seconds": read,
+        "test_queries": len(rows["test"]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dataset", default="bfcl", choices=DATASETS)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--tag", default="", help="Suffix of the result name.")
+    parser.add_argument("--workspace", type=Path, default=REPO_ROOT / ".bench" / "accuracy")
+    args = parser.parse_args()
+    store = prepare(args.dataset, args.workspace / args.dataset)
+    per_seed = [run_seed(store, seed, TrainingConfig()) for seed in args.seeds]
+    metrics = ("hit@1", "unguarded_hit@1", "auroc", "log_loss", "ece")
+    table: dict[str, Any] = {}
+    for variant in VARIANTS:
+        row: dict[str, Any] = {"what": variant.what}
+        for metric in metrics:
+            values = [seed[0][variant.name][metric] for seed in per_seed]
+            gaps = [seed[0][variant.name][metric] - seed[0]["full"][metric] for seed in per_seed]
+            row[metric] = {
+                "mean": statistics.fmean(values),
+                "sd": statistics.stdev(values) if len(values) > 1 else 0.0,
+                "minus_full": statistics.fmean(gaps),
+                "minus_full_sd": statistics.stdev(gaps) if len(gaps) > 1 else 0.0,
+            }
+        table[variant.name] = row
+    print(
+        f"\n{args.dataset}, seeds {args.seeds}: variant minus the full router, mean (sd) over seeds"
+    )
+    print(f"{'variant':>13} " + " ".join(f"{m:>22}" for m in metrics))
+    for name, row in table.items():
+        cells = [
+            f"{row[m]['mean']:.4f} {row[m]['minus_full']:+.4f}({row[m]['minus_full_sd']:.4f})"
+            for m in metrics
+        ]
+        print(f"{name:>13} " + " ".join(f"{c:>22}" for c in cells))
+    figures = {
+        "dataset": args.dataset,
+        "seeds": args.seeds,
+        "variants": table,
+        "timings": [seed[1] for seed in per_seed],
+    }
+    print(f"written {write_results(f'ablation-{args.dataset}{args.tag}', figures)}")
+    store.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,166 @@
+"""The ablation table's newcomer rows: what each reading of an LLM joined since the fit buys.
+
+As the newcomers suite (`locus benchmark newcomers`, `locus.benchmark.newcomers`): each
+newcomer (the pool's best, its worst and `--random` others) is left out of the fit, then
+onboarded from k probes (its embedding from them, its scores joined) and measured on the test
+queries it was scored on: its P(correct)'s AUROC and log-loss, and the pool's hit@1 with it.
+Here every variant of the router reads the same LOCUS and kNN part, so the differences are
+paired: the router `locus fit` keeps ("full"); without the factor readings (the thin reading
+refitted without them, "-factors"); without the thin reading at all (the stack reads the
+joined LLM through its posterior votes, "-thin").
+
+Run: `.venv/bin/python benchmarks/bench_ablation_newcomers.py --dataset bfcl`
+(the workspaces are bench_accuracy.py's: `.bench/accuracy/<dataset>`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import REPO_ROOT, write_results
+from bench_accuracy import DATASETS, prepare
+
+from locus.benchmark.methods import Fold, fit_method
+from locus.benchmark.newcomers import NEWCOMER_K, choose_newcomers, newcomer_probes
+from locus.metrics import correctness_metrics
+from locus.pipeline import workspace_table
+from locus.routing import KNNRouter, LocusRouter, StackedRouter
+from locus.routing.decision import RouteRequest, choose
+
+VARIANTS = ("full", "-factors", "-thin")
+
+
+def routers(fold: Fold, cache: Path) -> dict[str, StackedRouter]:
+    locus, _ = fit_method("locus", fold, cache_dir=cache)
+    knn, _ = fit_method("knn", fold, cache_dir=cache)
+    assert isinstance(locus, LocusRouter) and isinstance(knn, KNNRouter)
+    train, val = fold.evidence("train"), fold.evidence("val")
+    full = StackedRouter.fit(locus, train, val, knn=copy.deepcopy(knn), factors=True)
+    without_factors = StackedRouter.fit(locus, train, val, knn=copy.deepcopy(knn), factors=False)
+    without_thin = copy.deepcopy(without_factors)
+    without_thin.thin = without_thin.factors = None
+    return {"full": full, "-factors": without_factors, "-thin": without_thin}
+
+
+def measure(
+    router: StackedRouter, vectors: np.ndarray, truth: np.ndarray, ids: list[str]
+) -> dict[str, float]:
+    columns = [list(router.llm_ids).index(llm) for llm in ids]
+    proba = np.asarray(router.predict_proba(vectors), np.float64)[:, columns]
+    guard = router.guard
+    bound = (ids.index(guard.default), guard.margin) if guard and guard.default in ids else None
+    choice = choose(proba, None, RouteRequest(), allowed=~np.isnan(truth), guard=bound)
+    kept = np.flatnonzero(choice >= 0)
+    quality = correctness_metrics(proba[:, -1:], truth[:, -1:])
+    return {
+        "hit@1": float(np.mean(truth[kept, choice[kept]])),
+        "share": float(np.mean(choice == len(ids) - 1)),
+        "auroc": quality["auroc"],
+        "log_loss": quality["log_loss"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dataset", default="bfcl", choices=DATASETS)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--k", type=int, nargs="+", default=list(NEWCOMER_K))
+    parser.add_argument("--random", type=int, default=5)
+    parser.add_argument("--tag", default="")
+    parser.add_argument("--workspace", type=Path, default=REPO_ROOT / ".bench" / "accuracy")
+    args = parser.parse_args()
+    store = prepare(args.dataset, args.workspace / args.dataset)
+    data = workspace_table(store, split_seed=0)
+    cache = args.workspace / "ablation-cache" / args.dataset
+    ids = list(data.table.llm_ids)
+    train, val, test = data.rows("train"), data.rows("val"), data.rows("test")
+    hidden = data.table.scores.copy()
+    hidden[test] = np.nan
+    runs: list[dict[str, Any]] = []
+    for newcomer in choose_newcomers(data, ("best", "worst"), args.random):
+        column = ids.index(newcomer)
+        known = [c for c in range(len(ids)) if c != column]
+        pool_ids = [ids[c] for c in known]
+        table = replace(data.table, scores=hidden).select_llms(pool_ids)
+        fold = Fold(table, data.vectors, train, val, data.encoder, 0, f"without {newcomer}")
+        bases = routers(fold, cache)
+        rows = test[~np.isnan(data.table.scores[test, column])]
+        truth = data.table.scores[rows][:, [*known, column]]
+        vectors = data.vectors[rows]
+        for k in args.k:
+            for seed in args.seeds:
+                probes = newcomer_probes(data, known, column, int(k), seed, "random")
+                scores = data.table.scores[probes, column]
+                tasks = [
+                    "" if data.table.tasks[i] is None else str(data.table.tasks[i]) for i in probes
+                ]
+                run: dict[str, Any] = {"newcomer": newcomer, "k": int(k), "seed": int(seed)}
+                for name, base in bases.items():
+                    router = copy.deepcopy(base)
+                    router.locus.model.add_llm(newcomer, data.vectors[probes], scores)  # type: ignore[attr-defined]
+                    default = base.guard.default if base.guard is not None else None
+                    paired = (
+                        None if default is None else data.table.scores[probes, ids.index(default)]
+                    )
+                    router.join(
+                        newcomer, data.vectors[probes], scores, tasks, default_scores=paired
+                    )
+                    run[name] = measure(router, vectors, truth, [*pool_ids, newcomer])
+                runs.append(run)
+                print(
+                    f"{newcomer} k={k} seed={seed}: "
+                    + "; ".join(
+                        f"{v} AUROC {run[v]['auroc']:.4f} log-loss {run[v]['log_loss']:.4f} "
+                        f"hit@1 {run[v]['hit@1']:.4f}"
+                        for v in VARIANTS
+                    ),
+                    flush=True,
+                )
+    summary: dict[str, Any] = {}
+    for k in args.k:
+        mine = [r for r in runs if r["k"] == k]
+        summary[str(k)] = {}
+        for variant in VARIANTS:
+            summary[str(k)][variant] = {}
+            for metric in ("auroc", "log_loss", "hit@1", "share"):
+                values = [r[variant][metric] for r in mine]
+                gaps = [r[variant][metric] - r["full"][metric] for r in mine]
+                summary[str(k)][variant][metric] = {
+                    "mean": statistics.fmean(values),
+                    "minus_full": statistics.fmean(gaps),
+                    # the standard error of the paired gap over (newcomer, seed) runs
+                    "minus_full_se": statistics.stdev(gaps) / len(gaps) ** 0.5,
+                }
+    print(f"\n{args.dataset}: variant minus full, mean (standard error over newcomer x seed runs)")
+    for k, by_variant in summary.items():
+        for variant, figures in by_variant.items():
+            print(
+                f"k={k:>4} {variant:>9}: "
+                + "  ".join(
+                    f"{m} {f['mean']:.4f} {f['minus_full']:+.4f}({f['minus_full_se']:.4f})"
+                    for m, f in figures.items()
+                )
+            )
+    figures = {
+        "dataset": args.dataset,
+        "seeds": args.seeds,
+        "k": args.k,
+        "summary": summary,
+        "runs": runs,
+    }
+    print(f"written {write_results(f'ablation-newcomers-{args.dataset}{args.tag}', figures)}")
+    store.close()
+
+
+if __name__ == "__main__":
+    main()
