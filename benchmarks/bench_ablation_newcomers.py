@@ -7,7 +7,8 @@ queries it was scored on: its P(correct)'s AUROC and log-loss, and the pool's hi
 Here every variant of the router reads the same LOCUS and kNN part, so the differences are
 paired: the router `locus fit` keeps ("full"); without the factor readings (the thin reading
 refitted without them, "-factors"); without the thin reading at all (the stack reads the
-joined LLM through its posterior votes, "-thin").
+joined LLM through its posterior votes, "-thin"); without the kNN votes among the stack's
+parts, and without the factor readings ("-knn parts").
 
 Run: `.venv/bin/python benchmarks/bench_ablation_newcomers.py --dataset bfcl`
 (the workspaces are bench_accuracy.py's: `.bench/accuracy/<dataset>`).
@@ -32,12 +33,55 @@ from bench_accuracy import DATASETS, prepare
 
 from locus.benchmark.methods import Fold, fit_method
 from locus.benchmark.newcomers import NEWCOMER_K, choose_newcomers, newcomer_probes
+from locus.calibration import sigmoid
 from locus.metrics import correctness_metrics
 from locus.pipeline import workspace_table
-from locus.routing import KNNRouter, LocusRouter, StackedRouter
+from locus.routing import Evidence, KNNRouter, LocusRouter, StackedRouter
 from locus.routing.decision import RouteRequest, choose
+from locus.routing.guard import fit_default_guard
+from locus.routing.stack import base_rate_shift, fit_stack
+from locus.routing.stacked_fit import knn_task_votes, knn_votes
 
-VARIANTS = ("full", "-factors", "-thin")
+VARIANTS = ("full", "-factors", "-thin", "-knn parts")
+
+
+def without_knn_parts(
+    locus: LocusRouter, knn: KNNRouter, train: Evidence, val: Evidence
+) -> StackedRouter:
+    """The router `locus fit` keeps with no kNN vote among the stack's parts (its level
+    still mixes LOCUS with the kNN vote at the router's k), and its thin reading refitted
+    without the factor readings: what the router would be with the kNN parts gone."""
+    ids = list(locus.llm_ids)
+    truth = {s: np.asarray(e.scores, np.float64) for s, e in (("train", train), ("val", val))}
+    logits = {s: locus.predict_logits(e.vectors) for s, e in (("train", train), ("val", val))}
+    votes = {
+        s: knn_votes(knn, e.vectors, ids, [knn.k_]) for s, e in (("train", train), ("val", val))
+    }
+    tasks = None
+    if knn.has_task_vote:
+        tasks = {
+            s: knn_task_votes(knn, e.vectors, ids) for s, e in (("train", train), ("val", val))
+        }
+    stack = fit_stack(
+        logits["val"], votes["val"], truth["val"], ks=(), mix_k=knn.k_,
+        task_votes=None if tasks is None else tasks["val"],
+    )  # fmt: skip
+    both = np.concatenate(
+        [
+            stack.logits(logits[s], votes[s], None if tasks is None else tasks[s])
+            for s in ("train", "val")
+        ]
+    )
+    stack = replace(
+        stack, shift=base_rate_shift(both, np.concatenate([truth["train"], truth["val"]]))
+    )
+    val_proba = sigmoid(
+        stack.logits(logits["val"], votes["val"], None if tasks is None else tasks["val"])
+    )
+    guard = fit_default_guard(val_proba, truth["train"], truth["val"], ids)
+    router = StackedRouter(locus, knn, stack, guard)
+    router.fit_thin(train, val, factors=False)
+    return router
 
 
 def routers(fold: Fold, cache: Path) -> dict[str, StackedRouter]:
@@ -49,7 +93,8 @@ def routers(fold: Fold, cache: Path) -> dict[str, StackedRouter]:
     without_factors = StackedRouter.fit(locus, train, val, knn=copy.deepcopy(knn), factors=False)
     without_thin = copy.deepcopy(without_factors)
     without_thin.thin = without_thin.factors = None
-    return {"full": full, "-factors": without_factors, "-thin": without_thin}
+    no_knn = without_knn_parts(locus, copy.deepcopy(knn), train, val)
+    return {"full": full, "-factors": without_factors, "-thin": without_thin, "-knn parts": no_knn}
 
 
 def measure(
