@@ -157,8 +157,13 @@ def score_variant(
     routed = routing_accuracy(test_proba, truth)
     guarded = routed
     if variant.guard and guard is not None:
+        # each query among the LLMs scored on it, as evaluate routes a sparse pool
         choice = choose(
-            test_proba, None, RouteRequest(), guard=(ids.index(guard.default), guard.margin)
+            test_proba,
+            None,
+            RouteRequest(),
+            allowed=~np.isnan(truth),
+            guard=(ids.index(guard.default), guard.margin),
         )
         guarded = chosen_accuracy(choice, truth)
     correctness = correctness_metrics(test_proba, truth)

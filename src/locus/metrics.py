@@ -201,6 +201,28 @@ def log_loss(proba: np.ndarray, scores: np.ndarray) -> float:
     return float(cells[observed].mean()) if observed.any() else float("nan")
 
 
+def logit_log_loss(logits: np.ndarray, scores: np.ndarray) -> float:
+    """The mean log-loss of P(correct) = sigmoid(`logits`) over the evaluated cells, computed
+    on the logits (exact where sigmoid would round to 0 or 1); NaN for none."""
+    observed = ~np.isnan(np.asarray(scores, dtype=np.float64))
+    if not observed.any():
+        return float("nan")
+    z = np.asarray(logits, dtype=np.float64)[observed]
+    y = np.asarray(scores, dtype=np.float64)[observed]
+    return float(np.mean(np.logaddexp(0.0, z) - y * z))
+
+
+def query_log_losses(logits: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """(n_queries,) each query's log-loss of sigmoid(`logits`) on its evaluated cells, summed:
+    what a standard error over queries is taken on (an LLM's cells on one query err
+    together)."""
+    y = np.asarray(scores, dtype=np.float64)
+    z = np.asarray(logits, dtype=np.float64)
+    observed = ~np.isnan(y)
+    cells = np.logaddexp(0.0, z) - np.where(observed, y, 0.0) * z
+    return np.where(observed, cells, 0.0).sum(axis=1)
+
+
 def log_loss_gain(
     proba: np.ndarray, other: np.ndarray, scores: np.ndarray
 ) -> tuple[float, float | None]:

@@ -39,7 +39,7 @@ from numpy.typing import NDArray
 
 from locus.calibration import logit, sigmoid
 from locus.errors import LocusInputError
-from locus.metrics import routing_accuracy
+from locus.metrics import logit_log_loss, query_log_losses, routing_accuracy
 from locus.routing.ann import ANN_FROM
 from locus.routing.evidence import Evidence
 from locus.routing.guard import Guard, fit_default_guard
@@ -158,12 +158,14 @@ def fit_cross_fitted_stack(
         # the evidence weights are pulled towards the task vote (what the per-task table
         # reads; a newcomer's few probes read it far better than their votes of 50
         # neighbours), and the level reads it where it reads the cells better
-        if _log_loss(logit(task_votes), y) < _log_loss(knn_logits(votes[mix_k], mix_k), y):
+        if logit_log_loss(logit(task_votes), y) < logit_log_loss(
+            knn_logits(votes[mix_k], mix_k), y
+        ):
             level = "tasks"
     else:
         # without tasks, towards the kNN vote that reads the cells best, a part of its own,
         # which the level reads too (`Stack.mix_k`)
-        read = {k: _log_loss(knn_logits(vote, k), y) for k, vote in votes.items()}
+        read = {k: logit_log_loss(knn_logits(vote, k), y) for k, vote in votes.items()}
         mix_k = min(read, key=lambda k: (read[k], k))
         ks = tuple(sorted({*STACK_KS, mix_k}))
         toward = 1 + ks.index(mix_k)
@@ -229,7 +231,7 @@ def _fit_evidence(
         for f in range(FOLDS):
             held = fold == f
             z = fitted(~held, penalty).logits(locus[held], *rows_of(held))
-            losses[i, held] = _query_losses(z, truth[held])
+            losses[i, held] = query_log_losses(z, truth[held])
     return fitted(np.ones(len(truth), bool), PENALTIES[_one_standard_error(losses)])
 
 
@@ -267,7 +269,7 @@ def _locus_share(
 
     def per_query(candidate: Stack) -> NDArray[np.float64]:
         z = candidate.logits(locus, votes, task_votes)
-        return _query_losses(z, truth)[scored.any(axis=1)]
+        return query_log_losses(z, truth)[scored.any(axis=1)]
 
     alone = per_query(stack)
     best, bound = stack, 0.0
@@ -283,19 +285,6 @@ def _locus_share(
             if float(gain.mean()) - LOCUS_Z * spread > bound:
                 best, bound = candidate, float(gain.mean()) - LOCUS_Z * spread
     return best
-
-
-def _query_losses(logits: NDArray[np.float64], truth: NDArray[np.float64]) -> NDArray[np.float64]:
-    """(n_queries,) each query's log-loss of `logits` on `truth`, its scored cells summed."""
-    scored = ~np.isnan(truth)
-    cells = np.logaddexp(0.0, logits) - np.where(scored, truth, 0.0) * logits
-    return np.where(scored, cells, 0.0).sum(axis=1)
-
-
-def _log_loss(logits: NDArray[np.float64], truth: NDArray[np.float64]) -> float:
-    scored = ~np.isnan(truth)
-    z, target = logits[scored], truth[scored]
-    return float(np.mean(np.logaddexp(0.0, z) - target * z))
 
 
 def cross_fitted_parts(

@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 from locus.routing.baselines import BaselineRouter, _check_vectors
 from locus.routing.evidence import Evidence
+from locus.routing.logistic import fit_logistic
 
 __all__ = ["IRTRouter", "MFRouter"]
 
@@ -36,21 +37,8 @@ def _fit_llm_vector(
     strength: float,
 ) -> NDArray[np.float32]:
     """argmin_v sum BCE(sigmoid(features v + offset), targets) + strength/2 |v - centre|^2."""
-    from scipy.optimize import minimize
-
-    def loss(v: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
-        logits = features @ v + offset
-        # log(1 + e^x) - t x, stably
-        value = np.logaddexp(0.0, logits) - targets * logits
-        residual = 1.0 / (1.0 + np.exp(-logits)) - targets
-        gap = v - centre
-        return (
-            float(value.sum() + 0.5 * strength * gap @ gap),
-            features.T @ residual + strength * gap,
-        )
-
-    result = minimize(loss, centre.copy(), jac=True, method="L-BFGS-B")
-    return np.asarray(result.x, dtype=np.float32)
+    found = fit_logistic(features, targets, offset=offset, prior=centre, strength=strength)
+    return found.astype(np.float32)
 
 
 class _LearnedRouter(BaselineRouter):

@@ -28,6 +28,8 @@ from numpy.typing import NDArray
 from locus.artifact.formats import upgrade_stack
 from locus.calibration import logit, sigmoid
 from locus.errors import LocusInputError
+from locus.metrics import log_loss
+from locus.routing.logistic import fit_logistic
 
 __all__ = [
     "LEVELS",
@@ -47,13 +49,6 @@ def mix(first: NDArray[Any], second: NDArray[Any], weight: float) -> NDArray[np.
     return weight * np.asarray(first, np.float64) + (1.0 - weight) * np.asarray(second, np.float64)
 
 
-def _log_loss(proba: NDArray[np.float64], truth: NDArray[Any]) -> float:
-    y = np.asarray(truth, dtype=np.float64)
-    scored = ~np.isnan(y)
-    p = np.clip(proba[scored], 1e-6, 1 - 1e-6)
-    return float(-np.mean(y[scored] * np.log(p) + (1 - y[scored]) * np.log(1 - p)))
-
-
 def choose_weight(
     first: NDArray[Any], second: NDArray[Any], truth: NDArray[Any], *, steps: int = 10
 ) -> float:
@@ -68,7 +63,7 @@ def choose_weight(
         raise LocusInputError(f"choose_weight: shapes {a.shape}, {b.shape}, {y.shape} differ")
     if not (~np.isnan(y)).any():
         raise LocusInputError("choose_weight: no scored cell to choose a weight on")
-    losses = {w: _log_loss(mix(a, b, w), y) for w in np.linspace(1.0, 0.0, steps + 1)}
+    losses = {w: log_loss(mix(a, b, w), y) for w in np.linspace(1.0, 0.0, steps + 1)}
     return float(min(losses, key=lambda w: (losses[w], -w)))
 
 
@@ -309,8 +304,6 @@ def fit_stack(
     Raises:
         LocusInputError: shapes that differ, a k without votes, or no scored cell.
     """
-    from scipy.optimize import minimize
-
     y = np.asarray(truth, dtype=np.float64)
     missing = sorted({*ks, mix_k} - set(votes))
     if missing:
@@ -351,16 +344,7 @@ def fit_stack(
     if not use_locus:  # LOCUS's weight held at 0: fit the others alone
         x, prior = x[:, 1:], prior[1:]
 
-    def loss(weights: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
-        z = offset + x @ weights
-        p = sigmoid(z)
-        value = np.mean(np.logaddexp(0.0, z) - target * z) + penalty * np.sum(
-            (weights - prior) ** 2
-        )
-        gradient = x.T @ (p - target) / len(target) + 2 * penalty * (weights - prior)
-        return float(value), gradient
-
-    found = minimize(loss, prior, jac=True, method="L-BFGS-B").x
+    found = fit_logistic(x, target, offset=offset, prior=prior, strength=2 * penalty, average=True)
     if not use_locus:
         found = np.concatenate([[0.0], found])
     return replace(start, deviation_weights=tuple(float(w) for w in found))

@@ -53,6 +53,7 @@ from numpy.typing import NDArray
 from locus.calibration import logit, sigmoid
 from locus.errors import LocusInputError
 from locus.routing.evidence import unit_rows
+from locus.routing.logistic import fit_logistic
 from locus.routing.posterior import posterior_votes
 
 if TYPE_CHECKING:
@@ -291,21 +292,16 @@ def _monotone_logistic(
     carry nothing of their own: an LLM whose probes were all right (every vote 1, each reading
     then LOCUS's logit bent alike) had its queries ranked at AUROC 0.33 against its LOCUS
     logit's 0.70. More of the LLM's own evidence never lowers its reading."""
-    from scipy.optimize import minimize
-
     d = x.shape[1]
-
-    def loss(theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
-        z = x @ theta[:d] + theta[d]
-        residual = sigmoid(z) - y
-        value = float(np.sum(np.logaddexp(0.0, z) - y * z)) + 0.5 * float(theta[:d] @ theta[:d])
-        gradient = np.append(x.T @ residual + theta[:d], residual.sum())
-        return value, gradient
-
     bounds = [(0.0, None) if name in MONOTONE else (None, None) for name in FEATURES]
-    found = minimize(loss, np.zeros(d + 1), jac=True, method="L-BFGS-B",
-                     bounds=[*bounds, (None, None)], options={"maxiter": 1_000})  # fmt: skip
-    return tuple(float(w) for w in found.x[:d]), float(found.x[d])
+    found = fit_logistic(
+        np.hstack([x, np.ones((len(x), 1))]),  # the last weight: an unpenalised intercept
+        y,
+        strength=np.append(np.ones(d), 0.0),
+        bounds=[*bounds, (None, None)],
+        max_iterations=1_000,
+    )
+    return tuple(float(w) for w in found[:d]), float(found[d])
 
 
 def fit_thin(
