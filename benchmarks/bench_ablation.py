@@ -254,3 +254,49 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def markdown_table(
+    results: Path, pools: tuple[str, ...] = ("mmlu-pro", "zeroeval", "bfcl", "split2-model7")
+) -> str:
+    """The ablation table as markdown from `results/ablation-<pool>.json`: per part and pool,
+    the change of hit@1, AUROC, log-loss and ECE when it is taken out (mean over seeds), in
+    bold where it costs more than one standard deviation of the full router's figure over the
+    seeds (for hit@1 at least one test query's worth)."""
+    import json
+
+    found = {p: json.loads((results / f"ablation-{p}.json").read_text())["figures"] for p in pools}
+    metrics = (
+        ("hit@1", "hit@1", 1),
+        ("AUROC", "auroc", 1),
+        ("log-loss", "log_loss", -1),
+        ("ECE", "ece", -1),
+    )
+    head = "| part taken out | " + " | ".join(pools) + " |"
+    lines = [head, "|" + "---|" * (len(pools) + 1)]
+    full_cells = []
+    for pool in pools:
+        row = found[pool]["variants"]["full"]
+        full_cells.append(
+            " · ".join(
+                f"{label} {row[key]['mean']:.4f} ± {row[key]['sd']:.4f}"
+                for label, key, _ in metrics
+            )
+        )
+    lines.append("| (none: the full router) | " + " | ".join(full_cells) + " |")
+    names = [v.name for v in VARIANTS if v.name != "full"]
+    for name in names:
+        cells = []
+        for pool in pools:
+            figures = found[pool]
+            row, full = figures["variants"][name], figures["variants"]["full"]
+            queries = figures["timings"][0]["test_queries"]
+            parts = []
+            for label, key, better in metrics:
+                gap = row[key]["minus_full"]
+                noise = max(full[key]["sd"], 1.0 / queries if key == "hit@1" else 0.0)
+                text = f"{label} {gap:+.4f}"
+                parts.append(f"**{text}**" if gap * better < -noise else text)
+            cells.append(" · ".join(parts))
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
