@@ -76,6 +76,7 @@ def small_config(**overrides: object) -> TrainingConfig:
         network=network, min_evidence=8, anchors=128, llms_per_step=8, targets_per_llm=64,
         micro_batches=2,
         encoder_lr=1e-3, predictor_lr=2e-3, max_steps=300, eval_every=50, patience=3, seed=0,
+        max_passes=None,  # the tests' schedules are their own, whatever their pools' size
     )  # fmt: skip
     values.update(overrides)
     return TrainingConfig(**values)  # type: ignore[arg-type]

@@ -193,6 +193,27 @@ def test_progress_is_reported(planted_pool: PlantedPool, make_config: MakeConfig
     assert 0 <= calls[-1][2]["checks_left"] <= 3  # patience 3 in the small config
 
 
+def test_a_small_pool_trains_for_its_passes_over_the_cells(
+    planted_pool: PlantedPool, make_config: MakeConfig
+) -> None:
+    """The schedule is at most `max_passes` passes over the training cells: a pool of a few
+    hundred cells is learned in a few dozen steps, not the full schedule; None keeps it."""
+    pool = planted_pool
+    cells = int((~np.isnan(pool.scores[pool.train_idx])).sum())
+    config = make_config(max_steps=300, eval_every=10, patience=100, max_passes=2.0)
+    steps = config.schedule_steps(cells, pool.scores.shape[1])
+    assert 25 <= steps < 300
+    calls: list[int] = []
+    train(
+        pool.query_vectors, pool.scores, pool.train_idx, pool.val_idx, config,
+        progress=lambda step, total, info: calls.append(total),
+    )  # fmt: skip
+    assert len(calls) == steps and set(calls) == {steps}
+    assert make_config(max_steps=300, max_passes=None).schedule_steps(cells, 3) == 300
+    with pytest.raises(LocusInputError, match="max_passes"):
+        make_config(max_passes=0.0)
+
+
 def test_trains_without_validation_queries(
     planted_pool: PlantedPool, make_config: MakeConfig
 ) -> None:

@@ -107,9 +107,11 @@ def evidence_fold(data: WorkspaceTable, size: int | str, seed: int, draw: str = 
 
 
 def _locus_settings(size: int | str) -> dict[str, Any]:
+    # the suite's protocol trains every evidence size for the same schedule (`locus fit` would
+    # shorten it where A scores per LLM are few cells: `TrainingConfig.max_passes`)
     if size == "all":
-        return {}
-    return {"anchors": int(size), "min_evidence": min(16, int(size))}
+        return {"max_passes": None}
+    return {"anchors": int(size), "min_evidence": min(16, int(size)), "max_passes": None}
 
 
 def _embed_from_all(router: Router, fold: Fold) -> None:
