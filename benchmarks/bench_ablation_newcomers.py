@@ -32,12 +32,11 @@ from _common import REPO_ROOT, write_results
 from bench_accuracy import DATASETS, prepare
 
 from locus.benchmark.methods import Fold, fit_method
-from locus.benchmark.newcomers import NEWCOMER_K, choose_newcomers, newcomer_probes
+from locus.benchmark.newcomers import NEWCOMER_K, choose_newcomers, newcomer_probes, pool_hit
 from locus.calibration import sigmoid
 from locus.metrics import correctness_metrics
 from locus.pipeline import workspace_table
 from locus.routing import Evidence, KNNRouter, LocusRouter, StackedRouter
-from locus.routing.decision import RouteRequest, choose
 from locus.routing.guard import fit_default_guard
 from locus.routing.stack import base_rate_shift, fit_stack
 from locus.routing.stacked_fit import knn_task_votes, knn_votes
@@ -100,16 +99,11 @@ def routers(fold: Fold, cache: Path) -> dict[str, StackedRouter]:
 def measure(
     router: StackedRouter, vectors: np.ndarray, truth: np.ndarray, ids: list[str]
 ) -> dict[str, float]:
-    columns = [list(router.llm_ids).index(llm) for llm in ids]
-    proba = np.asarray(router.predict_proba(vectors), np.float64)[:, columns]
-    guard = router.guard
-    bound = (ids.index(guard.default), guard.margin) if guard and guard.default in ids else None
-    choice = choose(proba, None, RouteRequest(), allowed=~np.isnan(truth), guard=bound)
-    kept = np.flatnonzero(choice >= 0)
+    hit, share, proba = pool_hit(router, vectors, truth, ids)
     quality = correctness_metrics(proba[:, -1:], truth[:, -1:])
     return {
-        "hit@1": float(np.mean(truth[kept, choice[kept]])),
-        "share": float(np.mean(choice == len(ids) - 1)),
+        "hit@1": hit,
+        "share": share,
         "auroc": quality["auroc"],
         "log_loss": quality["log_loss"],
     }

@@ -50,6 +50,7 @@ __all__ = [
     "NEWCOMER_K",
     "choose_newcomers",
     "newcomer_probes",
+    "pool_hit",
     "run_newcomers",
     "suite_router",
 ]
@@ -97,7 +98,7 @@ def newcomer_probes(
     return np.sort(first_scored(order, ~np.isnan(data.table.scores[:, column]), k))
 
 
-def _hit(
+def pool_hit(
     router: StackedRouter, vectors: np.ndarray, truth: np.ndarray, ids: list[str]
 ) -> tuple[float, float, np.ndarray]:
     """(hit@1 of the guarded routing, the last LLM's share, the P(correct) (n, len(ids))):
@@ -190,8 +191,8 @@ def run_newcomers(
             truth = data.table.scores[rows][:, [*known, column]]
             vectors = data.vectors[rows]
             tasks = ["" if data.table.tasks[i] is None else str(data.table.tasks[i]) for i in rows]
-            without, _, _ = _hit(base, vectors, truth[:, :-1], pool_ids)
-            trained_hit, _, trained = _hit(in_pool, vectors, truth, [*pool_ids, newcomer])
+            without, _, _ = pool_hit(base, vectors, truth[:, :-1], pool_ids)
+            trained_hit, _, trained = pool_hit(in_pool, vectors, truth, [*pool_ids, newcomer])
             trained_in = {"hit@1": trained_hit, **_quality(trained[:, -1], truth[:, -1], tasks)}
             default = base.guard.default if base.guard is not None else None
             for k in ks:
@@ -207,7 +208,7 @@ def run_newcomers(
                     )
                     router.join(newcomer, data.vectors[probes], scores, probe_tasks,
                                 default_scores=paired)  # fmt: skip
-                    hit, share, proba = _hit(router, vectors, truth, [*pool_ids, newcomer])
+                    hit, share, proba = pool_hit(router, vectors, truth, [*pool_ids, newcomer])
                     by_task = {t: float(scores[np.asarray(probe_tasks) == t].mean())
                                for t in set(probe_tasks)}  # fmt: skip
                     guess = np.array([by_task.get(t, float(scores.mean())) for t in tasks])
