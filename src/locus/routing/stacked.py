@@ -2,8 +2,8 @@
 
 LOCUS's calibrated P(correct) stacked with a kNN router's votes (`locus.routing.stack.Stack`),
 and the guard that keeps a query on the best single LLM unless another clears a margin
-(`locus.routing.guard`). One recipe, written here once: `locus fit`, the benchmark suites, the
-workspace router and the server all build, save and load it through this class.
+(`locus.routing.guard`). One recipe, written once (`locus.routing.stacked_fit`): `locus fit`,
+the benchmark suites, the workspace router and the server all build it through this class.
 
 An artifact folder holds the LOCUS networks (`locus.artifact`) and, beside them, this router's
 own files: `stacked.json` (the stack and the guard) and `knn/` (the kNN router), written and
