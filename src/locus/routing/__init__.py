@@ -13,12 +13,14 @@ costs.py          CostModel: each LLM's cost on a query, from the nearest traini
 frontier.py       accuracy against cost: sweeps, hull, AIQ / cost shares / APGR, the plot
 guard.py          Guard: stay with the best single LLM unless another clears a margin
 stacked.py        StackedRouter: the router `locus fit` keeps (LOCUS + kNN stack + guard):
-                  fit, predict, route, join (an onboarded LLM's own votes), save, load
-stacked_fit.py    the recipe behind StackedRouter.fit and fit_thin (fit_stacked,
-                  fit_thin_reading), learns_from
+                  fit, predict, route, join (an onboarded LLM's own votes)
+stacked_fit.py    the recipe behind StackedRouter.fit and fit_thin, returning parts
+                  (fit_stacked -> StackParts, fit_thin_reading), learns_from
 router_artifact.py  the router artifact (networks, stack, guard, kNN part, costs): one save,
                   one load (RouterArtifact)
 stack.py          Stack: how LOCUS's logits and the kNN votes combine, fitted on validation
+logistic.py       fit_logistic: the one logistic fit (the stack, the thin reading, MF / IRT
+                  onboarding)
 cross_fit.py      out-of-fold votes: the stack and guard of a pool with a small validation
 posterior.py      an onboarded LLM's votes against LOCUS's prior; a prediction's uncertainty
 thin.py           ThinEvidence: an onboarded LLM's P(correct) read beside the fitted LLMs'
@@ -30,7 +32,7 @@ explore.py        Exploration: a share of queries routed by a Thompson draw on t
 locus_router.py   LocusRouter (torch) and NumpyLocusRouter: LOCUS's predictor over a pool
 evidence.py       Evidence (what baselines are fitted on)
 baselines.py      random, best single, per task, oracle (numpy)
-neighbours.py     kNN (votes of the nearest training queries) router
+neighbours.py     kNN (votes of the nearest training queries) router; Votes
 cluster.py        the cluster router (k-means; per cluster the LLMs' mean scores)
 ann.py            Graph: the HNSW index kNN searches from 100,000 training queries on (faiss)
 task_vote.py      TaskVote: LLMs' task rates over the tasks of a query's nearest queries
