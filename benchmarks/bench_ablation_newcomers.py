@@ -203,3 +203,44 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def markdown_table(results: Path, pools: tuple[str, ...] = ("bfcl", "split2-model7")) -> str:
+    """The newcomer rows of the ablation table from `results/ablation-newcomers-<pool>.json`:
+    per reading taken out and k, the change of the newcomer's AUROC and log-loss and of the
+    pool's hit@1 with it, mean (its standard error over the newcomer x seed runs); bold where
+    the cost is more than one standard error."""
+    import json
+
+    lines = [
+        "| reading taken out | pool | " + " | ".join(f"k = {k}" for k in NEWCOMER_K) + " |",
+        "|" + "---|" * (len(NEWCOMER_K) + 2),
+    ]
+    for pool in pools:
+        path = results / f"ablation-newcomers-{pool}.json"
+        if not path.exists():
+            continue
+        summary = json.loads(path.read_text())["figures"]["summary"]
+        full = [
+            f"AUROC {summary[str(k)]['full']['auroc']['mean']:.4f} · log-loss "
+            f"{summary[str(k)]['full']['log_loss']['mean']:.4f} · pool "
+            f"{summary[str(k)]['full']['hit@1']['mean']:.4f}"
+            for k in NEWCOMER_K
+        ]
+        lines.append(f"| (none: the full reading) | {pool} | " + " | ".join(full) + " |")
+        for variant in VARIANTS[1:]:
+            cells = []
+            for k in NEWCOMER_K:
+                parts = []
+                for label, metric, better in (
+                    ("AUROC", "auroc", 1),
+                    ("log-loss", "log_loss", -1),
+                    ("pool", "hit@1", 1),
+                ):
+                    figure = summary[str(k)][variant][metric]
+                    gap, se = figure["minus_full"], figure["minus_full_se"]
+                    text = f"{label} {gap:+.4f} ({se:.4f})"
+                    parts.append(f"**{text}**" if gap * better < -se else text)
+                cells.append(" · ".join(parts))
+            lines.append(f"| {variant} | {pool} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
