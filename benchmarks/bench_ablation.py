@@ -257,7 +257,8 @@ if __name__ == "__main__":
 
 
 def markdown_table(
-    results: Path, pools: tuple[str, ...] = ("mmlu-pro", "zeroeval", "bfcl", "split2-model7")
+    results: Path,
+    pools: tuple[str, ...] = ("mmlu-pro", "zeroeval", "bfcl", "split2-model7", "routerbench"),
 ) -> str:
     """The ablation table as markdown from `results/ablation-<pool>.json`: per part and pool,
     the change of hit@1, AUROC, log-loss and ECE when it is taken out (mean over seeds), in
