@@ -133,10 +133,8 @@ def train(
     vectors, table, train_idx, val_idx = check_inputs(
         query_vectors, scores, train_query_idx, val_query_idx
     )
-    cells = int((~np.isnan(table[train_idx])).sum())
-    steps = config.schedule_steps(cells, table.shape[1])
-    if steps < config.max_steps:  # a small pool: the schedule's length in passes over it
-        config = dataclasses.replace(config, max_steps=steps)
+    steps = config.schedule_steps(int((~np.isnan(table[train_idx])).sum()), table.shape[1])
+    config = dataclasses.replace(config, max_steps=steps)  # a small pool: fewer steps
     with reproducible(config.seed):  # initialisation, dropout and noise; RNG restored
         return _train(vectors, table, train_idx, val_idx, config, progress, torch.device(device))
 

@@ -30,9 +30,9 @@ factors.py        Factors: the MF and IRT models (two halves each) an onboarded 
                   readings are onboarded in
 explore.py        Exploration: a share of queries routed by a Thompson draw on the uncertainty
 locus_router.py   LocusRouter (torch) and NumpyLocusRouter: LOCUS's predictor over a pool
-evidence.py       Evidence (what baselines are fitted on)
+evidence.py       Evidence (what baselines are fitted on), Votes (what kNN reads near a query)
 baselines.py      random, best single, per task, oracle (numpy)
-neighbours.py     kNN (votes of the nearest training queries) router; Votes
+neighbours.py     kNN (votes of the nearest training queries) router
 cluster.py        the cluster router (k-means; per cluster the LLMs' mean scores)
 ann.py            Graph: the HNSW index kNN searches from 100,000 training queries on (faiss)
 task_vote.py      TaskVote: LLMs' task rates over the tasks of a query's nearest queries

@@ -1,4 +1,5 @@
-"""`Evidence`: what a baseline router is fitted on.
+"""`Evidence`: what a baseline router is fitted on; `Votes`: what the kNN router reads of it
+near a query.
 
 Evidence is the (query vector, score) pairs each LLM was evaluated on: a (n_queries, n_llms)
 score matrix with NaN where an LLM has no score on a query, the queries' vectors and, where
@@ -30,7 +31,14 @@ from locus.artifact.layout import ROUTER_FILE, read_router_folder, write_router_
 from locus.data.table import ScoreTable
 from locus.errors import LocusInputError
 
-__all__ = ["ROUTER_FILE", "Evidence", "read_router_folder", "unit_rows", "write_router_folder"]
+__all__ = [
+    "ROUTER_FILE",
+    "Evidence",
+    "Votes",
+    "read_router_folder",
+    "unit_rows",
+    "write_router_folder",
+]
 
 
 def unit_rows(vectors: NDArray[np.floating[Any]]) -> NDArray[np.float32]:
@@ -148,3 +156,26 @@ class Evidence:
         counts = observed.sum(axis=0)
         totals = np.where(observed, self.scores, 0.0).sum(axis=0, dtype=np.float64)
         return np.where(counts > 0, totals / np.maximum(counts, 1), prior)
+
+
+@dataclass(frozen=True)
+class Votes:
+    """The kNN router's votes on some queries, from one neighbour search (`KNNRouter.votes`).
+
+    Attributes:
+        by_k: {k: P(correct) (n_queries, n_llms), each LLM's mean score on the k nearest
+            training queries it was scored on}.
+        tasks: the task vote (n_queries, n_llms) where it was asked for
+            (`locus.routing.task_vote`), else None.
+    """
+
+    by_k: dict[int, NDArray[np.float32]]
+    tasks: NDArray[np.float32] | None = None
+
+    def columns(self, index: Sequence[int] | NDArray[np.integer[Any]]) -> Votes:
+        """The same votes over the LLM columns `index`, in that order."""
+        index = np.asarray(index, dtype=np.int64)
+        return Votes(
+            {k: vote[:, index] for k, vote in self.by_k.items()},
+            None if self.tasks is None else self.tasks[:, index],
+        )

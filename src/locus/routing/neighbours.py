@@ -12,7 +12,6 @@ reads a query's k-means cluster instead is `locus.routing.cluster`.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,7 +25,7 @@ from locus.routing.baselines import (
     _check_vectors,
     _choose_on_validation,
 )
-from locus.routing.evidence import Evidence, unit_rows
+from locus.routing.evidence import Evidence, Votes, unit_rows
 from locus.routing.task_vote import TaskVote, voters
 from locus.routing.vote_pass import Singles
 
@@ -41,29 +40,6 @@ _BLOCK = 512  # queries per block when comparing against every training query
 _SINGLES_FROM = 16
 # a group: its rows, its columns, their scores, each training row's place among the rows or -1
 _Group = tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float32], NDArray[np.int64]]
-
-
-@dataclass(frozen=True)
-class Votes:
-    """The kNN router's votes on some queries, from one neighbour search (`KNNRouter.votes`).
-
-    Attributes:
-        by_k: {k: P(correct) (n_queries, n_llms), each LLM's mean score on the k nearest
-            training queries it was scored on}.
-        tasks: the task vote (n_queries, n_llms) where it was asked for
-            (`locus.routing.task_vote`), else None.
-    """
-
-    by_k: dict[int, NDArray[np.float32]]
-    tasks: NDArray[np.float32] | None = None
-
-    def columns(self, index: Sequence[int] | NDArray[np.integer[Any]]) -> Votes:
-        """The same votes over the LLM columns `index`, in that order."""
-        index = np.asarray(index, dtype=np.int64)
-        return Votes(
-            {k: vote[:, index] for k, vote in self.by_k.items()},
-            None if self.tasks is None else self.tasks[:, index],
-        )
 
 
 class KNNRouter(BaselineRouter):
