@@ -25,69 +25,13 @@ import statistics
 import subprocess
 import sys
 import time
-import zipfile
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import REPO_ROOT, report, require_shared_data
-
-CATEGORIES = ("math", "computer science", "law", "history", "biology")
-RATES = {
-    "math-spec": {
-        "math": 0.90,
-        "computer science": 0.55,
-        "law": 0.50,
-        "history": 0.55,
-        "biology": 0.60,
-    },
-    "coder": {
-        "math": 0.60,
-        "computer science": 0.93,
-        "law": 0.45,
-        "history": 0.50,
-        "biology": 0.55,
-    },
-    "big-gen": dict.fromkeys(CATEGORIES, 0.72),
-    "cheap": dict.fromkeys(CATEGORIES, 0.60),
-}
-
-
-def make_log(folder: Path, rows: int = 600, seed: int = 0) -> Path:
-    """The one-LLM-per-prompt log (the module says what it holds), as `gateway-log.csv`."""
-    import pandas as pd
-
-    archive = require_shared_data() / "mmlu_pro" / "eval_results"
-    with zipfile.ZipFile(archive / "model_outputs_Llama-2-7b-hf_5shots.zip") as opened:
-        records = pd.read_json(opened.open(opened.namelist()[0])).drop_duplicates("question")
-    per = rows // len(CATEGORIES)
-    picked = pd.concat(
-        records[records["category"] == c].sample(per, random_state=seed) for c in CATEGORIES
-    )
-    rng = np.random.default_rng(seed)
-    llms = rng.choice(list(RATES), size=len(picked))
-    correct = [
-        int(rng.random() < RATES[llm][c]) for llm, c in zip(llms, picked["category"], strict=True)
-    ]
-    start = np.datetime64("2026-11-01T00:00:00")
-    log = pd.DataFrame(
-        {
-            "timestamp": [
-                str(start + np.timedelta64(int(s), "s"))
-                for s in np.sort(rng.integers(0, 30 * 86400, len(picked)))
-            ],
-            "prompt": list(picked["question"]),
-            "model": llms,
-            "correct": correct,
-        }
-    )
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "gateway-log.csv"
-    log.to_csv(path, index=False)
-    return path
+from _common import REPO_ROOT, report
+from _planted_log import make_log
 
 
 def locus_command(source: Path | None) -> tuple[list[str], dict[str, str]]:
@@ -131,7 +75,7 @@ def main() -> None:
     if "log" in args.pools:
         log_workspace = REPO_ROOT / ".bench" / "fit-speed" / "log"
         if not (log_workspace / "locus.db").exists():
-            path = make_log(REPO_ROOT / ".bench" / "fit-speed")
+            path, _ = make_log(REPO_ROOT / ".bench" / "fit-speed")
             command, env = locus_command(None)
             for step in (["import", str(path)], ["encode"]):
                 subprocess.run(

@@ -14,6 +14,8 @@ artifact, routing, pipeline, benchmark, atlas, server, cli):
     pool.py          LLMPool: the LLM embeddings of one artifact, in memory or in a workspace
     calibration.py   Calibration: scales and a shift of the predictor's logits
     metrics.py       routing and correctness metrics on numpy arrays
+    offpolicy.py     sparse evidence (a log, one LLM per query): its overlap, and off-policy
+                     estimates of a router's hit@1 with intervals (IPS, doubly robust)
     palette.py       one colour per routing method and per LLM family, for every plot
     errors.py        LocusError and its kinds (input, not found, artifact, store, not fitted)
     ray_cluster.py   ray_session: Ray for `--ray` (a local instance, or a cluster's head)

@@ -93,6 +93,9 @@ def render_evaluation(result: Any) -> None:
             f"{result.folds}-fold over the queries: {queries}, each routed by a router fitted "
             f"without it, {result.llms} LLMs ({settings})"
         )
+    if result.offpolicy is not None:
+        _render_offpolicy(result)
+        return
     summary = Table(show_header=True)
     summary.add_column("router")
     summary.add_column("hit@1", justify="right")
@@ -188,6 +191,44 @@ def render_evaluation(result: Any) -> None:
                 f"{row.oracle:.4f}",
             )
         console.print(tasks)
+
+
+def _render_offpolicy(result: Any) -> None:
+    """Sparse evidence: each router's off-policy estimates with their 95% intervals, in place
+    of the dense table (whose every row would be the logged LLM's score)."""
+    from rich.table import Table
+
+    console = stdout_console()
+    found = result.offpolicy
+    console.print(found.overlap.describe(), markup=False)
+    table = Table(title="estimated hit@1 (95% interval)", show_header=True)
+    for column in ("router", "inverse propensity (IPS)", "doubly robust (DR)"):
+        table.add_column(column, justify="left" if column == "router" else "right")
+    for name, by in found.estimates.items():
+        cells = []
+        for method in ("ips", "dr"):
+            e = by[method]
+            low, high = e.interval
+            cells.append(f"{e.value:.4f} [{low:.4f}, {high:.4f}]")
+        table.add_row(name, *cells)
+    console.print(table)
+    console.print(
+        f"logging probabilities: {found.propensity}; DR's reward model is the router's own "
+        "P(correct). No oracle or random row: on a log they would be the logged LLM's score."
+    )
+    correct = result.correctness
+    auroc = "n/a (one class)" if correct.auroc is None else f"{correct.auroc:.4f}"
+    console.print(
+        f"correctness on the {correct.cells:,} scored cells: accuracy {correct.accuracy:.4f}  "
+        f"AUROC {auroc}  Brier {correct.brier:.4f}  ECE {correct.ece:.4f}"
+    )
+    _render_floors(result)
+    if result.folds is None and result.queries < SMALL_SPLIT:
+        console.print(
+            f"too few {result.split} queries for narrow intervals: `locus evaluate --folds 5` "
+            "estimates on every query of the workspace, each routed by a router fitted "
+            "without it (5 fits, nothing saved)"
+        )
 
 
 def _render_floors(result: Any) -> None:

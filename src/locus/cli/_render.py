@@ -81,6 +81,15 @@ def guard_line(guard: Any) -> str:
     """One line on a routing guard (`locus.routing.guard.Guard`) and what it did on the
     validation queries it was chosen on."""
     val = guard.validation
+    if val.get("stood_down"):
+        se = val.get("unguarded_gain_se", float("nan"))
+        return (
+            f"routing guard: stood down; on this sparse evidence the validation queries cannot "
+            f"tell routing from {guard.default} alone (off-policy gain "
+            f"{val.get('hit@1', float('nan')) - val.get('default_hit@1', float('nan')):+.3f} "
+            f"± {se:.3f}), so P(correct) routes: moves {val.get('moved', float('nan')):.0%} "
+            "of queries"
+        )
     if guard.always_default:
         head = (
             f"routing guard: every query goes to {guard.default}; on validation, routing did "
@@ -91,9 +100,10 @@ def guard_line(guard: Any) -> str:
             f"routing guard: {guard.default} unless another LLM's P(correct) is higher by "
             f"{guard.margin:.3f}; moves {val.get('moved', float('nan')):.0%} of queries"
         )
+    estimated = ", off-policy estimates" if val.get("estimate") else ""
     return (
-        f"{head} (validation hit@1: guarded {val.get('hit@1', float('nan')):.4f}, unguarded "
-        f"{val.get('unguarded_hit@1', float('nan')):.4f}, {guard.default} alone "
+        f"{head} (validation hit@1{estimated}: guarded {val.get('hit@1', float('nan')):.4f}, "
+        f"unguarded {val.get('unguarded_hit@1', float('nan')):.4f}, {guard.default} alone "
         f"{val.get('default_hit@1', float('nan')):.4f})"
     )
 

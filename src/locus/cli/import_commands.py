@@ -240,7 +240,7 @@ def _import_paths(
         else:
             read = get_importer(name)(path, source=source, progress=progress, **options)
         batches.append((name, path, read, key, files))
-    reports = []
+    reports: list[dict[str, Any]] = []
     with open_store(workspace) as store:
         kept.started = True
         choices = choose_sources(store, batches, source, replace)
@@ -280,7 +280,14 @@ def _import_paths(
             reports.append({**report.as_dict(), "format": name, "notes": said + notes, **replaced})
             if not as_json:
                 _print_report(report)
-        stale = stale_artifacts(store) if any(r.get("changed") for r in reports) else []
+        changed = any(r.get("changed") for r in reports)
+        stale = stale_artifacts(store) if changed else []
+        sparse = _sparse_note(store) if changed else None
+    if sparse is not None:
+        for found in reports:
+            found["notes"] = [*found.get("notes", []), sparse]
+        if not as_json:
+            note(sparse, quiet=quiet)
     if as_json:
         print_json(reports[0] if len(reports) == 1 else reports)
         return
@@ -341,6 +348,21 @@ def _unchanged_since_last_import(workspace: str | None, key: str, files: str) ->
             return bool(store.get_meta(key) == files)
     except LocusStoreError:  # no workspace yet (or not one): nothing was imported
         return False
+
+
+# scores above which the workspace's overlap is not counted after an import (a scan of every
+# score: seconds at a few million)
+OVERLAP_MAX_SCORES = 5_000_000
+
+
+def _sparse_note(store: Any) -> str | None:
+    """One line where the workspace's LLMs share few of their queries (a production log),
+    else None (`locus.offpolicy.Overlap`)."""
+    from locus.offpolicy import Overlap
+
+    counts = store.cell_counts(max_scores=OVERLAP_MAX_SCORES)
+    found = None if counts is None else Overlap.from_counts(*counts)
+    return found.describe() if found is not None and found.sparse else None
 
 
 def _shared_note(report: Any) -> str:

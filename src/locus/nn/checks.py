@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from numpy.typing import NDArray
 
 from locus.errors import LocusInputError
-from locus.metrics import routing_accuracy
+from locus.offpolicy import selection_hit
 
 __all__ = ["better", "check_inputs", "validation_metrics"]
 
@@ -80,14 +80,15 @@ def validation_metrics(
     """(routing accuracy, correctness accuracy, log-loss) of (n_val, n_llms) logits.
 
     Routing sends each query to the evaluated LLM with the highest logit and counts that LLM's
-    score (`locus.metrics.routing_accuracy`; the logit ranks LLMs as P(correct) does); queries
-    no LLM was evaluated on are skipped. Log-loss is the mean binary cross-entropy over evaluated
-    cells (scores in between 0 and 1 are soft targets).
+    score (`locus.offpolicy.selection_hit`: on sparse evidence, an off-policy estimate; the
+    logit ranks LLMs as P(correct) does); queries no LLM was evaluated on are skipped.
+    Log-loss is the mean binary cross-entropy over evaluated cells (scores in between 0 and 1
+    are soft targets).
     """
     observed = ~np.isnan(val_scores)
     if not observed.any():
         return math.nan, math.nan, math.nan
-    routing = routing_accuracy(logits, val_scores)
+    routing = selection_hit(logits, val_scores)
     correctness = float(((logits > 0) == (val_scores >= 0.5))[observed].mean())
     cell_logits = torch.from_numpy(np.ascontiguousarray(logits[observed], dtype=np.float32))
     cell_targets = torch.from_numpy(np.ascontiguousarray(val_scores[observed], dtype=np.float32))

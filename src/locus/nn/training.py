@@ -63,6 +63,7 @@ from locus.nn.losses import listwise_loss
 from locus.nn.optim import AdamW, lr_factor
 from locus.nn.predictor import CorrectnessPredictor
 from locus.nn.seeding import reproducible
+from locus.offpolicy import overlap_of
 
 __all__ = ["ProgressCallback", "TrainingResult", "train"]
 
@@ -202,6 +203,9 @@ def _train(
     val_vectors = pool.vectors[torch.from_numpy(val_idx).to(device)]  # (n_val, dq)
     val_scores = table[val_idx]  # (n_val, n_llms)
     validating = bool(observed[val_idx].any())  # else: run max_steps, keep the final weights
+    # on sparse evidence (a log: one LLM per query) validation routing is an off-policy
+    # estimate, too noisy to keep or stop on: the log-loss of the scored cells decides
+    on_log_loss = validating and overlap_of(val_scores).sparse
 
     history: list[dict[str, float]] = []
     best_accuracy, best_log_loss = -math.inf, math.inf  # of the kept step
@@ -263,7 +267,7 @@ def _train(
             )
             if config.select_on == "final":
                 keep = True
-            elif config.select_on == "log_loss":
+            elif config.select_on == "log_loss" or on_log_loss:
                 keep = not validating or log_loss < best_log_loss
             else:
                 keep = not validating or better((routing, log_loss), (best_accuracy, best_log_loss))
@@ -273,7 +277,7 @@ def _train(
             # patience counts evaluations without a gain in the `stop_on` signal (a routing
             # tie-break never prolongs training: letting log-loss gains reset a routing patience
             # tripled the MMLU-Pro fit, 413 s)
-            if config.stop_on == "log_loss":
+            if config.stop_on == "log_loss" or on_log_loss:
                 gain = not validating or log_loss < lowest_log_loss
             else:
                 gain = not validating or routing > highest_routing

@@ -15,12 +15,14 @@ import numpy as np
 from locus import metrics
 from locus.data.table import ScoreTable
 from locus.errors import LocusInputError
+from locus.offpolicy import doubly_robust, ips, overlap_of
 from locus.pipeline.data import workspace_table
 from locus.pipeline.evaluation_results import (
     Baselines,
     CorrectnessMetrics,
     Evaluation,
     Floor,
+    OffPolicy,
     RoutingMetrics,
     TaskEvaluation,
 )
@@ -102,6 +104,8 @@ class Routed:
             the query's task (the queries carry tasks), the router's own kNN vote (smoothed
             as the stack reads it; a router with one).
         knn: (n,) the router's own kNN vote's choice, None without one.
+        free: by router name, (n,) its choice among every LLM, scored on the query or not:
+            what off-policy estimates read on sparse evidence (`locus.offpolicy`).
     """
 
     truth: np.ndarray
@@ -117,6 +121,7 @@ class Routed:
     from_text: np.ndarray | None = None
     floors: dict[str, np.ndarray] = field(default_factory=dict)
     knn: np.ndarray | None = None
+    free: dict[str, np.ndarray] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -161,12 +166,24 @@ class Routed:
             read = per_task.tasks_of(queries)
             from_text = metrics.best_per_task_choices(trained, train_tasks, truth, read)
             floors["task_rate"] = per_task.predict_proba_for_tasks(tasks).astype(np.float64)
+        # every LLM open to every router: a table scored nowhere restricts no choice
+        anything = np.zeros_like(truth)
+        free = {
+            "LOCUS, guarded": rank(proba, None, RouteRequest(top=1), guard=bound).order[:, 0],
+            "LOCUS, unguarded": metrics.routing_choices(proba, anything),
+            "best single LLM": metrics.best_single_choices(trained, anything),
+        }
+        if any(t is not None for t in train_tasks) and any(t is not None for t in tasks):
+            free["best LLM per task, the task given"] = metrics.best_per_task_choices(
+                trained, train_tasks, anything, tasks
+            )
         knn = None
         if router.knn is not None and set(llm_ids) <= set(router.knn.llm_ids):
             own = [list(router.knn.llm_ids).index(llm) for llm in llm_ids]
             vote = np.asarray(router.knn.predict_proba(queries), np.float64)[:, own]
             floors["knn"] = smoothed_vote(vote, router.knn.k_)
             knn = metrics.routing_choices(vote, truth)
+            free["kNN vote"] = metrics.routing_choices(vote, anything)
         return cls(
             truth=truth,
             proba=proba,
@@ -181,6 +198,7 @@ class Routed:
             from_text=from_text,
             floors=floors,
             knn=knn,
+            free=free,
         )
 
     @classmethod
@@ -208,6 +226,11 @@ class Routed:
                 for name in sorted(shared)
             },
             knn=join("knn"),
+            free={
+                name: np.concatenate([part.free[name] for part in parts])
+                for name in (parts[0].free if parts else ())
+                if all(name in part.free for part in parts)
+            },
         )
 
 
@@ -254,6 +277,20 @@ def evaluation(
             gain_se=loss_se,
             router_log_loss=router_loss,
             router_told=told,
+        )
+    found = overlap_of(truth)
+    offpolicy = None
+    if found.sparse:
+        # the reward model of the doubly robust estimates: the router's own P(correct)
+        offpolicy = OffPolicy(
+            overlap=found,
+            estimates={
+                name: {
+                    "ips": ips(chosen, truth),
+                    "dr": doubly_robust(chosen, truth, routed.proba),
+                }
+                for name, chosen in routed.free.items()
+            },
         )
     se, gain, gain_se = _noise(choice, truth, routed.best)
     picked = routed.best[routed.best >= 0]
@@ -302,6 +339,7 @@ def evaluation(
             knn=None if routed.knn is None else metrics.chosen_accuracy(routed.knn, truth),
         ),
         per_task=per_task,
+        offpolicy=offpolicy,
     )
 
 

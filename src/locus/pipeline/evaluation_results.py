@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from locus import metrics
+from locus.offpolicy import Estimate, Overlap
 from locus.pipeline.savings import CostSavings
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "CorrectnessMetrics",
     "Evaluation",
     "Floor",
+    "OffPolicy",
     "RoutingMetrics",
     "TaskEvaluation",
 ]
@@ -159,6 +161,33 @@ class TaskEvaluation:
 
 
 @dataclass(frozen=True)
+class OffPolicy:
+    """What each router would have scored on sparse evidence (a log: each query answered by
+    few LLMs), estimated off-policy (`locus.offpolicy`): where the dense figures (hit@1 among
+    the scored LLMs, random, oracle) tie every router on the one logged LLM.
+
+    Attributes:
+        overlap: how much the LLMs share these queries.
+        estimates: per router, by method ("ips", "dr"), its estimated hit@1.
+        propensity: where the logging probabilities came from.
+    """
+
+    overlap: Overlap
+    estimates: dict[str, dict[str, Estimate]]
+    propensity: str = "each LLM's share of these queries (logging independent of the prompt)"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "overlap": self.overlap.__dict__,
+            "propensity": self.propensity,
+            "estimates": {
+                name: {method: e.as_dict() for method, e in by.items()}
+                for name, by in self.estimates.items()
+            },
+        }
+
+
+@dataclass(frozen=True)
 class Evaluation:
     """`evaluate_workspace`'s result; `as_dict()` is the `--json` form, where a figure that
     means nothing on these queries is null (see `RoutingMetrics`, `CorrectnessMetrics`).
@@ -176,6 +205,7 @@ class Evaluation:
     per_task: dict[str, TaskEvaluation] = field(default_factory=dict)
     savings: CostSavings | None = None
     folds: int | None = None
+    offpolicy: OffPolicy | None = None
 
     @property
     def few_queries(self) -> bool:
@@ -188,6 +218,8 @@ class Evaluation:
         against the router told each query's task, the best single LLM, the per-task table
         reading the task from the text and the router's own kNN vote against the router of
         texts; None for none."""
+        if self.offpolicy is not None:
+            return None  # the dense figures tie every router on sparse evidence
         routing, base = self.routing, self.baselines
         given = routing.task_given_hit_at_1
         # like against like: the table that reads the true task against the router told it
@@ -221,6 +253,7 @@ class Evaluation:
 
     def as_dict(self) -> dict[str, Any]:
         winner, floor = self.winning_baseline, self.winning_floor
+        sparse = self.offpolicy is not None
         return {
             "winning_baseline": None
             if winner is None
@@ -233,8 +266,11 @@ class Evaluation:
             "queries": self.queries,
             "few_queries": self.few_queries,
             "llms": self.llms,
-            "routing": self.routing.as_dict(),
+            # on sparse evidence, hit@1 among the scored LLMs, random and oracle tie every
+            # router on the one logged LLM: only the off-policy estimates are given
+            "routing": None if sparse else self.routing.as_dict(),
             "correctness": self.correctness.as_dict(),
-            "baselines": self.baselines.as_dict(),
-            "per_task": {task: row.as_dict() for task, row in self.per_task.items()},
+            "baselines": None if sparse else self.baselines.as_dict(),
+            "per_task": {} if sparse else {t: row.as_dict() for t, row in self.per_task.items()},
+            "offpolicy": None if self.offpolicy is None else self.offpolicy.as_dict(),
         }

@@ -23,6 +23,7 @@ from locus.locus import Locus
 from locus.metrics import FEW_QUERIES
 from locus.nn.config import TrainingConfig
 from locus.nn.training import ProgressCallback
+from locus.offpolicy import overlap_of
 from locus.pipeline.data import workspace_table
 from locus.pipeline.workspace_artifacts import (
     DEFAULT_ARTIFACT,
@@ -223,6 +224,9 @@ def size_notes(
             f"{train} and {val}; import more queries (a few hundred to measure anything)"
         )
     notes = []
+    found = overlap_of(table.scores[np.concatenate([train_rows, val_rows])])
+    if found.sparse:
+        notes.append(found.describe())
     per_llm = (~np.isnan(table.scores[train_rows])).sum(axis=0)
     if per_llm.min() < CALIBRATION_MIN_PER_LLM:
         fewest = int(per_llm.argmin())

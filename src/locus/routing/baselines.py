@@ -33,7 +33,7 @@ from locus.errors import (
     LocusNotFittedError,
     LocusNotFoundError,
 )
-from locus.metrics import routing_accuracy
+from locus.offpolicy import selection_hit
 from locus.routing.evidence import Evidence, read_router_folder, unit_rows, write_router_folder
 from locus.routing.router import Router
 
@@ -319,6 +319,6 @@ def _choose_on_validation(
     results: dict[str, float] = {}
     for value in candidates:
         setattr(router, name, value)
-        results[str(value)] = routing_accuracy(router.predict_proba(val.vectors), val.scores)
+        results[str(value)] = selection_hit(router.predict_proba(val.vectors), val.scores)
     best = max(candidates, key=lambda v: (results[str(v)], -v))
     return best, results

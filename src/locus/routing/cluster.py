@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from locus.errors import LocusInputError
-from locus.metrics import routing_accuracy
+from locus.offpolicy import selection_hit
 from locus.routing.baselines import BaselineRouter, _check_vectors, _shrunk_means
 from locus.routing.evidence import Evidence, unit_rows
 
@@ -69,7 +69,7 @@ class ClusterRouter(BaselineRouter):
         if self.clusters is None and val is not None and val.n_queries:
             for count in sorted(set(self.cluster_candidates)):
                 self._fit_clusters(count)
-                self.validation_[str(count)] = routing_accuracy(
+                self.validation_[str(count)] = selection_hit(
                     self.predict_proba(val.vectors), val.scores
                 )
             best = max(self.validation_, key=lambda c: (self.validation_[c], -int(c)))

@@ -39,7 +39,8 @@ from numpy.typing import NDArray
 
 from locus.calibration import logit, sigmoid
 from locus.errors import LocusInputError
-from locus.metrics import logit_log_loss, query_log_losses, routing_accuracy
+from locus.metrics import logit_log_loss, query_log_losses
+from locus.offpolicy import selection_hit
 from locus.routing.ann import ANN_FROM
 from locus.routing.evidence import Evidence
 from locus.routing.guard import Guard, fit_default_guard
@@ -312,7 +313,7 @@ def cross_fitted_parts(
     votes = {k: vote[:, order] for k, vote in found.items()}
     task_votes = None if found_tasks is None else found_tasks[:, order]
     named_votes = None if found_named is None else found_named[:, order]
-    k = max(candidates, key=lambda k: (routing_accuracy(votes[k], truth), -k))
+    k = max(candidates, key=lambda k: (selection_hit(votes[k], truth), -k))
     logits = np.asarray(locus_logits, np.float64)
     held_out = np.arange(scored.n_queries) >= len(trained_on)  # the validation queries
     stack = fit_cross_fitted_stack(

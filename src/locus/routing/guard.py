@@ -10,6 +10,12 @@ of the paired per-query difference, the smallest whose gain is within one standa
 best; where none clears, the margin is infinite and the router always answers with the
 default.
 
+On sparse evidence (a production log: each query answered by one LLM, `locus.offpolicy`), every
+router ties on the scored LLMs, so the gains are inverse-propensity estimates over all LLMs
+(`paired_ips`), and where they cannot tell routing from the default either way, the guard
+stands down (margin 0: P(correct) routes), saying so in its `validation`: a guard that kept the
+default there would freeze routing on it on no evidence.
+
     >>> import numpy as np
     >>> from locus.routing.decision import RouteRequest, choose
     >>> proba = np.array([[0.9, 0.2], [0.5, 0.6], [0.4, 0.9]])
@@ -28,6 +34,7 @@ from numpy.typing import NDArray
 
 from locus.errors import LocusInputError
 from locus.metrics import best_single_accuracy
+from locus.offpolicy import overlap_of, paired_ips
 from locus.routing.decision import RouteRequest, choose
 
 __all__ = [
@@ -101,6 +108,16 @@ def _paired_gain(
     )
 
 
+def _offpolicy_gain(
+    proba: NDArray[np.float64], truth: NDArray[np.float64], default_column: int, margin: float
+) -> tuple[float, float, float]:
+    """`_paired_gain` on sparse evidence: the inverse-propensity estimate over every query,
+    the router free to choose any LLM."""
+    choice = choose(proba, None, RouteRequest(), guard=(default_column, margin))
+    found = paired_ips(choice, np.full(len(truth), default_column), truth)
+    return found.value, found.se, float(np.mean(choice != default_column))
+
+
 def fit_guard(
     proba: NDArray[np.floating[Any]],
     truth: NDArray[np.floating[Any]],
@@ -135,14 +152,19 @@ def fit_guard(
     scored = ~np.isnan(t[:, default_column])
     if not scored.any():
         raise LocusInputError("fit_guard: the default LLM has no validation score")
-    p, t = p[scored], t[scored]
-    default_hit = float(t[:, default_column].mean())
+    sparse = overlap_of(t).sparse
+    gain_of = _offpolicy_gain if sparse else _paired_gain
+    if sparse:
+        default_hit = float(np.nanmean(t[:, default_column]))
+    else:
+        p, t = p[scored], t[scored]
+        default_hit = float(t[:, default_column].mean())
     gains = p.max(axis=1) - p[:, default_column]
     positive = gains[gains > 0]
     margins = [0.0]
     if len(positive):
         margins += sorted(set(np.quantile(positive, np.linspace(0, 1, candidates)).tolist()))
-    curve = [(margin, *_paired_gain(p, t, default_column, margin)[:2]) for margin in margins]
+    curve = [(margin, *gain_of(p, t, default_column, margin)[:2]) for margin in margins]
     clears = [(margin, gain, se) for margin, gain, se in curve if gain - z * se > 0]
     best_margin, best_gain = math.inf, 0.0
     if clears:
@@ -152,25 +174,28 @@ def fit_guard(
         best_margin, best_gain = next(
             (margin, gain) for margin, gain, _ in clears if gain >= top_gain - top_se
         )
-    unguarded, _, moved_unguarded = _paired_gain(p, t, default_column, 0.0)
+    unguarded, unguarded_se, moved_unguarded = gain_of(p, t, default_column, 0.0)
+    stood_down = sparse and not clears and not unguarded + z * unguarded_se < 0
+    if stood_down:
+        best_margin, best_gain = 0.0, unguarded
     _, _, moved = (
-        _paired_gain(p, t, default_column, best_margin)
+        gain_of(p, t, default_column, best_margin)
         if math.isfinite(best_margin)
         else (0.0, 0.0, 0.0)
     )
-    return Guard(
-        default=str(llm_ids[default_column]),
-        margin=best_margin,
-        validation={
-            "queries": len(t),
-            "z": z,
-            "default_hit@1": default_hit,
-            "hit@1": default_hit + best_gain,
-            "unguarded_hit@1": default_hit + unguarded,
-            "moved": moved,
-            "unguarded_moved": moved_unguarded,
-        },
-    )
+    validation: dict[str, Any] = {
+        "queries": len(t),
+        "z": z,
+        "default_hit@1": default_hit,
+        "hit@1": default_hit + best_gain,
+        "unguarded_hit@1": default_hit + unguarded,
+        "moved": moved,
+        "unguarded_moved": moved_unguarded,
+    }
+    if sparse:
+        # the gains are inverse-propensity estimates (`locus.offpolicy`)
+        validation.update(estimate="ips", unguarded_gain_se=unguarded_se, stood_down=stood_down)
+    return Guard(default=str(llm_ids[default_column]), margin=best_margin, validation=validation)
 
 
 # standard errors an onboarded LLM's paired gain over the default must clear

@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from locus.errors import LocusInputError
-from locus.metrics import routing_accuracy
+from locus.offpolicy import selection_hit
 from locus.routing.ann import ANN_FROM, SEARCH_MODES, Graph, GraphSlot
 from locus.routing.baselines import (
     BaselineRouter,
@@ -95,7 +95,7 @@ class KNNRouter(BaselineRouter):
             else:  # every candidate from one neighbour search
                 probas, _ = self._neighbour_means(val.vectors, candidates)
                 self.validation_ = {
-                    str(k): routing_accuracy(proba, val.scores)
+                    str(k): selection_hit(proba, val.scores)
                     for k, proba in zip(candidates, probas, strict=True)
                 }
                 self.k_ = max(candidates, key=lambda k: (self.validation_[str(k)], -k))

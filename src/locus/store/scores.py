@@ -53,6 +53,32 @@ class StoreScores(StoreCore):
             out["disagreeing_cells"] = int(conn.execute(_disagreeing_cells()).scalar_one())
         return out
 
+    def cell_counts(self, max_scores: int | None = None) -> tuple[int, int, int] | None:
+        """(queries scored by some LLM, LLMs with a score, scored (LLM, query) cells), each
+        cell once whatever its sources: how much the LLMs share their queries
+        (`locus.offpolicy.Overlap.from_counts`). None where the store holds more than
+        `max_scores` scores (counting them scans every one)."""
+        if max_scores is not None:
+            with self._read() as conn:
+                total = conn.execute(select(func.count()).select_from(schema.scores)).scalar_one()
+            if int(total) > max_scores:
+                return None
+        s, a = schema.scores.c, schema.query_aliases.c
+        cells = (
+            select(s.llm, a.query)
+            .select_from(schema.scores.join(schema.query_aliases, s.alias == a.id))
+            .distinct()
+            .subquery()
+        )
+        stmt = select(
+            func.count(func.distinct(cells.c.query)),
+            func.count(func.distinct(cells.c.llm)),
+            func.count(),
+        ).select_from(cells)
+        with self._read() as conn:
+            queries, llms, found = conn.execute(stmt).one()
+        return int(queries), int(llms), int(found)
+
     def disagreeing_cells(self) -> int:
         """How many (LLM, query) cells hold scores that differ (from two sources, or from two
         ids of one text). All are kept; `score_table` gives their mean."""
