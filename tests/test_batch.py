@@ -34,8 +34,8 @@ def test_counts_and_blank_scores_are_not_evaluated() -> None:
         ({"llm_id": [], "query_id": [], "score": []}, "no rows"),
         (
             {"llm_id": ["a", "a"], "query_id": ["1", "2"], "score": [1, "maybe"]},
-            "row 2, column 'score': expected a number in [0, 1], a percentage (87%), true/false "
-            "or yes/no (any case), found 'maybe'",
+            "row 2, column 'score': expected a number in [0, 1], a percentage (87%), true/false, "
+            "yes/no, up/down, good/bad, pass/fail or correct/incorrect (any case), found 'maybe'",
         ),
         (
             {"llm_id": ["a"], "query_id": ["1"], "score": [1.5]},

@@ -178,8 +178,8 @@ def test_table_usability_messages(run_cli: Run, tmp_path: Path) -> None:
     assert bad.exit_code == 2
     assert bad.stderr.strip() == (
         f"error: {bad_cell}: line 3, column 'score': expected a number in [0, 1], a percentage "
-        "(87%), true/false or yes/no (any case), found 'maybe'; fix the value or leave it blank "
-        "for 'not evaluated'"
+        "(87%), true/false, yes/no, up/down, good/bad, pass/fail or correct/incorrect (any "
+        "case), found 'maybe'; fix the value or leave it blank for 'not evaluated'"
     )
     ambiguous = tmp_path / "amb.csv"
     ambiguous.write_text("model,llm,prompt,score\nA,B,hi,1\n")

@@ -96,13 +96,13 @@ def test_no_score_columns(tmp_path: Path) -> None:
 def test_non_numeric_score_names_file_line_and_llm(tmp_path: Path) -> None:
     frame = routerbench_frame(3)
     frame["b"] = frame["b"].astype(object)
-    frame.loc[2, "b"] = "correct"
+    frame.loc[2, "b"] = "unknown"
     path = tmp_path / "t.csv.gz"
     frame.to_csv(path, index=False)
     with pytest.raises(LocusInputError) as caught:
         import_routerbench(path)
     message = str(caught.value)
-    assert "t.csv.gz: line 4, LLM column 'b'" in message and "'correct'" in message
+    assert "t.csv.gz: line 4, LLM column 'b'" in message and "'unknown'" in message
 
 
 def test_score_outside_unit_interval(tmp_path: Path) -> None:

@@ -103,13 +103,13 @@ def test_mapping_to_unknown_canonical_name(tmp_path: Path, write_text: WriteText
 
 
 def test_missing_column(tmp_path: Path, write_text: WriteText) -> None:
-    path = write_text(tmp_path / "s.csv", "llm_id,query_id,outcome\na,q,1\n")
+    path = write_text(tmp_path / "s.csv", "llm_id,query_id,verdict\na,q,1\n")
     with pytest.raises(LocusInputError) as caught:
         import_table(path)
     assert str(caught.value) == (
-        f"{path}: no score column found among the file's columns (llm_id, query_id, outcome); "
-        "name a column score, correct, is_correct, acc, accuracy, or map yours with "
-        "-c score=COLUMN"
+        f"{path}: no score column found among the file's columns (llm_id, query_id, verdict); "
+        "name a column score, correct, is_correct, acc, accuracy, a feedback column "
+        "(thumbs_up, rating, feedback, label, outcome), or map yours with -c score=COLUMN"
     )
 
 
@@ -119,8 +119,8 @@ def test_non_numeric_score_names_the_line(tmp_path: Path, write_text: WriteText)
         import_table(path)
     assert str(caught.value) == (
         f"{path}: line 3, column 'score': expected a number in [0, 1], a percentage (87%), "
-        "true/false or yes/no (any case), found 'maybe'; fix the value or leave it blank for "
-        "'not evaluated'"
+        "true/false, yes/no, up/down, good/bad, pass/fail or correct/incorrect (any case), "
+        "found 'maybe'; fix the value or leave it blank for 'not evaluated'"
     )
 
 
@@ -139,6 +139,33 @@ def test_each_score_cell_is_read_by_its_own_form(tmp_path: Path, write_text: Wri
         "score: percentages read as fractions (87% -> 0.87)",
         "score: words read as numbers (TRUE -> 1, Yes -> 1, false -> 0, no -> 0)",
     )
+
+
+def test_a_logs_feedback_column_is_the_score(tmp_path: Path, write_text: WriteText) -> None:
+    # a gateway's log: thumbs up or down, said in one line
+    path = write_text(
+        tmp_path / "log.csv",
+        "timestamp,prompt,model,thumbs_up\nt1,p1,a,up\nt2,p2,b,Down\nt3,p3,a,1\n",
+    )
+    batch = import_table(path)
+    assert sorted(batch.scores["score"]) == [0.0, 1.0, 1.0]
+    assert "score <- 'thumbs_up'" in batch.notes[0]
+    assert "score: words read as numbers (up -> 1, Down -> 0)" in batch.notes
+    # a rating of 1-5 is (rating - 1) / 4, said
+    path = write_text(tmp_path / "r.csv", "prompt,model,rating\np1,a,5\np2,a,1\np3,b,3\n")
+    batch = import_table(path)
+    assert batch.scores.set_index("query_id")["score"].sort_values().tolist() == [0.0, 0.5, 1.0]
+    assert any("rating of 1 to 5: (rating - 1) / 4" in note for note in batch.notes)
+    # a rating column of 0/1 is read as scores, untouched
+    path = write_text(tmp_path / "r01.csv", "prompt,model,rating\np1,a,0\np2,a,1\n")
+    assert sorted(import_table(path).scores["score"]) == [0.0, 1.0]
+    # beside a primary score name, a "label" is not the score (it is often the gold label)
+    path = write_text(tmp_path / "l.csv", "prompt,model,label,correct\np1,a,B,1\np2,a,C,0\n")
+    assert sorted(import_table(path).scores["score"]) == [0.0, 1.0]
+    # two feedback names and no primary one: ambiguous, said with the fix
+    path = write_text(tmp_path / "two.csv", "prompt,model,feedback,label\np1,a,up,A\n")
+    with pytest.raises(LocusInputError, match=r"several columns could be it \(feedback, label"):
+        import_table(path)
 
 
 def test_a_percentage_above_100_names_the_line(tmp_path: Path, write_text: WriteText) -> None:

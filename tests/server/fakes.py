@@ -13,7 +13,10 @@ first words, then a clean close: no finish_reason, no [DONE]), "reset-after-fini
 chunk, the finish_reason, then a reset instead of [DONE]). "cut:N", "stall:N" and
 "truncated:N" send N words of their own ("a0 ", "a1 ", ... for LLM a) before they break;
 "prefill-400" answers a request whose last message is the assistant's with a 400 (as an API
-that does not take a prefill does), any other request as "ok".
+that does not take a prefill does), any other request as "ok"; "prefill-400-restart" and
+"prefill-400-reword" refuse a prefill the same way, and answer the quoted form by starting the
+answer over (S14): streaming the quoted partial text again, then "rest from <name>"
+("restart"), or its first two thirds, then other words ("reword").
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ def reset(connection: socket.socket) -> None:
 
 STREAMED = {
     "ok", "slow", "cut", "stall", "malformed", "malformed-first", "no-done", "truncated",
-    "reset-after-finish",
+    "reset-after-finish", "restart", "reword",
 }  # fmt: skip
 
 
@@ -97,9 +100,11 @@ class FakeUpstreams:
                 if behaviour == "hang":
                     time.sleep(fake.hang_s)
                     behaviour = "ok"
-                if behaviour == "prefill-400":
+                if behaviour.startswith("prefill-400"):
                     last = (body.get("messages") or [{}])[-1]
-                    behaviour = "prefill-refused" if last.get("role") == "assistant" else "ok"
+                    refused = last.get("role") == "assistant"
+                    then = behaviour.removeprefix("prefill-400").lstrip("-") or "ok"
+                    behaviour = "prefill-refused" if refused else then
                 if body.get("stream") and behaviour.split(":")[0] in STREAMED:
                     fake.stream(self, name, behaviour, body)
                     return
@@ -141,6 +146,19 @@ class FakeUpstreams:
                 reset(handler.connection)
             elif kind == "stall":
                 time.sleep(self.hang_s)
+            return
+        if behaviour in ("restart", "reword"):
+            quoted = str(body["messages"][-1]["content"])
+            partial = quoted.split('"""\n', 1)[1].rsplit('\n"""', 1)[0]
+            again = partial if behaviour == "restart" else partial[: 2 * len(partial) // 3]
+            send(chunk({"role": "assistant", "content": ""}))
+            for word in again.split(" "):
+                if word:
+                    send(chunk({"content": word + " "}))
+            send(chunk({"content": f"rest from {name}" if behaviour == "restart" else "but"}))
+            send(chunk({"content": " in other words"}))
+            send(chunk({}, "stop"))
+            send(b"data: [DONE]\n\n")
             return
         if behaviour == "malformed-first":
             send(b"data: {not json\n\n")

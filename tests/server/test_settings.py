@@ -18,7 +18,7 @@ def test_settings_from_a_toml_file_then_options(tmp_path: Path) -> None:
     config.write_text("max_attempts = 5\nfirst_token_timeout_s = 4.5\nretries_per_llm = 0\n")
     settings = ServerSettings.from_file(config).with_(max_attempts=2, stall_timeout_s=None)
     assert (settings.max_attempts, settings.first_token_timeout_s) == (2, 4.5)
-    assert settings.retries_per_llm == 0 and settings.stall_timeout_s == 30.0
+    assert settings.retries_per_llm == 0 and settings.stall_timeout_s == 10.0
     assert ServerSettings.from_json(settings.to_json()) == settings
     config.write_text("max_atempts = 5\n")
     with pytest.raises(LocusInputError, match="unknown server setting 'max_atempts'"):

@@ -85,9 +85,13 @@ def test_a_stream_cut_mid_answer_continues_on_the_next_llm(fault: str) -> None:
     assert {c["id"] for c in streamed.chunks} == {"chatcmpl-a"}
     models = [c["model"] for c in streamed.chunks]
     assert models == ["upstream-a"] * 4 + ["upstream-b"] * 4  # a: role + 3 words; b: 4 chunks
-    [seam] = [c for c in streamed.chunks if "locus" in c]
+    [seam] = [c for c in streamed.chunks if "continued_from" in c.get("locus", {})]
     assert seam is streamed.chunks[4]  # the first continued chunk
     assert seam["locus"] == {"continued_from": "a", "reason": "cut", "llm_id": "b"}
+    # the last says who wrote what
+    assert streamed.chunks[-1]["locus"] == {
+        "written_by": [{"llm_id": "a", "chars": 9}, {"llm_id": "b", "chars": 13}]
+    }
     assert ": locus: continued from a (cut) on b" in streamed.lines
     assert [c for c in streamed.chunks if "role" in c["choices"][0]["delta"]] == [
         streamed.chunks[0]
@@ -153,6 +157,54 @@ def test_a_fallback_rejecting_the_prefill_is_asked_again_without_it() -> None:
     assert fake.requests == {"a": 1, "b": 2, "c": 1}
     labels = {"from": "a", "to": "c", "reason": "cut"}
     assert gateway.metrics.value("locus_stream_continuations_total", **labels) == 1
+
+
+def test_a_fallback_that_starts_the_answer_over_never_garbles_it() -> None:
+    """S14 as the harness plays it: a is cut after 8 words, b refuses the prefill and, given
+    the quoted text, starts its answer over. Its repeat of the 8 words is dropped: the caller
+    reads each word once, then b's rest, and the last chunk says who wrote what. Where b
+    starts over in other words, the stream ends with the error event, not [DONE]."""
+    with fake_upstreams({"a": ["cut:8"], "b": ["prefill-400-restart"]}) as fake:
+        app, _ = build(fake, settings=PATIENT)
+        streamed = stream_through(app)
+    sent = "".join(f"a{i} " for i in range(8))
+    assert streamed.text == sent + "rest from b in other words"
+    assert streamed.items[-1] == "[DONE]"
+    assert streamed.chunks[-1]["locus"]["written_by"] == [
+        {"llm_id": "a", "chars": len(sent)},
+        {"llm_id": "b", "chars": len("rest from b in other words")},
+    ]
+    # b's repeat was a restart indeed: it had the quoted text, and sent it again
+    assert fake.bodies["b"][1]["messages"][-1]["content"].endswith(f'"""\n{sent}\n"""')
+    with fake_upstreams({"a": ["cut:8"], "b": ["prefill-400-reword"]}) as fake:
+        app, _ = build(fake, settings=PATIENT)
+        streamed = stream_through(app)
+    assert streamed.text == sent  # nothing of b's
+    assert "[DONE]" not in streamed.items
+    error = streamed.items[-1]["error"]
+    assert "b started the answer over" in error["message"]
+    assert error["type"] == "upstream_stream_error"
+
+
+def test_a_continuation_that_begins_like_the_answer_is_not_a_restart() -> None:
+    """A continuing LLM whose first words happen to repeat a few of the answer's (fewer than
+    `RESTART_MIN` characters) continues it: nothing is dropped or held back for good."""
+    from locus.server.streaming import RESTART_MIN, Restart
+
+    check = Restart("a0 a1 a2 a3 a4 a5 a6 a7 ")
+    assert check.feed("a0 ") == "hold"
+    assert check.feed("and then") == "continues"
+    assert len("a0 ") < RESTART_MIN
+    check = Restart("The answer is 4 because")
+    assert check.feed("  The   answer is 4 ") == "hold"
+    assert check.feed("because two and two make four") == "restarted"
+    assert check.rest == " two and two make four"
+    assert Restart("The capital of France is Paris").feed("The capital of France is Lyon") == (
+        "incoherent"
+    )
+    held = Restart("The answer is 4 because")
+    assert held.feed("The answer is") == "hold" and held.ended() == "continues"
+    assert Restart("short").feed("sh") == "hold"
 
 
 def test_every_llm_failing_mid_stream_ends_with_the_error_event() -> None:

@@ -84,7 +84,7 @@ def serve_command(
     ] = None,
     stall_timeout: Annotated[
         float | None,
-        typer.Option("--stall-timeout", min=0.1, help="Seconds a stream may go silent [30]."),
+        typer.Option("--stall-timeout", min=0.1, help="Seconds a stream may go silent [10]."),
     ] = None,
     attempt_timeout: Annotated[
         float | None,

@@ -15,10 +15,19 @@ import pandas as pd
 
 __all__ = ["SCORE_FORMS", "ParsedScores", "parse_numbers", "parse_scores"]
 
-SCORE_FORMS = "a number in [0, 1], a percentage (87%), true/false or yes/no (any case)"
+SCORE_FORMS = (
+    "a number in [0, 1], a percentage (87%), true/false, yes/no, up/down, good/bad, pass/fail "
+    "or correct/incorrect (any case)"
+)
 # a score cell written as a word, compared lowercased: what pandas writes for a bool column
 # (True/False) and what people type
-_SCORE_WORDS = {"true": 1.0, "false": 0.0, "yes": 1.0, "no": 0.0}
+_SCORE_WORDS = {
+    "true": 1.0, "false": 0.0, "yes": 1.0, "no": 0.0,
+    # feedback and grades as logs write them
+    "up": 1.0, "down": 0.0, "thumbs_up": 1.0, "thumbs_down": 0.0, "👍": 1.0, "👎": 0.0,
+    "good": 1.0, "bad": 0.0, "positive": 1.0, "negative": 0.0, "pass": 1.0, "fail": 0.0,
+    "correct": 1.0, "incorrect": 0.0, "right": 1.0, "wrong": 0.0,
+}  # fmt: skip
 _PERCENT = re.compile(r"^-?(?:\d+(?:\.\d*)?|\.\d+)\s*%$")
 
 

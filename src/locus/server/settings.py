@@ -40,7 +40,9 @@ class ServerSettings:
             (the time an answer streams is not counted).
         stall_timeout_s: a stream that sends nothing for this long after its first token is
             broken: it continues on the next LLM (`locus.server.streaming`), or ends with an
-            error event where none continues it.
+            error event where none continues it. 10 s, as the first token's: a public
+            gateway fault harness's reference client fails a stalled stream over in 11 s,
+            where 30 s (the earlier default) left its caller waiting three times as long.
         retries_per_llm: calls of the same LLM again, after a transient failure (a 5xx, a
             reset connection, a 429 whose Retry-After is short), before falling over to the
             next one.
@@ -69,7 +71,7 @@ class ServerSettings:
     attempt_timeout_s: float = 30.0
     first_token_timeout_s: float = 10.0
     total_timeout_s: float = 60.0
-    stall_timeout_s: float = 30.0
+    stall_timeout_s: float = 10.0
     retries_per_llm: int = 1
     retry_backoff_s: float = 0.25
     retry_after_max_s: float = 2.0

@@ -26,11 +26,22 @@ is marked by an SSE comment line (`: locus: continued from a (cut) on b`) and a 
 {"continued_from": "a", "reason": "cut", "llm_id": "b"}` field of the first continued chunk.
 A continuation asks for the caller's `max_tokens` again, so a continued answer may be longer
 than it by the part already sent; its usage chunk (where asked for) is the continuing LLM's.
+
+A continuing LLM may start its answer over instead (one that refused the prefill and was given
+the quoted text does: a public fault harness's S14). Its first words are held back until they
+tell (`Restart`): a text that repeats the answer sent so far is a restart, and only what
+follows the repeated part is sent; one that repeats its beginning and then departs from it
+(`RESTART_MIN` characters or more in common) is an answer started over in other words, which
+cannot be joined to the part sent: the stream ends with the error event, never [DONE] after a
+repeated or incoherent text. The last chunk of a continued answer says who wrote what:
+`"locus": {"written_by": [{"llm_id": "a", "chars": 212}, {"llm_id": "b", "chars": 96}]}`.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import re
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
@@ -41,6 +52,8 @@ from locus.server.upstream import DONE, MALFORMED, Failure, UpstreamError, Upstr
 __all__ = [
     "CONTINUE_INSTRUCTION",
     "CONTINUE_QUOTED",
+    "RESTART_MIN",
+    "Restart",
     "StreamRelay",
     "continuation_body",
     "resumable",
@@ -57,6 +70,13 @@ CONTINUE_QUOTED = (
     'the rest, without repeating any of it and without starting over.\n"""\n{partial}\n"""'
 )
 DONE_EVENT = b"data: [DONE]\n\n"
+# characters (whitespace collapsed) a continuation must share with the start of the answer sent
+# so far to count as that answer started over; fewer is a continuation that happens to begin
+# as the answer did ("The", "1.")
+RESTART_MIN = 16
+_SPACE = re.compile(r"\s+")
+
+logger = logging.getLogger("locus.server")
 
 # the partial text, the LLM whose stream broke, why ("cut", "stall", "malformed") -> the LLM
 # that continues, its stream past the first token, its model name; or why none did
@@ -91,6 +111,100 @@ def resumable(body: Mapping[str, Any]) -> bool:
         return False
     response_format = body.get("response_format")
     return not isinstance(response_format, dict) or response_format.get("type") in (None, "text")
+
+
+def _squeezed(text: str) -> str:
+    return _SPACE.sub(" ", text)
+
+
+class Restart:
+    """Whether a continuation's first words start the answer over: fed the continuation's
+    text as it comes (`feed`), it says to hold it ("hold"), that it continues the answer
+    ("continues"), that it repeated the answer sent and goes on past it ("restarted", with
+    `rest`: what follows the repeated part), or that it started over in other words
+    ("incoherent"). Text is compared with whitespace collapsed and leading whitespace
+    dropped.
+
+    >>> check = Restart("The capital of France is")
+    >>> check.feed("The capital of "), check.feed("France is Paris.")
+    ('hold', 'restarted')
+    >>> check.rest
+    ' Paris.'
+    >>> Restart("The capital of France is").feed(" Paris, on the Seine.")
+    'continues'
+    """
+
+    def __init__(self, sent: str) -> None:
+        self.sent = _squeezed(sent).lstrip()
+        self.text = ""  # the continuation's text so far
+        self.rest = ""
+
+    def feed(self, content: str) -> str:
+        self.text += content
+        seen = _squeezed(self.text).lstrip()
+        common = 0
+        for mine, theirs in zip(seen, self.sent, strict=False):
+            if mine != theirs:
+                break
+            common += 1
+        if not self.sent:
+            return "continues"
+        if common == len(self.sent):  # the whole answer sent, repeated: keep what follows
+            self.rest = self._after(len(self.sent))
+            return "restarted"
+        if common == len(seen):  # so far, the answer sent again: not yet told
+            return "hold"
+        return "incoherent" if common >= min(RESTART_MIN, len(self.sent)) else "continues"
+
+    def ended(self) -> str:
+        """At the continuation's end while held: "continues" where what it wrote shares too
+        little with the answer sent to be a restart, else "incoherent" (it started over and
+        stopped before adding anything)."""
+        seen = _squeezed(self.text).lstrip()
+        return "incoherent" if len(seen) >= min(RESTART_MIN, len(self.sent)) else "continues"
+
+    def _after(self, squeezed: int) -> str:
+        """The raw text after the first `squeezed` characters of the collapsed text."""
+        count, index, raw = 0, 0, self.text
+        while index < len(raw) and raw[index].isspace() and count == 0:
+            index += 1  # leading whitespace was dropped
+        while index < len(raw) and count < squeezed:
+            if raw[index].isspace():
+                while index + 1 < len(raw) and raw[index + 1].isspace():
+                    index += 1
+            count += 1
+            index += 1
+        return raw[index:]
+
+
+def _first_content(chunk: Any) -> str:
+    """The text of the first choice's delta of a chunk ("" for none)."""
+    choices = chunk.get("choices") if isinstance(chunk, dict) else None
+    for choice in choices if isinstance(choices, list) else []:
+        if isinstance(choice, dict) and choice.get("index", 0) == 0:
+            delta = choice.get("delta")
+            content = delta.get("content") if isinstance(delta, dict) else None
+            return content if isinstance(content, str) else ""
+    return ""
+
+
+def _with_content(chunk: dict[str, Any], content: str) -> dict[str, Any]:
+    """`chunk` with its first choice's text replaced by `content`."""
+    choices = [
+        {**c, "delta": {**c.get("delta", {}), "content": content}}
+        if isinstance(c, dict) and c.get("index", 0) == 0
+        else c
+        for c in chunk.get("choices", [])
+    ]
+    return {**chunk, "choices": choices}
+
+
+def _finishes(chunk: Any) -> bool:
+    choices = chunk.get("choices") if isinstance(chunk, dict) else None
+    return any(
+        isinstance(c, dict) and bool(c.get("finish_reason"))
+        for c in (choices if isinstance(choices, list) else [])
+    )
 
 
 def stream_failure(llm: str, reason: str) -> UpstreamError:
@@ -140,6 +254,7 @@ class StreamRelay:
         self.answer_id: str | None = None  # the chunk id of the answer, the first LLM's
         self.parts: list[str] = []  # the first choice's text so far
         self.continuations: list[dict[str, str]] = []  # each seam: from, to, reason
+        self.written_by: list[dict[str, Any]] = []  # each LLM's part of the text, in order
 
     @property
     def text(self) -> str:
@@ -163,6 +278,9 @@ class StreamRelay:
             content = delta.get("content")
             if choice.get("index", 0) == 0 and isinstance(content, str):
                 self.parts.append(content)
+                if not self.written_by or self.written_by[-1]["llm_id"] != self.llm_id:
+                    self.written_by.append({"llm_id": self.llm_id, "chars": 0})
+                self.written_by[-1]["chars"] += len(content)
         if self.answer_id is None and isinstance(chunk.get("id"), str):
             self.answer_id = chunk["id"]
         chunk = {**chunk, "model": chunk.get("model") or self.model}
@@ -178,6 +296,12 @@ class StreamRelay:
                 ]
         if seam is not None:
             chunk["locus"] = seam
+        if self.continuations and _finishes(chunk):
+            chunk["locus"] = {**chunk.get("locus", {}), "written_by": self.written_by}
+            logger.info(
+                "a continued answer ended: written by %s",
+                ", ".join(f"{w['llm_id']} ({w['chars']} characters)" for w in self.written_by),
+            )
         return _sse(chunk)
 
     def _adopt(self, llm_id: str, model: str, upstream: UpstreamStream) -> None:
@@ -193,6 +317,8 @@ class StreamRelay:
         seam: dict[str, str] | None = None
         malformed = 0
         accounted = False  # the current stream's end has been accounted
+        check: Restart | None = None  # a continuation's first words, until they tell
+        held: list[Any] = []  # its chunks held back meanwhile
         try:
             while True:
                 broken: UpstreamError | None = None
@@ -213,9 +339,38 @@ class StreamRelay:
                     broken, reason = stream_failure(self.llm_id, "malformed"), "malformed"
                 elif broken is None and chunk is not None and chunk != DONE:
                     malformed = 0
-                    yield self._event(chunk, seam)
-                    seam = None
+                    ready = [chunk]
+                    if check is not None:
+                        told = check.feed(_first_content(chunk))
+                        if told == "hold" and not _finishes(chunk):
+                            held.append(chunk)
+                            continue
+                        if told == "hold":
+                            told = check.ended()
+                        if told == "incoherent":
+                            accounted = True
+                            self._ended(self.llm_id, self.upstream, True)
+                            yield self._restarted_error()
+                            return
+                        ready = [*held, chunk]
+                        if told == "restarted":
+                            ready = [_with_content(chunk, check.rest)]
+                        check, held = None, []
+                    for part in ready:
+                        yield self._event(part, seam)
+                        seam = None
                     continue
+                if check is not None and held and chunk == DONE:
+                    # the continuation ended while its words were held back
+                    if check.ended() == "incoherent":
+                        accounted = True
+                        self._ended(self.llm_id, self.upstream, True)
+                        yield self._restarted_error()
+                        return
+                    for part in held:
+                        yield self._event(part, seam)
+                        seam = None
+                    check, held = None, []
                 if chunk == DONE or self.finished:
                     # [DONE], or its last chunk (a finish_reason) came: whole, only its
                     # [DONE] (or a usage chunk after it) missing where it broke or closed
@@ -243,10 +398,23 @@ class StreamRelay:
                 yield f": locus: continued from {self.llm_id} ({reason}) on {llm_id}\n\n".encode()
                 self._adopt(llm_id, model, upstream)
                 pending, malformed, accounted = deque(upstream.head), 0, False
+                check, held = Restart(self.text), []
         finally:
             if not accounted:  # the caller hung up: the upstream was streaming well so far
                 self._ended(self.llm_id, self.upstream, False)
             await self.upstream.aclose()
+
+    def _restarted_error(self) -> bytes:
+        logger.warning(
+            "%s started the answer over instead of continuing it; the stream ends with an "
+            "error event",
+            self.llm_id,
+        )
+        return self._error(
+            f"{self.llm_id} started the answer over instead of continuing it (its text "
+            "repeats the beginning of the answer sent, then departs from it): the answer is "
+            "incomplete"
+        )
 
     @staticmethod
     def _error(message: str) -> bytes:

@@ -66,6 +66,14 @@ SYNONYMS: Mapping[str, tuple[str, ...]] = {
     ),
     "grader": ("grader",),
 }  # fmt: skip
+# names of a score column in a production log (feedback, an outcome), looked for only where
+# no column has a name of `SYNONYMS["score"]` (a "label" beside a "correct" is the gold label)
+FEEDBACK_NAMES = (
+    "thumbs_up", "thumbsup", "thumbs", "feedback", "rating", "stars", "label", "outcome",
+    "success", "resolved", "reward", "grade",
+)  # fmt: skip
+# of those, the ones whose whole numbers are a rating scale (1-5, or 1-10), not 0/1
+RATING_NAMES = ("rating", "stars", "grade")
 
 
 def import_table(
@@ -129,9 +137,19 @@ def iter_import_table(
     with progress("reading score table", total=None) as advance:
         first = next(chunks)
         mapping, notes = _recognise_columns(first, columns or {}, queries is not None)
+        scale = _rating_scale(first, mapping)
+        if scale is not None:
+            notes = [
+                *notes,
+                f"score: {mapping['score']!r} read as a rating of 1 to {scale}: (rating - 1) / "
+                f"{scale - 1} ({scale} -> 1, 1 -> 0)",
+            ]
         lookups = _queries_lookups(Path(queries)) if queries is not None else None
         for number, table in enumerate(itertools.chain([first], chunks)):
             rows = _map_columns(table, mapping)
+            if scale is not None and "score" in rows.columns:
+                rating = pd.to_numeric(rows["score"], errors="coerce")
+                rows["score"] = rows["score"].where(rating.isna(), (rating - 1) / (scale - 1))
             if lookups is not None and queries is not None:
                 rows = _join_queries(rows, table, lookups, Path(queries))
             _check_required(rows, table, mapping)
@@ -146,6 +164,20 @@ def iter_import_table(
                 namespace=namespace,
                 notes=said,
             )
+
+
+def _rating_scale(table: TableData, mapping: Mapping[str, str]) -> int | None:
+    """5 or 10 where the score column has a rating's name (`RATING_NAMES`) and its numbers
+    are whole, from 1 to at most 5 (10), above 1 somewhere; else None (read as scores)."""
+    column = mapping.get("score", "score")
+    if _key(column) not in RATING_NAMES or column not in table.frame.columns:
+        return None
+    values = pd.to_numeric(table.frame[column], errors="coerce").dropna().to_numpy(float)
+    if not len(values) or values.max() <= 1 or values.min() < 1:
+        return None
+    if not np.all(values == np.round(values)) or values.max() > 10:
+        return None
+    return 5 if values.max() <= 5 else 10
 
 
 def _key(name: object) -> str:
@@ -177,6 +209,8 @@ def recognise_columns(
         if canonical in skip:
             continue
         found = [c for c in columns if _key(c) in names and c not in taken]
+        if canonical == "score" and not found:
+            found = [c for c in columns if _key(c) in FEEDBACK_NAMES and c not in taken]
         if len(found) == 1:
             mapping[canonical] = found[0]
             taken.add(found[0])
@@ -196,7 +230,11 @@ def _check_required(rows: pd.DataFrame, table: TableData, mapping: Mapping[str, 
             continue
         own = [str(c) for c in table.frame.columns]
         several = [c for c in own if _key(c) in SYNONYMS[canonical]]
+        if canonical == "score" and not several:
+            several = [c for c in own if _key(c) in FEEDBACK_NAMES]
         names = ", ".join(SYNONYMS[canonical][:5])
+        if canonical == "score":
+            names += ", a feedback column (thumbs_up, rating, feedback, label, outcome)"
         what = (
             "query id or query text column (query_id or query_text)"
             if canonical == "query_id"
