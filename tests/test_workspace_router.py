@@ -477,3 +477,91 @@ def test_a_fit_with_a_validation_split_reads_an_onboarded_llm_beside_the_pool(
         assert stacked.thin.share(64) == 1.0 and stacked._fit_index is not None
         found = stacked._fit_index.find(unit_rows(data.vectors[probes]))
         assert (found >= 0).all()
+
+
+def test_outcomes_of_an_llm_of_the_fit_move_its_votes_at_once(tmp_path: Path) -> None:
+    """40 wrong outcomes of the law LLM routed to on new law texts: each is one more scored
+    query of it, so its task vote's law rate is read from its law scores and the 40 zeros
+    (smoothed as every rate is), its P(correct) on law falls, law goes to another LLM, and
+    no other LLM's P(correct), nor its own on other tasks, moves by 0.05."""
+    from locus.pipeline.workspace_router import OUTCOMES_SOURCE
+    from locus.routing.task_vote import _PSEUDO
+    from locus.text.cache import encode_missing
+
+    rows = planted_rows()
+    path = build_planted_workspace(tmp_path / "ws", rows)
+    with Store.open(path) as store:
+        fit_workspace(store, small_config(max_steps=100))
+        router = WorkspaceRouter(store)
+        law = [f"court statute contract jury appeal verdict case {i}" for i in range(60)]
+        math = [f"integral derivative matrix limit vector case {i}" for i in range(60)]
+        chosen = [d.llm_id for d in router.route_texts(law[40:], top=1)]
+        assert all(llm.startswith("law-") for llm in chosen), chosen
+        swapped = max(set(chosen), key=chosen.count)  # the one most law texts went to
+        ids = list(router.llm_ids)
+        column = ids.index(swapped)
+        p_law = router.predict_proba(router.vectors_for(law[40:]))
+        p_math = router.predict_proba(router.vectors_for(math))
+        knn = router.router.knn
+        assert knn is not None and knn.task_vote_ is not None
+        vote = knn.task_vote_
+        law_row = vote.names.index("law")
+        own = knn.scores_[:, knn.llm_ids.index(swapped)]
+        on_law = (vote.codes[: len(own)] == law_row) & ~np.isnan(own)
+        frame = pd.DataFrame(
+            {"llm_id": swapped, "query_id": [f"o{i}" for i in range(40)],
+             "query_text": law[:40], "score": 0.0}
+        )  # fmt: skip
+        batch = ImportBatch.from_long(frame, source=OUTCOMES_SOURCE, origin="outcomes")
+        store.write_batch(batch, kind="table")
+        encode_missing(store, HashingEncoder(ENCODER_DIM))
+        router.refresh()
+        # the weight a test can state: 40 zeros beside its law scores, smoothed as before
+        mean = float(np.nanmean(np.concatenate([own[~np.isnan(own)], np.zeros(40)])))
+        expected = (own[on_law].sum() + _PSEUDO * mean) / (on_law.sum() + 40 + _PSEUDO)
+        rates = knn.task_vote_.rates
+        assert rates[law_row, knn.llm_ids.index(swapped)] == pytest.approx(expected, rel=1e-5)
+        after_law = router.predict_proba(router.vectors_for(law[40:]))
+        after_math = router.predict_proba(router.vectors_for(math))
+        assert (after_law[:, column] < p_law[:, column] - 0.2).all()
+        assert {d.llm_id for d in router.route_texts(law[40:], top=1)} & {swapped} == set()
+        others = [i for i in range(len(ids)) if i != column]
+        assert np.abs(after_law[:, others] - p_law[:, others]).max() < 0.05
+        assert np.abs(after_math - p_math).max() < 0.05
+        # posted again (the same texts): read once, not twice
+        router.refresh()
+        assert knn.task_vote_.rates[law_row, knn.llm_ids.index(swapped)] == pytest.approx(
+            expected, rel=1e-5
+        )
+
+
+def test_locus_outcomes_replays_the_drift_test(
+    tmp_path: Path, run_cli: Callable[..., CliResult]
+) -> None:
+    """`locus outcomes`: the stored outcomes, in their order, against the fit's P(correct):
+    an LLM of the fit right on law planted at 0.9, now wrong 30 times, raises its alarm after
+    about 10; another's right answers raise none."""
+    from locus.pipeline.workspace_router import OUTCOMES_SOURCE
+    from locus.text.cache import encode_missing
+
+    path = build_planted_workspace(tmp_path / "ws", planted_rows())
+    with Store.open(path) as store:
+        fit_workspace(store, small_config(max_steps=100))
+        assert run_cli("outcomes", "-w", path, "--json").json()["outcomes"] == 0
+        law = [f"court statute contract jury appeal verdict case {i}" for i in range(30)]
+        frame = pd.concat(
+            [
+                pd.DataFrame({"llm_id": "law-0", "query_text": law, "score": 0.0}),
+                pd.DataFrame({"llm_id": "law-1", "query_text": law, "score": 1.0}),
+            ]
+        ).assign(query_id=lambda f: [f"o{i}" for i in range(len(f))])
+        batch = ImportBatch.from_long(frame, source=OUTCOMES_SOURCE, origin="outcomes")
+        store.write_batch(batch, kind="table")
+        encode_missing(store, HashingEncoder(ENCODER_DIM))
+    shown = run_cli("outcomes", "-w", path, "--json").json()
+    assert shown["outcomes"] == 60 and shown["alarms"] == ["law-0"]  # type: ignore[index]
+    zero = shown["llms"]["law-0"]  # type: ignore[index]
+    assert zero["rate"] == 0.0 and zero["predicted"] > 0.8 and 5 <= zero["alarm_at"] <= 15
+    assert not shown["llms"]["law-1"]["alarm"]  # type: ignore[index]
+    table = run_cli("outcomes", "-w", path)
+    assert table.exit_code == 0 and "ALARM" in table.stdout and "drift alarm: law-0" in table.stdout

@@ -14,8 +14,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 
+from locus.pipeline.workspace_router import WorkspaceRouter
 from locus.server.app import build_app
 from locus.store import Store
 from tests.conftest import CliResult
@@ -470,3 +472,97 @@ def test_a_real_locus_serve_reloads_its_catalog_on_sighup(
             assert sorted(names) == ["biology-0", "math-0"]
             assert server.poll() is None  # still serving
     assert "catalog reloaded on SIGHUP" in server.stderr_text  # type: ignore[attr-defined]
+
+
+def test_wrong_outcomes_move_routing_off_an_llm_of_the_fit(
+    trained: Path, tmp_path: Path, run_cli: Run
+) -> None:
+    """The newcomer's gateway scenario: an upstream of the fit answers wrongly from now on.
+    Law questions routed to it, each followed by `POST /v1/outcomes` {request_id, score 0}:
+    its drift alarm rises within about 10 outcomes (/v1/upstreams, /metrics), its evidence
+    of the fit is discounted, its P(correct) on law falls and law goes to the other law LLM;
+    the LLMs' P(correct) on maths moves by less than 0.05."""
+    import shutil
+
+    ws = tmp_path / "ws"
+    shutil.copytree(trained, ws)
+    made = run_cli("keys", "create", "outcomes", "-w", ws, "--json").json()
+    auth = {"authorization": f"Bearer {made['key']}"}  # type: ignore[index]
+    law = [f"court statute verdict jury appeal tort case {i}" for i in range(48)]
+    with Store.open(ws, create=False) as store:  # the two law LLMs routed to first
+        router = WorkspaceRouter(store)
+        p_law = router.predict_proba(router.vectors_for(law)).mean(axis=0)
+        order = [router.llm_ids[i] for i in np.argsort(-p_law)]
+    # the best law LLM, then two that are not (0.2 on law): it leads by far until it changes
+    served = (next(llm for llm in order if llm.startswith("law-")), "math-0", "biology-0")
+    maths = "integral derivative matrix limit polynomial"
+    with fake_upstreams({llm: ["ok"] for llm in served}) as fake:
+        catalog = tmp_path / "llms.csv"
+        catalog.write_text(
+            "llm_id,base_url,upstream_model,cost_per_query\n"
+            + "".join(
+                f"{llm},http://127.0.0.1:{fake.port}/{llm}/v1,m-{llm},0.001\n" for llm in served
+            )
+        )
+        assert run_cli("import", "llms", catalog, "-w", ws).exit_code == 0
+        with locus_serve_process(ws, auth=True) as (_, client):
+            client.headers.update(auth)
+            client.timeout = httpx.Timeout(60)
+
+            def ranked(text: str) -> dict[str, float]:
+                found = client.post("/v1/route", json={"text": text, "top": 13}).json()
+                return {c["llm_id"]: c["p_correct"] for c in found["ranked"]}
+
+            maths_before = ranked(maths)
+            first = client.post(
+                "/v1/chat/completions",
+                json={"model": "locus", "messages": [{"role": "user", "content": law[0]}]},
+            )
+            swapped = first.headers["x-locus-llm"]
+            assert swapped == served[0]
+            p_before = ranked(law[-1])[swapped]
+            answered_by = []
+            for text in law[:40]:
+                chat = client.post(
+                    "/v1/chat/completions",
+                    json={"model": "locus", "messages": [{"role": "user", "content": text}]},
+                )
+                answered_by.append(chat.headers["x-locus-llm"])
+                wrong = answered_by[-1] == swapped  # the swapped one answers wrongly, others well
+                posted = client.post(
+                    "/v1/outcomes",
+                    json={
+                        "request_id": chat.headers["x-locus-request-id"],
+                        "score": 0 if wrong else 1,
+                    },
+                )
+                assert posted.status_code == 200, posted.text
+            after = [
+                client.post(
+                    "/v1/chat/completions",
+                    json={"model": "locus", "messages": [{"role": "user", "content": text}]},
+                ).headers["x-locus-llm"]
+                for text in law[40:]
+            ]
+            ranked_after = ranked(law[-1])
+            p_after = ranked_after[swapped]
+            maths_after = ranked(maths)
+            upstreams = {u["llm_id"]: u for u in client.get("/v1/upstreams").json()["upstreams"]}
+            metrics = client.get("/metrics").text
+    # the alarm: its outcomes against the P(correct) predicted when it answered
+    drift = upstreams[swapped]["outcomes"]
+    assert drift["alarm"] and drift["outcomes"] == answered_by.count(swapped), (drift, answered_by)
+    assert drift["rate"] == 0.0 and drift["predicted"] > 0.7
+    assert 5 <= drift["alarm_at"] <= 20, drift  # a 0.9 LLM now always wrong: about 10
+    assert f'locus_drift_alarm{{llm_id="{swapped}"}} 1.0' in metrics
+    for other in served[1:]:  # right answers raise no alarm
+        assert upstreams[other]["outcomes"] is None or not upstreams[other]["outcomes"]["alarm"]
+    # routing left it once the alarm discounted its evidence of the fit, and stays off it
+    assert answered_by[0] == swapped, answered_by
+    assert answered_by.count(swapped) <= drift["alarm_at"], answered_by
+    assert swapped not in after, (served, after, p_before, p_after, ranked_after)
+    assert p_after < p_before - 0.5, (p_before, p_after)
+    moved = {
+        llm: abs(maths_after[llm] - maths_before[llm]) for llm in maths_before if llm != swapped
+    }
+    assert max(moved.values()) < 0.05, moved

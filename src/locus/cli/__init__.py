@@ -7,7 +7,7 @@
     import_commands.py  import FORMAT PATH... (auto, table, lm-eval, inspect, helm, ...)
     _import_plan.py     what an import decides before it writes: formats, options, sources
     data_commands.py    llms, stats, encode
-    model_commands.py   fit, embed, evaluate, probes
+    model_commands.py   fit, embed, evaluate, outcomes, probes
     _evaluation.py      what evaluate shows: tables, the winning baseline, savings, --plot
     onboard_commands.py onboard NAME --endpoint URL (probe, grade, import, embed, place)
     route_commands.py   route

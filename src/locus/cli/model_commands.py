@@ -244,6 +244,54 @@ def evaluate_command(
         stdout_console().print(f"wrote {plot}")
 
 
+@app.command("outcomes")
+def outcomes_command(
+    artifact: ArtifactOption = "default",
+    workspace: WorkspaceOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Production outcomes (`POST /v1/outcomes`, or a file imported as source `outcomes`)
+    against the fit: per LLM, their count and rate beside the P(correct) the fit predicted
+    for them, overall and over the last 50, and the drift test over them in the order they
+    came: an alarm where an LLM answers worse than predicted beyond chance (its endpoint may
+    have changed behind its name)."""
+    from rich.table import Table
+
+    from locus.pipeline.outcomes import outcome_report
+
+    with open_store(workspace, create=False) as store:
+        report = outcome_report(store, name=artifact)
+    if as_json:
+        print_json(report)
+        return
+    console = stdout_console()
+    if not report["outcomes"]:
+        console.print("no outcomes yet: post them to a running `locus serve` (POST /v1/outcomes)")
+        return
+    table = Table(title=f"{report['outcomes']:,} outcomes against the fit's P(correct)")
+    for column in ("LLM", "outcomes", "rate", "predicted", "last 50", "predicted", "drift"):
+        table.add_column(column, justify="left" if column in ("LLM", "drift") else "right")
+    for llm, state in report["llms"].items():
+        drift = (
+            f"ALARM from outcome {state['since'] + 1} (at {state['alarm_at']})"
+            if state["alarm"]
+            else f"none (statistic {state['statistic']:.1f} of 9.9)"
+        )
+        table.add_row(
+            llm, f"{state['outcomes']:,}", f"{state['rate']:.3f}", f"{state['predicted']:.3f}",
+            f"{state['recent_rate']:.3f}", f"{state['recent_predicted']:.3f}", drift,
+        )  # fmt: skip
+    console.print(table)
+    if report["unknown"]:
+        console.print(f"{report['unknown']:,} outcomes of LLMs the artifact does not hold")
+    if report["alarms"]:
+        console.print(
+            f"drift alarm: {', '.join(report['alarms'])} answer worse than the fit predicts; "
+            "a served gateway discounts their evidence from before the change (on_drift); "
+            "re-probe them (`locus onboard`) or re-fit once they settle"
+        )
+
+
 @app.command("probes")
 def probes_command(
     n: Annotated[int, typer.Option("--n", min=1, help="How many probe queries.")] = 32,

@@ -21,6 +21,7 @@ costs, each loaded once.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from locus.artifact import Manifest, check_same_encoder, read_for_routing
-from locus.errors import LocusInputError, did_you_mean
+from locus.errors import LocusInputError, LocusNotFoundError, did_you_mean
 from locus.pipeline.data import workspace_table
 from locus.pipeline.workspace_artifacts import DEFAULT_ARTIFACT, trained_artifact
 from locus.pool import artifact_pools
@@ -43,7 +44,12 @@ from locus.store import Store
 from locus.text.protocol import TextEncoder
 from locus.text.query_vectors import QueryVectors
 
-__all__ = ["WorkspaceRouter", "tasks_read_by"]
+__all__ = ["OUTCOMES_SOURCE", "WorkspaceRouter", "tasks_read_by"]
+
+logger = logging.getLogger("locus")
+
+# the source of the scores learned from production outcomes (`POST /v1/outcomes`)
+OUTCOMES_SOURCE = "outcomes"
 
 
 class WorkspaceRouter:
@@ -55,6 +61,8 @@ class WorkspaceRouter:
         text_encoder: encoder for texts without a cached vector (default: the workspace's,
             loaded on first need, so routing known texts never loads it).
         cache_size: new texts whose vectors are kept in memory.
+        outcomes: read the production outcomes of the fit's LLMs into their votes (the store's
+            source `OUTCOMES_SOURCE`); False: the fit's evidence alone (what predicted them).
 
     Attributes:
         router: the artifact's `StackedRouter` (its `guard`, `stack` and `knn`).
@@ -77,6 +85,7 @@ class WorkspaceRouter:
         *,
         text_encoder: TextEncoder | None = None,
         cache_size: int = 10_000,
+        outcomes: bool = True,
     ) -> None:
         folder = trained_artifact(store, artifact)
         routing = read_for_routing(folder)
@@ -94,6 +103,7 @@ class WorkspaceRouter:
         self.router: StackedRouter = saved.router
         self.cost_model: CostModel | None = saved.cost_model
         self._validation_vectors: NDArray[np.float32] | None = saved.validation_vectors
+        self.text_encoder_name = routing.text_encoder_name
         self.vectors = QueryVectors(
             routing.text_encoder_name,
             store.find_vectors,
@@ -106,7 +116,11 @@ class WorkspaceRouter:
         self.costs = _known_costs(store, self.token_prices)
         self._tuned: dict[tuple[float, frozenset[str]], float] = {}
         self._joined_with: dict[str, str] = {}  # LLM -> digest of the scores it joined with
+        self._outcomes_read: dict[str, str] = {}  # LLM of the fit -> digest of its outcomes
+        self.discounted: set[str] = set()  # LLMs whose evidence of the fit is dropped
+        self._read_outcomes = outcomes
         self._join_newcomers()
+        self._join_outcomes()
 
     @property
     def llm_ids(self) -> Sequence[str]:
@@ -240,6 +254,44 @@ class WorkspaceRouter:
         self.costs = _known_costs(self.store, self.token_prices)
         self._tuned.clear()
         self._join_newcomers()
+        self._join_outcomes()
+
+    def discount(self, llm_id: str) -> None:
+        """From the next `refresh` on, `llm_id` (an LLM of the fit whose endpoint changed:
+        `locus.routing.drift`) is read from its outcomes alone: its scores of the fit leave its
+        votes (`StackedRouter.add_outcomes(forget_fit=True)`). LOCUS's embedding of it is
+        not changed here."""
+        self.discounted.add(llm_id)
+        self._outcomes_read.pop(llm_id, None)
+
+    def _join_outcomes(self) -> None:
+        """The production outcomes of the fit's LLMs (the store's source `OUTCOMES_SOURCE`)
+        join their votes, each one more scored query of its LLM (`StackedRouter.add_outcomes`;
+        an LLM joined since the fit reads them with its other scores). Read again only for an
+        LLM whose outcomes changed."""
+        knn = self.router.knn
+        if knn is None or not self._read_outcomes:
+            return
+        fitted = set(knn.llm_ids) - set(self.router.joined)
+        table = self.store.score_table(sources=[OUTCOMES_SOURCE])
+        if table.n_llms == 0 or not fitted & set(table.llm_ids):
+            return
+        try:
+            vectors = self.store.get_vectors(self.text_encoder_name, list(table.text_hashes))
+        except LocusNotFoundError as error:  # posted outcomes are encoded when stored
+            logger.warning("outcomes not read into routing yet: %s", error)
+            return
+        for llm in sorted(fitted & set(table.llm_ids)):
+            column = table.scores[:, table.llm_index(llm)]
+            rows = np.flatnonzero(~np.isnan(column))
+            digest = hashlib.sha256(rows.tobytes() + column[rows].tobytes()).hexdigest()
+            if not len(rows) or self._outcomes_read.get(llm) == digest:
+                continue
+            self._outcomes_read[llm] = digest
+            self.router.add_outcomes(
+                llm, vectors[rows], column[rows], [table.tasks[i] for i in rows],
+                forget_fit=llm in self.discounted,
+            )  # fmt: skip
 
     def _join_newcomers(self) -> None:
         """LLMs of the pool onboarded since the fit join the router's votes from their own

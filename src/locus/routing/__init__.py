@@ -29,6 +29,8 @@ level.py          an onboarded LLM's level, read against how easy the fitted LLM
 factors.py        Factors: the MF and IRT models (two halves each) an onboarded LLM's factor
                   readings are onboarded in
 explore.py        Exploration: a share of queries routed by a Thompson draw on the uncertainty
+drift.py          DriftMonitor: each LLM's outcomes against its predicted P(correct), a CUSUM
+                  and its alarm (an endpoint that changed behind its name)
 locus_router.py   LocusRouter (torch) and NumpyLocusRouter: LOCUS's predictor over a pool
 evidence.py       Evidence (what baselines are fitted on), Votes (what kNN reads near a query)
 baselines.py      random, best single, per task, oracle (numpy)

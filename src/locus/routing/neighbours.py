@@ -174,6 +174,92 @@ class KNNRouter(BaselineRouter):
         if column is None:
             self.llm_ids.append(llm_id)
 
+    def add_outcomes(
+        self,
+        llm_id: str,
+        vectors: NDArray[np.float32],
+        scores: Sequence[float],
+        tasks: Sequence[str | None] = (),
+        *,
+        forget_fit: bool = False,
+    ) -> int:
+        """Scores of an LLM of the fit on more queries (production outcomes), each one more
+        scored query of that LLM: a row of its own (the other LLMs unscored there), or, for a
+        query it has an outcome row for already (the same vector), that row's score replaced.
+        Its neighbours' votes read them as any of its scores, and its task vote's rates are
+        read again from all its scores, an outcome counting as one score of its task: the one
+        `tasks` names (one per score, None where not known), else the most common among the
+        query's `TASK_K` nearest training queries. With `forget_fit` (its endpoint changed:
+        `locus.routing.drift`), its scores of the fit are dropped: its votes read its outcomes
+        alone. Returns the rows added.
+
+        Raises:
+            LocusInputError: an LLM not of the fit (one joined since reads its outcomes with
+                its other scores: `add_llm(replace=True)`), or no score.
+        """
+        self._check_fitted()
+        added: dict[str, NDArray[np.int64]] = getattr(self, "_added_rows", {})
+        if llm_id not in self.llm_ids or llm_id in added:
+            raise LocusInputError(
+                f"LLM {llm_id!r} is not an LLM of the fit; an LLM joined since reads its "
+                "outcomes with its other scores (add_llm with replace)"
+            )
+        units = unit_rows(_check_vectors(vectors, self.vectors_.shape[1], "kNN"))
+        values = np.asarray(scores, dtype=np.float32).reshape(-1)
+        if len(values) != len(units) or len(values) == 0:
+            raise LocusInputError(
+                f"outcomes of {llm_id!r}: one score per query vector, at least one; found "
+                f"{len(values)} scores for {len(units)} vectors"
+            )
+        column = self.llm_ids.index(llm_id)
+        # per LLM of the fit: its outcome rows by vector, and each row's task
+        mine: dict[str, dict[bytes, int]] = getattr(self, "_outcome_rows", {})
+        topics: dict[str, dict[int, str | None]] = getattr(self, "_outcome_tasks", {})
+        rows_of, task_of = mine.setdefault(llm_id, {}), topics.setdefault(llm_id, {})
+        named: list[str | None] = list(tasks) if len(tasks) == len(values) else [None] * len(values)
+        vote = self.task_vote_ if self.has_task_vote else None
+        if vote is not None and any(t is None for t in named):
+            shares = self.task_shares(units)[:, : len(vote.names)]
+            read = [vote.names[int(i)] for i in shares.argmax(axis=1)]
+            named = [t if t is not None else r for t, r in zip(named, read, strict=True)]
+        kept = self.scores_.copy()  # a new array: the cached groups are rebuilt
+        fresh: list[int] = []
+        for i, unit in enumerate(units):
+            row = rows_of.get(unit.tobytes())
+            if row is None:
+                fresh.append(i)
+            else:
+                kept[row, column] = values[i]
+                task_of[row] = named[i]
+        start = len(self.vectors_)
+        new_rows = np.full((len(fresh), kept.shape[1]), np.nan, dtype=np.float32)
+        new_rows[:, column] = values[fresh]
+        for offset, i in enumerate(fresh):
+            rows_of[units[i].tobytes()] = start + offset
+            task_of[start + offset] = named[i]
+        if fresh:
+            self._graphs.add(units[fresh])
+            self.vectors_ = np.vstack([self.vectors_, units[fresh]])
+        if forget_fit:
+            outcome_rows = np.zeros(len(kept), bool)
+            outcome_rows[[r for r in rows_of.values() if r < len(kept)]] = True
+            kept[~outcome_rows, column] = np.nan
+        self.scores_ = np.vstack([kept, new_rows])
+        self._outcome_rows, self._outcome_tasks = mine, topics
+        if vote is not None:
+            evidence = self.scores_[:, column]
+            scored = np.flatnonzero(~np.isnan(evidence))
+            none = len(vote.names)
+            tasks_of = [
+                task_of[int(r)]
+                if int(r) in task_of
+                else (vote.names[vote.codes[r]] if vote.codes[r] < none else None)
+                for r in scored
+            ]
+            # the new rows vote no task (`TaskVote.with_llm`): only the fit's rows do
+            self.task_vote_ = vote.with_llm(evidence[scored], len(fresh), tasks_of, column=column)
+        return len(fresh)
+
     def predict_proba(self, query_vectors: NDArray[np.float32]) -> NDArray[np.float32]:
         self._check_fitted()
         return self._neighbour_means(query_vectors, [self.k_])[0][0]

@@ -108,6 +108,7 @@ class StackedRouter(LogitRouter):
             raise LocusInputError(f"prior_strength must be >= 0, found {self.prior_strength}")
         self._knn_column = {} if knn is None else {llm: i for i, llm in enumerate(knn.llm_ids)}
         self.joined: dict[str, int] = {}  # LLM -> its scores, for those joined since the fit
+        self.changed: set[str] = set()  # LLMs of the fit read from their outcomes alone
         self._fit_rows = 0 if knn is None else len(knn.vectors_)  # before any LLM joins
         self._scored_counts: tuple[NDArray[Any], NDArray[np.int64]] | None = None
         self._fit_index: FitRows | None = None  # the fit's rows by their vectors (`_level_of`)
@@ -185,6 +186,11 @@ class StackedRouter(LogitRouter):
                 for k, v in votes.items()
             }
             reference = counts < 0  # the fitted LLMs: a joined one moves none of theirs
+        if self.changed:
+            # an LLM whose endpoint changed is read from its outcomes alone: its fall moves
+            # no other LLM's level or deviations
+            steady = np.array([self.locus.llm_ids[j] not in self.changed for j in mine])
+            reference = steady if reference is None else reference & steady
         named = self.knn.task_vote_.named(tasks) if tasks and self.knn.task_vote_ else None
         out = self.stack.logits(locus_logits[:, mine], votes, task_votes, reference, named)
         readings: dict[int, tuple[str, NDArray[Any]]] = {}
@@ -193,6 +199,8 @@ class StackedRouter(LogitRouter):
             factor = {} if self.factors is None else self.factors.by_llm(vectors, self._factor_rows)
             for c in np.flatnonzero(~reference):
                 llm = self.locus.llm_ids[mine[c]]
+                if llm not in self.joined:
+                    continue  # an LLM of the fit whose endpoint changed: the stack reads it
                 task = None if task_votes is None else task_votes[:, c]
                 near = None if not ks else (votes[min(ks)][:, c], votes[max(ks)][:, c])
                 own = np.asarray(locus_logits[:, mine[c]], np.float64)
@@ -247,6 +255,36 @@ class StackedRouter(LogitRouter):
             self._levels[llm_id] = self._level_of(llm_id, evidence[0], values[kept], task_list)
         if self.guard is not None and default_scores is not None:
             self.guard = rechosen_default(self.guard, llm_id, values, default_scores)
+
+    def add_outcomes(
+        self,
+        llm_id: str,
+        vectors: NDArray[np.float32],
+        scores: NDArray[np.floating[Any]],
+        tasks: Sequence[str | None] = (),
+        *,
+        forget_fit: bool = False,
+    ) -> int:
+        """Production outcomes of `llm_id`, an LLM of the fit: its `scores` (n,) on queries of
+        `vectors` (n, dq), each one more scored query of it in its neighbour votes and task
+        vote (`KNNRouter.add_outcomes`), which the stack reads at once. An LLM joined since
+        the fit reads its outcomes with its other scores (`join`); a router without a kNN
+        part, or an LLM it does not hold, is left as it is. `forget_fit`: its scores of the
+        fit dropped (its endpoint changed). Returns the rows added.
+        """
+        if self.knn is None or llm_id not in self._knn_column or llm_id in self.joined:
+            return 0
+        values = np.asarray(scores, np.float32).reshape(-1)
+        kept = ~np.isnan(values)
+        if not kept.any():
+            return 0
+        given = [tasks[int(i)] for i in np.flatnonzero(kept)] if len(tasks) == len(values) else []
+        if forget_fit:
+            self.changed.add(llm_id)
+        return self.knn.add_outcomes(
+            llm_id, np.asarray(vectors, np.float32)[kept], values[kept].tolist(), given,
+            forget_fit=forget_fit,
+        )  # fmt: skip
 
     def _level_of(
         self, llm_id: str, vectors: NDArray[Any], scores: NDArray[Any], tasks: list[str | None]

@@ -205,6 +205,8 @@ def _add_status_routes(
         token), a whole stream's (stream_p50_ms / stream_p90_ms), error rate (a stream broken
         or stalled after its first token counts as an error), circuit state, retired or not."""
         measured = gateway.latency.snapshot()
+        # each LLM's outcomes beside its predicted P(correct), and its drift alarm
+        drift = gateway.drift.as_dict()
         unmeasured = {
             "calls": 0, "error_rate": None, "p50_ms": None, "p90_ms": None,
             "stream_p50_ms": None, "stream_p90_ms": None,
@@ -217,6 +219,7 @@ def _add_status_routes(
                     "circuit": gateway.breaker.state(llm),
                     "retired": llm in gateway.retired,
                     **measured.get(llm, unmeasured),
+                    "outcomes": drift.get(llm),
                 }
                 for llm, endpoint in sorted(gateway.upstreams.endpoints.items())
             ]
@@ -261,6 +264,12 @@ def _add_status_routes(
         return changed
 
 
+def _p_correct(predicted: Any) -> float | None:
+    """The answering LLM's predicted P(correct), None where not known (a pinned answer)."""
+    p = None if predicted is None else predicted.p_correct
+    return None if p is None or p != p else float(p)
+
+
 def _add_chat_route(
     app: FastAPI,
     gateway: Gateway,
@@ -281,7 +290,7 @@ def _add_chat_route(
             return await answer(data, query)
         except GatewayError as error:
             llm = error.llm_id  # a refusal: its outcome may be posted too
-            request_id = None if llm is None else outcome_log.record(llm, query.text)
+            request_id = None if llm is None else outcome_log.record(llm, query.text, None)
             return gateway_error_response(error, request_id)
 
     async def stream(data: dict[str, Any], query: ChatQuery) -> Response:
@@ -294,7 +303,9 @@ def _add_chat_route(
             streamed.events,
             media_type="text/event-stream",
             headers={
-                "x-locus-request-id": outcome_log.record(streamed.llm_id, text),
+                "x-locus-request-id": outcome_log.record(
+                    streamed.llm_id, text, _p_correct(streamed.predicted)
+                ),
                 "x-locus-llm": streamed.llm_id,
                 "x-locus-attempts": str(streamed.attempts),
                 **answer_headers(streamed.upstream_model, streamed.failed, streamed.explored),
@@ -310,7 +321,9 @@ def _add_chat_route(
             explore=query.explore, task=query.task,
         )  # fmt: skip
         headers = {
-            "x-locus-request-id": outcome_log.record(answered.llm_id, text),
+            "x-locus-request-id": outcome_log.record(
+                answered.llm_id, text, _p_correct(answered.predicted)
+            ),
             "x-locus-llm": answered.llm_id,
             "x-locus-attempts": str(answered.attempts),
             **answer_headers(answered.upstream_model, answered.failed, answered.explored),
@@ -366,7 +379,8 @@ def build_app(
     )
     onboarding = LiveOnboarding(
         store, workspace_router, artifact, max_rows=10_000,
-        refresh_every_s=settings.outcome_refresh_s,
+        refresh_every_s=settings.outcome_refresh_s, drift=gateway.drift,
+        metrics=gateway.metrics, on_drift=settings.on_drift,
     )  # fmt: skip
 
     def reload_catalog() -> dict[str, Any]:

@@ -29,6 +29,7 @@ import anyio
 import numpy as np
 
 from locus.routing.decision import RouteRequest
+from locus.routing.drift import DriftMonitor
 from locus.routing.explore import Exploration
 from locus.routing.router import RankedLLM
 from locus.server.fallback import FallbackWalk, GatewayError
@@ -114,6 +115,8 @@ class Gateway:
         self.upstreams = upstreams
         self.prices = dict(prices or {})
         self.metrics = metrics or Metrics()
+        # each LLM's outcomes against its predicted P(correct), and its alarm
+        self.drift = DriftMonitor()
         self.breaker = breaker or CircuitBreaker(
             self.settings.breaker_failures, self.settings.breaker_cooldown_s, clock=clock
         )

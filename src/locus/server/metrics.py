@@ -9,10 +9,10 @@ __all__ = ["Metrics"]
 
 class Metrics:
     """requests and their time, choices per LLM, fallbacks, stream continuations, upstream
-    latency and errors."""
+    latency and errors, outcomes and drift alarms."""
 
     def __init__(self) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Histogram
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
         self.registry = CollectorRegistry()
         self.requests = Counter(
@@ -38,6 +38,19 @@ class Metrics:
             "Streams broken after their first token and continued on another LLM, by the LLM "
             "that broke, the one that continued and why (cut, stall, malformed)",
             ["from", "to", "reason"], registry=self.registry,
+        )  # fmt: skip
+        self.outcomes = Counter(
+            "locus_outcomes", "Outcomes posted per LLM", ["llm_id"], registry=self.registry
+        )
+        self.drift_alarm = Gauge(
+            "locus_drift_alarm",
+            "1 where an LLM's outcomes say it became worse than its predicted P(correct) (a "
+            "CUSUM past its threshold, locus.routing.drift), else 0",
+            ["llm_id"], registry=self.registry,
+        )  # fmt: skip
+        self.drift_statistic = Gauge(
+            "locus_drift_statistic", "Each LLM's drift CUSUM (its alarm at log 20,000 = 9.9)",
+            ["llm_id"], registry=self.registry,
         )  # fmt: skip
         self.upstream_latency = Histogram(
             "locus_upstream_latency_seconds", "Upstream call time by LLM", ["llm_id"],

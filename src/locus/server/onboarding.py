@@ -22,12 +22,14 @@ server without a workspace answers them 501.
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from collections import OrderedDict
 from typing import Any
 
 import anyio
+import numpy as np
 import pandas as pd
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
@@ -35,7 +37,10 @@ from fastapi.responses import JSONResponse
 from locus.data.batch import ImportBatch
 from locus.data.query_identity import text_hash
 from locus.errors import LocusInputError
+from locus.pipeline.workspace_router import OUTCOMES_SOURCE
+from locus.routing.drift import DriftMonitor
 from locus.server.http_io import BadRequest, error_response, read_json_body
+from locus.server.metrics import Metrics
 from locus.server.onboard_jobs import OnboardJobs
 from locus.server.service_router import ServiceRouter
 from locus.server.settings import ServerSettings
@@ -43,9 +48,11 @@ from locus.store import Store
 
 __all__ = ["LiveOnboarding", "OutcomeLog", "add_onboarding_routes", "parse_outcomes"]
 
+logger = logging.getLogger("locus.server")
+
 NO_WORKSPACE = "this server was started without a workspace to write to"
 SOURCE = "api"
-OUTCOMES = "outcomes"  # the source of scores learned from production outcomes
+OUTCOMES = OUTCOMES_SOURCE  # the source of scores learned from production outcomes
 
 
 class LiveOnboarding:
@@ -59,9 +66,13 @@ class LiveOnboarding:
         *,
         max_rows: int,
         refresh_every_s: float = 0.0,
+        drift: DriftMonitor | None = None,
+        metrics: Metrics | None = None,
+        on_drift: str = "discount",
     ) -> None:
         self.store, self.router, self.artifact, self.max_rows = store, router, artifact, max_rows
         self.refresh_every_s = refresh_every_s
+        self.drift, self.metrics, self.on_drift = drift, metrics, on_drift
         self._lock = threading.Lock()
         self._pending: set[str] = set()  # LLMs with outcomes not yet in their embedding
         self._timer: threading.Timer | None = None
@@ -128,6 +139,8 @@ class LiveOnboarding:
         frame["query_id"] = [text_hash(t)[:16] for t in frame["query_text"]]
         llms = sorted(set(frame["llm_id"]))
         with self._lock:
+            alarms = self._test_drift(frame)
+            frame = frame.drop(columns=["predicted"], errors="ignore")
             batch = ImportBatch.from_long(frame, source=OUTCOMES, origin="POST /v1/outcomes")
             imported = self.store.write_batch(batch, kind="table", replace=True)
             encode_missing(self.store, self.router.vectors.text_encoder)
@@ -147,7 +160,54 @@ class LiveOnboarding:
             "replaced_scores": imported.replaced_scores,
             "refreshed": refreshed,
             "refresh_in_s": None if refreshed else self.refresh_every_s,
+            "drift_alarms": alarms,
         }
+
+    def _test_drift(self, frame: pd.DataFrame) -> list[str]:
+        """Each outcome read by the drift test against its LLM's P(correct) when it answered
+        (else the router's now, before the outcome is read into it); the LLMs whose alarm it
+        raised, logged, counted and, with `on_drift` "discount", discounted in the router."""
+        if self.drift is None:
+            return []
+        predicted = (
+            frame["predicted"].to_numpy(float, na_value=np.nan)
+            if "predicted" in frame
+            else np.full(len(frame), np.nan)
+        )
+        missing = np.flatnonzero(np.isnan(predicted))
+        if len(missing):
+            texts = [str(frame["query_text"].iloc[i]) for i in missing]
+            proba = self.router.predict_proba(self.router.vectors_for(texts))
+            ids = list(self.router.llm_ids)
+            for row, i in enumerate(missing):
+                llm = frame["llm_id"].iloc[i]
+                predicted[i] = proba[row, ids.index(llm)] if llm in ids else np.nan
+        raised = []
+        for llm, p, score in zip(frame["llm_id"], predicted, frame["score"], strict=True):
+            if self.metrics is not None:
+                self.metrics.outcomes.labels(llm).inc()
+            if np.isnan(p):
+                continue
+            if self.drift.update(llm, float(p), float(score)):
+                raised.append(llm)
+            state = self.drift.state(llm)
+            if self.metrics is not None:
+                self.metrics.drift_statistic.labels(llm).set(state.statistic)
+                self.metrics.drift_alarm.labels(llm).set(1.0 if state.alarm else 0.0)
+        for llm in raised:
+            said = self.drift.state(llm).as_dict()
+            logger.warning(
+                "drift alarm: %s answers worse than predicted since its outcome %d (%d outcomes: "
+                "rate %.2f against %.2f predicted; the last %d: %.2f against %.2f); %s",
+                llm, said["since"] + 1, said["outcomes"], said["rate"], said["predicted"],
+                len(self.drift.state(llm).recent), said["recent_rate"],
+                said["recent_predicted"],
+                "its evidence from before is discounted" if self.on_drift == "discount"
+                else "alert only (on_drift)",
+            )  # fmt: skip
+            if self.on_drift == "discount":
+                self.router.discount(llm)
+        return raised
 
     def _refresh_pending(self) -> list[str]:
         """Re-embed the LLMs with outcomes since the last refresh (called under the lock)."""
@@ -167,28 +227,30 @@ class LiveOnboarding:
 
 
 class OutcomeLog:
-    """request id -> (llm_id, query text) of the last `capacity` answers."""
+    """request id -> (llm_id, query text, its predicted P(correct) or None) of the last
+    `capacity` answers."""
 
     def __init__(self, capacity: int = 100_000) -> None:
         self.capacity = capacity
-        self._answers: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        self._answers: OrderedDict[str, tuple[str, str, float | None]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def record(self, llm_id: str, text: str) -> str:
+    def record(self, llm_id: str, text: str, predicted: float | None = None) -> str:
         request_id = uuid.uuid4().hex
         with self._lock:
-            self._answers[request_id] = (llm_id, text)
+            self._answers[request_id] = (llm_id, text, predicted)
             while len(self._answers) > self.capacity:
                 self._answers.popitem(last=False)
         return request_id
 
-    def resolve(self, request_id: str) -> tuple[str, str] | None:
+    def resolve(self, request_id: str) -> tuple[str, str, float | None] | None:
         with self._lock:
             return self._answers.get(request_id)
 
 
 def parse_outcomes(body: Any, log: OutcomeLog) -> list[dict[str, Any]]:
-    """The outcomes of a POST body as rows {llm_id, query_text, score}.
+    """The outcomes of a POST body as rows {llm_id, query_text, score, predicted} (predicted:
+    the answering LLM's P(correct) when it answered, where the request id tells it).
 
     Raises:
         ValueError: a malformed body, a score outside [0, 1], an unknown request id (the
@@ -217,7 +279,7 @@ def parse_outcomes(body: Any, log: OutcomeLog) -> list[dict[str, Any]]:
                     f"its last {log.capacity:,} answers (another replica answered it, or it is "
                     "older): post llm_id and query_text instead"
                 )
-            llm_id, text = found
+            llm_id, text, predicted = found
         else:
             given_llm, given_text = item.get("llm_id"), item.get("query_text")
             if (
@@ -226,8 +288,10 @@ def parse_outcomes(body: Any, log: OutcomeLog) -> list[dict[str, Any]]:
                 or not given_text.strip()
             ):
                 raise ValueError(f"{where}: expected request_id, or llm_id and query_text")
-            llm_id, text = given_llm, given_text
-        rows.append({"llm_id": llm_id, "query_text": text, "score": float(score)})
+            llm_id, text, predicted = given_llm, given_text, None
+        rows.append(
+            {"llm_id": llm_id, "query_text": text, "score": float(score), "predicted": predicted}
+        )
     return rows
 
 

@@ -17,7 +17,11 @@ from typing import Any
 
 from locus.errors import LocusInputError
 
-__all__ = ["ServerSettings"]
+__all__ = ["DRIFT_ACTIONS", "ServerSettings"]
+
+
+# what an LLM's drift alarm does (`ServerSettings.on_drift`)
+DRIFT_ACTIONS = ("discount", "alert")
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,11 @@ class ServerSettings:
         pool_check_s: how often (at most) a request checks the store for LLM embeddings
             written by another process (a replica's onboarding): the pool is re-read when they
             changed.
+        on_drift: what an LLM's drift alarm does (`locus.routing.drift`: its outcomes, read
+            against the P(correct) predicted when it answered, say it became worse):
+            "discount" (the default) drops the evidence of it from before the change from
+            its votes, so routing reads what it does now; "alert" only raises the alarm (the
+            /v1/upstreams field, the metric, the log line).
         explore: the share of routed chat requests (in [0, 1]) sent by a Thompson draw on the
             candidates' uncertainty rather than to the best mean (`locus.routing.explore`), so
             that an LLM the router is unsure of gets outcomes; 0 (the default) is off. A
@@ -82,9 +91,17 @@ class ServerSettings:
     top: int = 3
     pool_check_s: float = 1.0
     explore: float = 0.0
+    on_drift: str = "discount"
 
     def __post_init__(self) -> None:
+        if self.on_drift not in DRIFT_ACTIONS:
+            raise LocusInputError(
+                f"server setting on_drift: expected one of {', '.join(DRIFT_ACTIONS)}, found "
+                f"{self.on_drift!r}"
+            )
         for field in fields(self):
+            if field.name == "on_drift":
+                continue
             value = getattr(self, field.name)
             if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
                 raise LocusInputError(

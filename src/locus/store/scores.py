@@ -53,6 +53,24 @@ class StoreScores(StoreCore):
             out["disagreeing_cells"] = int(conn.execute(_disagreeing_cells()).scalar_one())
         return out
 
+    def scores_in_order(self, source: str) -> pd.DataFrame:
+        """Every score of `source` in the order it was written (by its import time, then as
+        written): llm_id, text_hash, score, imported_at. What a sequential test of outcomes
+        reads (`locus outcomes`)."""
+        m, a, s = schema.llms.c, schema.query_aliases.c, schema.scores.c
+        stmt = (
+            select(m.llm_id, a.text_hash, s.score, s.imported_at)
+            .select_from(
+                schema.scores.join(schema.llms, m.id == s.llm).join(
+                    schema.query_aliases, a.id == s.alias
+                )
+            )
+            .where(s.source == source)
+            .order_by(s.imported_at, a.id)
+        )
+        with self._read() as conn:
+            return pd.read_sql(stmt, conn)
+
     def cell_counts(self, max_scores: int | None = None) -> tuple[int, int, int] | None:
         """(queries scored by some LLM, LLMs with a score, scored (LLM, query) cells), each
         cell once whatever its sources: how much the LLMs share their queries
