@@ -1,7 +1,8 @@
 """A production replay on a dense pool: an endpoint swapped behind its name, and no change.
 
 The stream: the test queries of the demo workspace (`make demo`: MMLU-Pro, 29 LLMs), in a
-seeded order, each asked once. Each request is routed by the fitted router (guard included);
+seeded order, each asked once. Each request is routed by the fitted router (guard included)
+among the LLMs the pool scored on it (two LLMs answered fewer questions);
 only the chosen LLM's outcome is revealed (its true score on that query), and fed back as
 `locus serve` does: read by the drift test against the P(correct) predicted for it
 (`locus.routing.drift`), then added to the router as one more scored query of that LLM
@@ -15,8 +16,9 @@ same stream without the swap, for false alarms.
 Policies: the static router (the fit, no outcomes), outcomes read but no discount
 (`on_drift = "alert"`), and the default (outcomes, and the discount on an alarm). Figures per
 seed and mean ± sd over seeds: hit@1 over the stream (the swap's truth), the swapped LLM's
-requests after the swap, the alarm's delay in its outcomes after the swap, and false alarms
-per 10,000 outcomes on the no-change stream.
+requests after the swap (all, and until its share of the next 50 requests falls under 10% for
+good), the alarm's delay in its outcomes after the swap, and false alarms per 10,000 outcomes
+on the no-change stream.
 
     python benchmarks/bench_swap_replay.py --workspace .locus --seeds 0 1 2
 """
@@ -37,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import REPO_ROOT, report
 
 POLICIES = ("static", "outcomes", "outcomes+discount")
+WINDOW = 50  # requests the swapped LLM's share is read over
 
 
 def replay(
@@ -61,7 +64,9 @@ def replay(
     swapped_after = 0
     for t, row in enumerate(order):
         vector = data.vectors[row][None]
-        [decision] = fitted.route(vector, RouteRequest(top=1))
+        # an LLM the pool never scored on this query cannot be replayed: it is unavailable
+        missing = [ids[c] for c in np.flatnonzero(np.isnan(truth[row]))]
+        [decision] = fitted.route(vector, RouteRequest(top=1, unavailable=tuple(missing)))
         llm = decision.llm_id
         column = ids.index(llm)
         answers_as = column
@@ -70,7 +75,7 @@ def replay(
             swapped_after += 1
         y = truth[row, answers_as]
         if np.isnan(y):
-            y = 0.0  # not evaluated: counted wrong (two LLMs of the pool answered fewer)
+            y = 0.0  # the LLM it answers as was not scored here: counted wrong
         chosen.append(llm)
         hits.append(float(y))
         if policy == "static":
@@ -84,7 +89,17 @@ def replay(
             forget_fit=policy == "outcomes+discount" and monitor.state(llm).alarm,
         )  # fmt: skip
     after = chosen[swap_at:]
+    # its requests after the swap until its share of a window of the next 50 requests falls
+    # under 10% (and stays so in every later window's start)
+    settled = None
+    if swap is not None:
+        mine = np.array([llm == swap[0] for llm in after], float)
+        shares = np.convolve(mine, np.ones(WINDOW), "valid") / WINDOW
+        above = np.flatnonzero(shares >= 0.1)
+        start = 0 if not len(above) else int(above[-1]) + 1
+        settled = int(mine[:start].sum()) if start < len(shares) else None
     return {
+        "swapped_requests_until_under_10pct": settled,
         "hit@1": float(np.mean(hits)),
         "hit@1_after_swap": float(np.mean(hits[swap_at:])),
         "swapped_requests_after": swapped_after,
@@ -156,6 +171,13 @@ def main() -> None:
                 row["swapped_share_last_half"] = mean_sd(
                     [f["swapped_share_last_half"] for f in found]
                 )
+                settled = [
+                    f["swapped_requests_until_under_10pct"]
+                    for f in found
+                    if f["swapped_requests_until_under_10pct"] is not None
+                ]
+                row["swapped_requests_until_under_10pct"] = mean_sd(settled) if settled else None
+                row["settled_in"] = len(settled)
                 delays = [f["alarm_delay"] for f in found if f["alarm_delay"] is not None]
                 row["alarm_delay"] = mean_sd(delays) if delays else None
                 row["alarm_raised"] = len(delays)

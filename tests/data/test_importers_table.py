@@ -307,3 +307,48 @@ def test_a_probe_file_with_common_column_names(tmp_path: Path, write_text: Write
         odd, lambda t: np.ones((len(t), 3), np.float32), {"query_text": "q", "score": "outcome"}
     )
     assert mapped["odd"].scores.tolist() == [1.0]
+
+
+def test_a_list_valued_text_column_is_refused_or_read_as_chat(tmp_path: Path) -> None:
+    # a Parquet list column: never its Python repr as the query text
+    path = tmp_path / "lists.parquet"
+    pd.DataFrame({"model": ["a", "a"], "prompt": [["q1"], ["q2"]], "correct": [1, 0]}).to_parquet(
+        path
+    )
+    with pytest.raises(LocusInputError) as caught:
+        import_table(path)
+    assert "row 1, column 'query_text': expected text, found a list ['q1']" in str(caught.value)
+    # chat messages: the last user message's text, said in one note
+    chat = [
+        [
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": "What is 2+2?"},
+        ],
+        [
+            {"role": "user", "content": "first"},
+            {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": [{"type": "text", "text": "Name a prime."}]},
+        ],
+    ]
+    path = tmp_path / "chat.jsonl"
+    pd.DataFrame({"model": ["a", "a"], "messages": chat, "correct": [1, 0]}).to_json(
+        path, orient="records", lines=True
+    )
+    batch = import_table(path, columns={"query_text": "messages"})
+    assert sorted(batch.queries["query_text"]) == ["Name a prime.", "What is 2+2?"]
+    assert "query_text: 2 chat message lists read as their last user message's text" in (
+        batch.notes
+    )
+
+
+def test_a_repeated_row_is_named_by_its_text(tmp_path: Path, write_text: WriteText) -> None:
+    # no query id in the file: the id is made from the text, so the text names the query
+    long = "What is the capital of France and which river runs through it today?"
+    path = write_text(
+        tmp_path / "log.csv", f"model,prompt,correct\na,{long!s},1\nb,hi,1\na,{long!s},0\n"
+    )
+    with pytest.raises(LocusInputError) as caught:
+        import_table(path)
+    assert "LLM 'a' on query 'What is the capital of France and which river runs throug...'" in (
+        str(caught.value)
+    )

@@ -116,3 +116,33 @@ def test_import_llms_command_and_llms_listing(
     assert shown.exit_code == 0 and "gpt-4o-2024-08-06 at https://api.openai.com/v1" in shown.stdout
     bad = run_cli("import", "llms", "-w", ws)
     assert bad.exit_code == 2 and "expected one catalog FILE" in bad.stderr
+
+
+def test_a_price_list_in_the_users_own_columns(tmp_path: Path, run_cli: Run) -> None:
+    """The columns people have (`model,input_usd_per_1m,output_usd_per_1m`) are recognised and
+    said; any other column is mapped with -c; a mapping to no catalog column is refused."""
+    path = tmp_path / "prices.csv"
+    path.write_text("model,input_usd_per_1m,output_usd_per_1m\ngpt-x,2.5,10\nmini,0.15,0.6\n")
+    ws = tmp_path / "ws"
+    done = run_cli("import", "llms", path, "-w", ws)
+    assert done.exit_code == 0, done.stderr
+    assert "price_in_per_mtok <- 'input_usd_per_1m'" in done.stdout + done.stderr
+    from locus.store import Store
+
+    with Store.open(ws, create=False) as store:
+        catalog = store.llm_metadata()
+    assert catalog["gpt-x"]["price_in_per_mtok"] == 2.5
+    assert catalog["mini"]["price_out_per_mtok"] == 0.6
+    other = tmp_path / "other.csv"
+    other.write_text("name,in_price,out_price\ngpt-x,3,12\n")
+    refused = run_cli("import", "llms", other, "-w", ws)
+    assert refused.exit_code == 2 and "map it with -c CATALOG_COLUMN=in_price" in refused.stderr
+    mapped = run_cli(
+        "import", "llms", other, "-w", ws, "-c", "price_in_per_mtok=in_price",
+        "-c", "price_out_per_mtok=out_price",
+    )  # fmt: skip
+    assert mapped.exit_code == 0, mapped.stderr
+    with Store.open(ws, create=False) as store:
+        assert store.llm_metadata()["gpt-x"]["price_out_per_mtok"] == 12.0
+    wrong = run_cli("import", "llms", other, "-w", ws, "-c", "price=in_price")
+    assert wrong.exit_code == 2 and "'price' is not a catalog column" in wrong.stderr

@@ -299,11 +299,13 @@ def test_outcomes_teach_the_router_that_an_llm_fails_on_a_kind_of_query(
             assert client.post("/v1/llms/newbie/scores", json={"scores": posted}).status_code == 200
 
             def p_newbie() -> tuple[float, int]:
-                """newbie's P(correct) on the math text, and its place in the ranking."""
+                """newbie's P(correct) on the math text, and how many of the four math
+                specialists it ranks ahead of."""
                 routed = client.post("/v1/route", json={"text": text, "top": 13}).json()
                 order = [c["llm_id"] for c in routed["ranked"]]
                 ranked = {c["llm_id"]: c["p_correct"] for c in routed["ranked"]}
-                return ranked["newbie"], order.index("newbie")
+                place = order.index("newbie")
+                return ranked["newbie"], sum(order.index(f"math-{i}") > place for i in range(4))
 
             before, rank_before = p_newbie()
             # a real answer's request id, scored 0 by the caller
@@ -327,8 +329,8 @@ def test_outcomes_teach_the_router_that_an_llm_fails_on_a_kind_of_query(
             assert learned.json()["refreshed"] == ["newbie"]
             after, rank_after = p_newbie()
     assert after < before - 0.1, (before, after)
-    # among the math specialists before, behind every one of them after
-    assert rank_before < 4 < rank_after, (rank_before, rank_after)
+    # ahead of some math specialist before, behind every one of them after
+    assert rank_before > 0 and rank_after == 0, (rank_before, rank_after)
     with Store.open(key_store, create=False) as store:
         assert "outcomes" in set(store.sources()["name"])
 

@@ -21,6 +21,7 @@ from locus.cli._app import (
     WorkspaceOption,
     app,
     open_store,
+    parse_pairs,
 )
 from locus.cli._import_plan import choose_sources, import_job, may_replace_another
 from locus.cli._render import note, print_json, progress_bars, stdout_console
@@ -68,7 +69,11 @@ def import_command(
     ] = None,
     column: Annotated[
         list[str] | None,
-        typer.Option("--column", "-c", help="table: map a column, CANONICAL=FILE_COLUMN."),
+        typer.Option(
+            "--column",
+            "-c",
+            help="table or llms: map a column, CANONICAL=FILE_COLUMN.",
+        ),
     ] = None,
     metric: Annotated[
         list[str] | None,
@@ -128,12 +133,17 @@ def import_command(
             f"{format_name}: no such file or folder (and not a format: {', '.join(FORMATS)})"
         )
     if format_name == "llms":
-        if len(paths) != 1 or queries is not None or column or namespace is not None or metric:
+        if len(paths) != 1 or queries is not None or namespace is not None or metric:
             raise LocusInputError(
-                "import llms: expected one catalog FILE and no --queries, --column, --metric "
-                "or --namespace"
+                "import llms: expected one catalog FILE (and -c to map its columns), no "
+                "--queries, --metric or --namespace"
             )
-        _import_catalog(paths[0], workspace=workspace, as_json=as_json)
+        _import_catalog(
+            paths[0], workspace=workspace, as_json=as_json,
+            columns=parse_pairs(column, "--column", "CATALOG_COLUMN=FILE_COLUMN such as "
+                                "price_in_per_mtok=input_usd_per_1m") if column else None,
+            quiet=quiet,
+        )  # fmt: skip
         return
     if source is not None and len(paths) > 1:
         raise LocusInputError(
@@ -324,10 +334,21 @@ def _print_report(report: Any) -> None:
     )
 
 
-def _import_catalog(path: Path, *, workspace: str | None, as_json: bool) -> None:
+def _import_catalog(
+    path: Path,
+    *,
+    workspace: str | None,
+    as_json: bool,
+    columns: dict[str, str] | None = None,
+    quiet: bool = False,
+) -> None:
     from locus.data.llm_catalog import read_llm_catalog
 
-    records = read_llm_catalog(path)
+    notes: list[str] = []
+    records = read_llm_catalog(path, columns, notes)
+    if not as_json:
+        for said in notes:
+            note(f"{path.name}: {said}", quiet=quiet)
     with open_store(workspace) as store:
         counts = store.upsert_llm_metadata([(r.llm_id, r.metadata()) for r in records])
     served = sum(r.endpoint is not None for r in records)

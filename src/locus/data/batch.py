@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -150,7 +151,8 @@ class ImportBatch:
         scores, read_as = _score_column(rows, origin, describe_row)
         cost = _optional_numeric(rows, "cost_usd", origin, describe_row)
         latency = _optional_numeric(rows, "latency_ms", origin, describe_row)
-        texts = _optional_text(rows, "query_text")
+        texts, chat = _query_texts(rows, origin, describe_row)
+        read_as = (*read_as, *chat)
         tasks = _optional_text(rows, "task")
         splits = _optional_text(rows, "split")
         _check_splits(splits, origin, describe_row)
@@ -308,6 +310,58 @@ def _optional_numeric(
     return _numeric_column(rows, column, origin, describe_row, low=0.0, high=None)
 
 
+def _query_texts(
+    rows: pd.DataFrame, origin: str, describe_row: RowDescriber
+) -> tuple[list[str | None], tuple[str, ...]]:
+    """The query text column, and a note where cells held chat messages: a list of
+    {role, content} messages is read as its last user message's text (said in the note); any
+    other list is an error naming the row (a Parquet or JSONL list column would otherwise be
+    stored as its Python repr)."""
+    if "query_text" not in rows.columns:
+        return [None] * len(rows), ()
+    values = rows["query_text"].tolist()
+    chats = 0
+    for position, value in enumerate(values):
+        if not isinstance(value, (list, tuple, np.ndarray)):
+            continue
+        text = _last_user_text(value)
+        if text is None:
+            shown = repr(list(value))
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            raise LocusInputError(
+                f"{origin}: {describe_row(position)}, column 'query_text': expected text, found "
+                f"a list {shown}; give each query's text as a string (or a list of chat "
+                "messages {role, content}, whose last user message is read)"
+            )
+        values[position] = text
+        chats += 1
+    note = (
+        (f"query_text: {chats:,} chat message lists read as their last user message's text",)
+        if chats
+        else ()
+    )
+    return _optional_text(rows.assign(query_text=values), "query_text"), note
+
+
+def _last_user_text(messages: Any) -> str | None:
+    """The text of the last {"role": "user", "content": ...} message of `messages` (content a
+    string, or a list of parts whose "text" parts are joined); None where it holds none."""
+    for message in reversed(list(messages)):
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        if isinstance(content, (list, tuple, np.ndarray)):
+            parts = [
+                str(part.get("text"))
+                for part in content
+                if isinstance(part, dict) and part.get("type") == "text" and part.get("text")
+            ]
+            return "\n".join(parts) if parts else None
+    return None
+
+
 def _optional_text(rows: pd.DataFrame, column: str) -> list[str | None]:
     if column not in rows.columns:
         return [None] * len(rows)
@@ -357,6 +411,12 @@ def _distinct_queries(long: pd.DataFrame, origin: str, describe_row: RowDescribe
     return queries.astype({"reference": object, "grader": object}).reset_index(drop=True)
 
 
+def _shortened(text: str, limit: int = 60) -> str:
+    """`text` on one line, cut to `limit` characters with an ellipsis."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
 def _distinct_scores(long: pd.DataFrame, origin: str, describe_row: RowDescriber) -> pd.DataFrame:
     key = ["llm_id", "query_id", "text_hash"]
     columns = [*key, "score", "cost_usd", "latency_ms"]
@@ -372,9 +432,13 @@ def _distinct_scores(long: pd.DataFrame, origin: str, describe_row: RowDescriber
                 & (bad["query_id"] == first["query_id"])
                 & (bad["text_hash"] == first["text_hash"])
             ].iloc[1]
+            text = first.get("query_text")
+            named = f"query {first['query_id']!r}"
+            if isinstance(text, str) and text:
+                named = f"query {_shortened(text)!r}"  # an id made from the text says nothing
             raise LocusInputError(
                 f"{origin}: {describe_row(int(second['_position']))}: LLM {first['llm_id']!r} on "
-                f"query {first['query_id']!r} scores {second['score']:g} here but "
+                f"{named} scores {second['score']:g} here but "
                 f"{first['score']:g} at {describe_row(int(first['_position']))}; expected one "
                 "score per (LLM, query); keep one row, or average repeats before importing"
             )

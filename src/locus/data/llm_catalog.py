@@ -161,8 +161,71 @@ class LLMRecord:
         )
 
 
-def read_llm_catalog(path: Path) -> list[LLMRecord]:
+# a catalog column -> the names people give it (compared without case, spaces or dashes)
+CATALOG_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "llm_id": ("llm_id", "model", "llm", "model_id", "model_name", "name"),
+    "price_in_per_mtok": (
+        "price_in_per_mtok", "input_usd_per_1m", "input_price_per_1m", "input_cost_per_1m",
+        "input_per_1m", "price_input", "input_price", "prompt_price_per_1m", "usd_per_1m_input",
+        "input_usd_per_mtok", "input_cost_per_mtok",
+    ),
+    "price_out_per_mtok": (
+        "price_out_per_mtok", "output_usd_per_1m", "output_price_per_1m", "output_cost_per_1m",
+        "output_per_1m", "price_output", "output_price", "completion_price_per_1m",
+        "usd_per_1m_output", "output_usd_per_mtok", "output_cost_per_mtok",
+    ),
+    "cost_per_query": ("cost_per_query", "usd_per_query", "price_per_query"),
+    "params_b": ("params_b", "parameters_b", "size_b"),
+    "base_url": ("base_url", "api_base", "endpoint"),
+}  # fmt: skip
+
+
+def _key(name: object) -> str:
+    return re.sub(r"[\s\-]+", "_", str(name).strip().lower())
+
+
+def _catalog_columns(
+    found: list[str], given: Mapping[str, str], path: Path
+) -> tuple[dict[str, str], list[str]]:
+    """file column -> catalog column: `given` (catalog column -> file column, `-c`), then
+    each catalog column the file lacks by its own name that exactly one file column names by a
+    synonym (`CATALOG_SYNONYMS`); the notes say which were recognised.
+
+    Raises:
+        LocusInputError: a mapping to an unknown catalog column or from a missing file column.
+    """
+    rename: dict[str, str] = {}
+    for canonical, column in given.items():
+        if canonical not in KNOWN_COLUMNS:
+            raise LocusInputError(
+                f"-c {canonical}={column}: {canonical!r} is not a catalog column; expected one "
+                f"of {', '.join(KNOWN_COLUMNS)}"
+            )
+        if column not in found:
+            raise LocusInputError(
+                f"-c {canonical}={column}: {path} has no column {column!r}; its columns: "
+                f"{', '.join(found)}"
+            )
+        rename[column] = canonical
+    recognised = []
+    for canonical, names in CATALOG_SYNONYMS.items():
+        if canonical in found or canonical in rename.values():
+            continue
+        matches = [c for c in found if _key(c) in names and c not in rename]
+        if len(matches) == 1:
+            rename[matches[0]] = canonical
+            recognised.append(f"{canonical} <- {matches[0]!r}")
+    notes = [f"columns recognised by name: {', '.join(recognised)}"] if recognised else []
+    return rename, notes
+
+
+def read_llm_catalog(
+    path: Path, columns: Mapping[str, str] | None = None, notes: list[str] | None = None
+) -> list[LLMRecord]:
     """Every row of a catalog file, validated (one line naming the row on the first error).
+    `columns`: catalog column -> the file's column (`locus import llms -c`); columns named as
+    people name them (`model`, `input_usd_per_1m`, `output_usd_per_1m`, ...) are recognised,
+    each said in `notes` where given.
 
     Raises:
         LocusInputError: unreadable file, no rows, an unknown column, a bad value, an llm_id
@@ -181,10 +244,16 @@ def read_llm_catalog(path: Path) -> list[LLMRecord]:
         where = lambda i: f"{path}, {table.describe_row(i)}"  # noqa: E731
     if not rows:
         raise LocusInputError(f"{path}: no LLMs; expected one row per LLM with an llm_id")
+    found = list(dict.fromkeys(str(k) for row in rows for k in row))
+    rename, said = _catalog_columns(found, columns or {}, path)
+    if notes is not None:
+        notes.extend(said)
+    rows = [{rename.get(str(k), str(k)): v for k, v in row.items()} for row in rows]
     unknown = sorted({str(k) for row in rows for k in row} - set(KNOWN_COLUMNS))
     if unknown:
         raise LocusInputError(
-            f"{path}: unknown column {unknown[0]!r}; expected some of {', '.join(KNOWN_COLUMNS)}"
+            f"{path}: unknown column {unknown[0]!r}; expected some of "
+            f"{', '.join(KNOWN_COLUMNS)}, or map it with -c CATALOG_COLUMN={unknown[0]}"
         )
     records, seen = [], set()
     for i, row in enumerate(rows):

@@ -186,13 +186,18 @@ class StackedRouter(LogitRouter):
                 for k, v in votes.items()
             }
             reference = counts < 0  # the fitted LLMs: a joined one moves none of theirs
+        read = locus_logits[:, mine]
         if self.changed:
             # an LLM whose endpoint changed is read from its outcomes alone: its fall moves
-            # no other LLM's level or deviations
+            # no other LLM's level or deviations, and LOCUS's reading of it (an embedding of
+            # the old endpoint's scores) is the pool's mean until it is fitted again
             steady = np.array([self.locus.llm_ids[j] not in self.changed for j in mine])
             reference = steady if reference is None else reference & steady
+            if steady.any():
+                read = np.array(read, np.float64)
+                read[:, ~steady] = read[:, steady].mean(axis=1, keepdims=True)
         named = self.knn.task_vote_.named(tasks) if tasks and self.knn.task_vote_ else None
-        out = self.stack.logits(locus_logits[:, mine], votes, task_votes, reference, named)
+        out = self.stack.logits(read, votes, task_votes, reference, named)
         readings: dict[int, tuple[str, NDArray[Any]]] = {}
         if self.thin is not None and reference is not None and reference.any():
             pool, ks = out[:, reference], self.stack.ks
