@@ -328,6 +328,40 @@ def test_a_pinned_llm_is_called_without_routing_until_it_fails(streamed: bool) -
         assert fallen.headers["x-locus-p-correct"] == "0.9000"  # a's, from the ranking
 
 
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_pinned_llm_asked_for_no_substitution_fails_rather_than_being_replaced(
+    streamed: bool,
+) -> None:
+    """`"fallbacks": false` (or the header x-locus-fallbacks: none): a pinned LLM that fails
+    is a 503 naming its failure, no other LLM is called; one that cannot be called at all is a
+    503 naming why. The default stays as documented: the next best answers."""
+    with fake_upstreams({"a": ["ok"], "b": ["500"]}) as fake:
+        app, _ = build(fake, settings=PATIENT)
+        strict = {**CHAT, "model": "b", "stream": streamed, "fallbacks": False}
+        refused = post(app, "/v1/chat/completions", strict)
+        assert refused.status_code == 503, refused.text
+        assert "no LLM answered" in refused.text and "b" in refused.json()["error"]["message"]
+        assert set(fake.requests) == {"b"}  # a was never called
+        by_header = post(
+            app, "/v1/chat/completions", {**CHAT, "model": "b", "stream": streamed},
+            headers={"x-locus-fallbacks": "none"},
+        )  # fmt: skip
+        assert by_header.status_code == 503 and set(fake.requests) == {"b"}
+        default = post(app, "/v1/chat/completions", {**CHAT, "model": "b", "stream": streamed})
+        assert default.status_code == 200 and default.headers["x-locus-llm"] == "a"
+        bad = post(app, "/v1/chat/completions", {**CHAT, "model": "b", "fallbacks": "no"})
+        assert bad.status_code == 400 and "fallbacks: expected true" in bad.text
+    with fake_upstreams({"a": ["ok"], "b": ["410"]}) as fake:  # b's model is gone: retired
+        app, gateway = build(fake, settings=PATIENT)
+        assert post(app, "/v1/chat/completions", {**CHAT, "model": "b"}).status_code == 200
+        assert "b" in gateway.retired
+        strict = {**CHAT, "model": "b", "stream": streamed, "fallbacks": False}
+        found = post(app, "/v1/chat/completions", strict)
+        assert found.status_code == 503, found.text
+        assert "b cannot be called (retired)" in found.json()["error"]["message"]
+        assert fake.requests == {"a": 1, "b": 1}
+
+
 def test_a_pinned_llm_slower_than_the_latency_bound_is_ranked_as_before() -> None:
     """A pinned LLM whose median misses the request's max_latency_ms goes behind the LLMs
     that meet it: that needs the ranking, computed at once."""

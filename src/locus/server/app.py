@@ -11,7 +11,9 @@ and `build_app` (the service from a workspace).
                                 (or a list under "outcomes"): the answering LLM's evidence
                                 (`locus.server.onboarding`); needs a key
     POST /v1/chat/completions   OpenAI-compatible, non-streaming and SSE streaming (locus's own
-                                fields: unavailable, max_latency_ms, explore, never sent
+                                fields: unavailable, max_latency_ms, explore, task,
+                                fallbacks (false, or the header x-locus-fallbacks: none:
+                                no other LLM in the chosen one's place), never sent
                                 upstream; a field that is neither OpenAI's nor locus's is a
                                 400 naming it, as the OpenAI API answers, so a misspelt
                                 "temperatur" is not dropped unseen: `CHAT_FIELDS`); model
@@ -61,6 +63,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -102,6 +105,9 @@ __all__ = [
 # set by `locus serve --workers N` for its worker processes: the store to open (may hold a password)
 SERVE_WORKSPACE_ENV = "LOCUS_SERVE_WORKSPACE"
 SETTINGS_ENV = "LOCUS_SERVE_SETTINGS"  # and the server settings, as JSON
+# a chat request's header that asks for no substitution: "none" (as the body's "fallbacks":
+# false, for clients that cannot add a body field)
+NO_FALLBACK_HEADER = "x-locus-fallbacks"
 
 
 def create_app(
@@ -284,6 +290,8 @@ def _add_chat_route(
     async def chat(request: Request) -> Response:
         data = await read_json_body(request, settings.max_body_bytes)
         query = parse_chat_body(data, known)  # locus's own fields taken out of `data`
+        if request.headers.get(NO_FALLBACK_HEADER, "").strip().lower() in ("none", "false", "0"):
+            query = replace(query, fallbacks=False)
         try:
             if data.get("stream"):
                 return await stream(data, query)
@@ -297,7 +305,7 @@ def _add_chat_route(
         text = query.text
         streamed = await gateway.stream(
             data, text, unavailable=query.unavailable, max_latency_ms=query.max_latency_ms,
-            explore=query.explore, task=query.task,
+            explore=query.explore, task=query.task, fallbacks=query.fallbacks,
         )  # fmt: skip
         return StreamingResponse(
             streamed.events,
@@ -318,7 +326,7 @@ def _add_chat_route(
         text = query.text
         answered = await gateway.chat(
             data, text, unavailable=query.unavailable, max_latency_ms=query.max_latency_ms,
-            explore=query.explore, task=query.task,
+            explore=query.explore, task=query.task, fallbacks=query.fallbacks,
         )  # fmt: skip
         headers = {
             "x-locus-request-id": outcome_log.record(

@@ -206,15 +206,32 @@ class Gateway:
         max_latency_ms: float | None,
         explore: float | None,
         task: str | None = None,
+        fallbacks: bool = True,
     ) -> FallbackWalk:
         """The request's way down its fallback order. For a pinned LLM the routing ranking
         (which encodes a new text: milliseconds of CPU) is computed only when a fallback is
-        needed; otherwise at once, off the event loop."""
+        needed; otherwise at once, off the event loop. Without `fallbacks`, the order is its
+        first LLM alone: the pinned one (a 503 naming why where it cannot be called), or the
+        routed one."""
         fixed, rule = parse_model(body.get("model"), self.upstreams.endpoints)
         request = replace(rule, unavailable=frozenset(unavailable))
 
         def order() -> tuple[list[RankedLLM], bool]:
             return self.fallback_order(text, fixed, request, max_latency_ms, explore, task)
+
+        if fixed is not None and not fallbacks:
+            if not self._pinned_first(fixed, max_latency_ms):
+                why = (
+                    "retired" if fixed in self.retired
+                    else "has no endpoint" if fixed not in self.upstreams.endpoints
+                    else f"slower than max_latency_ms {max_latency_ms:g}"
+                )  # fmt: skip
+                raise GatewayError(
+                    503, f"{fixed} cannot be called ({why}) and the request asked for no "
+                    "other LLM in its place (fallbacks: false)", kind="unavailable",
+                )  # fmt: skip
+            pinned = RankedLLM(fixed, float("nan"), None, float("nan"))
+            return FallbackWalk(self, [pinned], None, explored=False)
 
         if fixed is not None and self._pinned_first(fixed, max_latency_ms):
 
@@ -227,7 +244,7 @@ class Gateway:
         ranked, explored = await anyio.to_thread.run_sync(order)
         if not ranked:
             raise GatewayError(503, "no LLM with an endpoint is available", kind="unavailable")
-        return FallbackWalk(self, ranked, None, explored=explored)
+        return FallbackWalk(self, ranked if fallbacks else ranked[:1], None, explored=explored)
 
     async def chat(
         self,
@@ -238,6 +255,7 @@ class Gateway:
         max_latency_ms: float | None = None,
         explore: float | None = None,
         task: str | None = None,
+        fallbacks: bool = True,
     ) -> ChatAnswer:
         """Answer a non-streaming chat request.
 
@@ -249,7 +267,9 @@ class Gateway:
         async def call(llm: str, timeout: float, form: int) -> dict[str, Any]:
             return await self.upstreams.complete(llm, body, timeout=timeout)
 
-        walk = await self._fallbacks(body, text, unavailable, max_latency_ms, explore, task)
+        walk = await self._fallbacks(
+            body, text, unavailable, max_latency_ms, explore, task, fallbacks
+        )
         llm, payload = await walk.first(call, streaming=False)
         model = str(payload.get("model") or self.endpoint_model(llm))
         payload = {**payload, "model": model}
@@ -268,6 +288,7 @@ class Gateway:
         max_latency_ms: float | None = None,
         explore: float | None = None,
         task: str | None = None,
+        fallbacks: bool = True,
     ) -> StreamAnswer:
         """Start a streaming chat request: every failure before the first token falls back;
         the answer's `events` are the SSE lines, each chunk's model the answering LLM's. A
@@ -296,7 +317,9 @@ class Gateway:
 
             return call
 
-        walk = await self._fallbacks(body, text, unavailable, max_latency_ms, explore, task)
+        walk = await self._fallbacks(
+            body, text, unavailable, max_latency_ms, explore, task, fallbacks
+        )
         llm, upstream = await walk.first(caller(None), streaming=True)
         failed = list(walk.failed)  # what the headers name: the failures before the answer
 

@@ -51,7 +51,7 @@ CHAT_FIELDS = (
     "top_k", "min_p", "repetition_penalty",
 )  # fmt: skip
 # locus's own: read by the gateway, never sent upstream
-LOCUS_CHAT_FIELDS = ("unavailable", "max_latency_ms", "explore", "task")
+LOCUS_CHAT_FIELDS = ("unavailable", "max_latency_ms", "explore", "task", "fallbacks")
 
 
 class BadRequest(Exception):
@@ -108,6 +108,9 @@ class ChatQuery:
     max_latency_ms: float | None
     explore: float | None
     task: str | None = None  # the text's task, where the caller knows it
+    # False: the LLM the model names (or the routed one) answers or the request fails; no
+    # other LLM is called in its place
+    fallbacks: bool = True
 
 
 def parse_chat_body(data: dict[str, Any], known: Collection[str]) -> ChatQuery:
@@ -144,7 +147,15 @@ def parse_chat_body(data: dict[str, Any], known: Collection[str]) -> ChatQuery:
     task = data.pop("task", None)
     if task is not None and (not isinstance(task, str) or not task.strip()):
         raise BadRequest(400, f"task: expected a task name, found {task!r}", "invalid_request")
-    return ChatQuery(text, unavailable, max_latency, explore, task)
+    fallbacks = data.pop("fallbacks", True)
+    if not isinstance(fallbacks, bool):
+        raise BadRequest(
+            400,
+            f"fallbacks: expected true (another LLM may answer where the chosen one fails, "
+            f"the default) or false (never), found {fallbacks!r}",
+            "invalid_request",
+        )
+    return ChatQuery(text, unavailable, max_latency, explore, task, fallbacks)
 
 
 def _check_chat_fields(data: Mapping[str, Any]) -> None:
