@@ -272,6 +272,8 @@ class WorkspaceRouter:
         knn = self.router.knn
         if knn is None or not self._read_outcomes:
             return
+        if not self.store.has_source(OUTCOMES_SOURCE):
+            return  # no outcome yet: nothing to read (and no scan of every score at load)
         fitted = set(knn.llm_ids) - set(self.router.joined)
         table = self.store.score_table(sources=[OUTCOMES_SOURCE])
         if table.n_llms == 0 or not fitted & set(table.llm_ids):

@@ -28,7 +28,7 @@ __all__ = ["StoreSources"]
 
 
 class StoreSources(StoreCore):
-    """`Store.sources`, `Store.remove_source`, `Store.sources_like`."""
+    """`Store.sources`, `Store.has_source`, `Store.remove_source`, `Store.sources_like`."""
 
     def sources(self) -> pd.DataFrame:
         """One row per source: name, kind (the import format), origin (the file or folder),
@@ -58,6 +58,14 @@ class StoreSources(StoreCore):
         )
         with self._read() as conn:
             return pd.read_sql(stmt, conn)
+
+    def has_source(self, name: str) -> bool:
+        """Whether a source of this name was ever imported (one row read: cheap at any size,
+        where `sources` counts every score)."""
+        src = schema.sources.c
+        with self._read() as conn:
+            found = conn.execute(select(src.name).where(src.name == name).limit(1)).first()
+        return found is not None
 
     def sources_like(
         self, llm_ids: Collection[str], query_keys: Sequence[str]
