@@ -594,6 +594,9 @@ def test_page_works_in_headless_chromium(tmp_path: Path) -> None:
             page.wait_for_function("document.body.dataset.ready === '1'")
             assert page.evaluate("window.locusAtlas.ready") is True
             assert page.evaluate("window.locusAtlas.llmIds") == list(names)
+            # the page says what its axes are (t-SNE first: it keeps the most neighbours)
+            said = page.locator("#projection-kept").text_content() or ""
+            assert "keeps 62% of each LLM's" in said and "axes: t-SNE" in said, said
 
             points = page.evaluate(POINTS_JS)
             assert sorted(p["llmId"] for p in points) == sorted(names)

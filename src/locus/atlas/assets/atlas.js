@@ -600,9 +600,15 @@
   function syncControls() {
     $("projection").value = state.projection;
     const share = kept[state.projection];
-    $("projection-kept").textContent = (typeof share === "number")
+    // what the axes are: neither has a unit; nearness on the map is what it shows
+    const axes = /t-SNE/i.test(state.projection)
+      ? "axes: t-SNE of the LLM embeddings, no unit; it keeps neighbours, not distances"
+      : /PCA/i.test(state.projection)
+        ? "axes: the two main directions (PCA) of the 128-d LLM embeddings, no unit"
+        : "";
+    $("projection-kept").textContent = ((typeof share === "number")
       ? "keeps " + percent(share, 0) + " of each LLM's " + (data.projection_k || 10) +
-        " nearest neighbours" : "";
+        " nearest neighbours" : "") + (axes ? ((typeof share === "number") ? "; " : "") + axes : "");
     $("colour-by").value = state.colourBy || "";
     $("labels").checked = state.labels;
     $("portfolio-method").value = state.method || "";
