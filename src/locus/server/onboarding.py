@@ -52,7 +52,6 @@ logger = logging.getLogger("locus.server")
 
 NO_WORKSPACE = "this server was started without a workspace to write to"
 SOURCE = "api"
-OUTCOMES = OUTCOMES_SOURCE  # the source of scores learned from production outcomes
 
 
 class LiveOnboarding:
@@ -141,7 +140,7 @@ class LiveOnboarding:
         with self._lock:
             alarms = self._test_drift(frame)
             frame = frame.drop(columns=["predicted"], errors="ignore")
-            batch = ImportBatch.from_long(frame, source=OUTCOMES, origin="POST /v1/outcomes")
+            batch = ImportBatch.from_long(frame, source=OUTCOMES_SOURCE, origin="POST /v1/outcomes")
             imported = self.store.write_batch(batch, kind="table", replace=True)
             encode_missing(self.store, self.router.vectors.text_encoder)
             self._pending.update(llms)
