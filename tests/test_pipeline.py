@@ -335,6 +335,17 @@ def test_cli_route_quality_and_budget(run_cli: Run, trained: Path, tmp_path: Pat
     assert text.exit_code == 0 and "expected $0.020000" in text.stdout
     both = run_cli("route", query, "-w", priced, "--quality", "0.9", "--budget", "0.01")
     assert both.exit_code == 2 and "choose one decision rule" in both.stderr
+    # the budget is a mean: a query routed above it is marked, and the lines say so
+    queries = tmp_path / "queries.txt"
+    queries.write_text("integral derivative matrix limit\ncourt tort jury\npolynomial roots\n")
+    mean = run_cli("route", "-f", queries, "-w", priced, "--budget", "0.005", "--json").json()
+    assert isinstance(mean, list)
+    assert [r["above_budget"] for r in mean] == [r["cost_usd"] > 0.005 for r in mean]
+    assert any(r["above_budget"] for r in mean) and not all(r["above_budget"] for r in mean)
+    shown = run_cli("route", "-f", queries, "-w", priced, "--budget", "0.005")
+    dear = sum(r["above_budget"] for r in mean)
+    assert shown.stdout.count("above the budget") == dear
+    assert f"{dear} of 3 routes expected to cost more than --budget 0.005" in shown.stdout
 
 
 def test_evaluation_names_the_simple_baseline_that_wins() -> None:

@@ -141,6 +141,37 @@ def test_identify_on_a_small_graded_pool(run_cli: Run, tmp_path: Path) -> None:
             assert full[0]["llm_id"] == row["llm_id"], (profile, full)
 
 
+def test_every_view_reads_one_family_source(trained: Path, run_cli: Run, tmp_path: Path) -> None:
+    """The catalog's family where it gives one, else the name's guess said as a guess: in
+    `similar`, `cluster` and the atlas's colourings alike."""
+    import shutil
+
+    from locus.atlas.page import GUESSED_FAMILY, colourings
+
+    workspace = tmp_path / "ws"
+    shutil.copytree(trained, workspace)
+    with Store.open(workspace) as store:
+        store.upsert_llm_metadata([("math-1", {"family": "maths-lab"})])
+    payload = run_cli("similar", "math-0", "--k", "3", "-w", workspace, "--json").json()
+    assert isinstance(payload, dict)
+    found = {n["llm_id"]: (n["family"], n["family_source"]) for n in payload["neighbours"]}
+    assert found["math-1"] == ("maths-lab", "catalog")
+    assert {v for k, v in found.items() if k != "math-1"} <= {("math", "name")}
+    text = run_cli("similar", "math-0", "--k", "3", "-w", workspace).stdout
+    assert "maths-lab" in text and "maths-lab (guessed)" not in text
+    cluster = run_cli("cluster", "--k", "3", "-w", workspace, "--json").json()
+    assert isinstance(cluster, dict)
+    assert cluster["families_from"] == "LLM catalog (11 of 12 guessed from their names)"
+    with Store.open(workspace) as store:
+        atlas = WorkspaceAtlas(store)
+        shown = colourings(atlas, [0] * len(atlas.llm_ids))
+    assert shown.values["family"] == [
+        "maths-lab" if llm == "math-1" else None for llm in atlas.llm_ids
+    ]
+    # the colouring by the names' guess is offered beside the catalog's, named as a guess
+    assert shown.values[GUESSED_FAMILY] == [llm.split("-")[0] for llm in atlas.llm_ids]
+
+
 def test_atlas_commands(trained: Path, run_cli: Run, tmp_path: Path) -> None:
     similar = run_cli("similar", "math-0", "--k", "3", "-w", trained, "--json")
     assert similar.exit_code == 0, similar.stderr
@@ -149,6 +180,9 @@ def test_atlas_commands(trained: Path, run_cli: Run, tmp_path: Path) -> None:
     assert [group(n["llm_id"]) for n in payload["neighbours"]] == ["math"] * 3
     text = run_cli("similar", "math-0", "-w", trained)
     assert text.exit_code == 0 and "agreement" in text.stdout
+    # no catalog families: every family shown is the name's guess, and says so
+    assert {n["family_source"] for n in payload["neighbours"]} == {"name"}
+    assert "math (guessed)" in text.stdout and "the LLM catalog gives none" in text.stdout
     geometry = run_cli("geometry", "-w", trained, "--json").json()
     assert isinstance(geometry, dict) and geometry["pairs"] == 66
     png = tmp_path / "tree.png"

@@ -2,7 +2,8 @@
 
 Each LLM's endpoint is `http://127.0.0.1:<port>/<name>/v1`; its script is a list of
 behaviours used one per request (the last repeats): "ok", "429" (Retry-After: 1), "429-long"
-(Retry-After: 60), "500", "503", "reset", "hang" (answers after `hang_s`), "context" (400
+(Retry-After: 60), "500", "503", "reset", "close" (the connection closed cleanly without an
+answer), "hang" (answers after `hang_s`), "context" (400
 context length), "filter" (400 content filter), "garbage" (200, not JSON), "404" and "410"
 (model not found / retired). Streaming requests ("stream": true) answer "ok" as SSE, and also:
 "slow" (no first chunk for `hang_s`), "cut" (the connection reset after the first words),
@@ -10,8 +11,10 @@ context length), "filter" (400 content filter), "garbage" (200, not JSON), "404"
 first words, then the rest of the answer), "malformed-first" (only a broken first chunk),
 "no-done" (every chunk, the finish_reason, a clean close without [DONE]), "truncated" (the
 first words, then a clean close: no finish_reason, no [DONE]), "reset-after-finish" (every
-chunk, the finish_reason, then a reset instead of [DONE]). "cut:N", "stall:N" and
-"truncated:N" send N words of their own ("a0 ", "a1 ", ... for LLM a) before they break;
+chunk, the finish_reason, then a reset instead of [DONE]). A whole stream asked for
+`stream_options.include_usage` ends with a usage chunk (100 prompt, 7 completion tokens).
+"cut:N", "stall:N" and "truncated:N" send N words of their own ("a0 ", "a1 ", ... for LLM a)
+before they break;
 "prefill-400" answers a request whose last message is the assistant's with a 400 (as an API
 that does not take a prefill does), any other request as "ok"; "prefill-400-restart" and
 "prefill-400-reword" refuse a prefill the same way, and answer the quoted form by starting the
@@ -97,6 +100,9 @@ class FakeUpstreams:
                 if behaviour == "reset":
                     reset(self.connection)
                     return
+                if behaviour == "close":  # a clean close, no answer
+                    self.close_connection = True
+                    return
                 if behaviour == "hang":
                     time.sleep(fake.hang_s)
                     behaviour = "ok"
@@ -133,6 +139,12 @@ class FakeUpstreams:
             handler.wfile.write(raw)
             handler.wfile.flush()
 
+        def usage() -> None:  # where asked for: a last chunk with no choices and the usage
+            if (body.get("stream_options") or {}).get("include_usage"):
+                tokens = {"prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107}
+                send(b"data: " + json.dumps({"id": f"chatcmpl-{name}", "choices": [],
+                                             "usage": tokens}).encode() + b"\n\n")  # fmt: skip
+
         handler.send_response(200)
         handler.send_header("content-type", "text/event-stream")
         handler.end_headers()
@@ -158,6 +170,7 @@ class FakeUpstreams:
             send(chunk({"content": f"rest from {name}" if behaviour == "restart" else "but"}))
             send(chunk({"content": " in other words"}))
             send(chunk({}, "stop"))
+            usage()
             send(b"data: [DONE]\n\n")
             return
         if behaviour == "malformed-first":
@@ -183,6 +196,7 @@ class FakeUpstreams:
             time.sleep(READ_PAUSE_S)
             reset(handler.connection)
         elif behaviour != "no-done":
+            usage()
             send(b"data: [DONE]\n\n")
 
     def answer(

@@ -159,7 +159,8 @@ def test_an_answer_without_prices_has_no_cost_header() -> None:
         ("429-long", 1, "rate_limited"),  # a long one: on at once
         ("500", 2, "server_error"),  # transient: the same LLM once more
         ("503", 2, "server_error"),
-        ("reset", 2, "connect"),
+        ("reset", 2, "dropped"),  # accepted, then reset or closed: not "connect"
+        ("close", 2, "dropped"),
         ("hang", 1, "timeout"),  # a timeout spent the attempt's time: on at once
         ("garbage", 1, "bad_response"),
         ("context", 1, "context_length"),
@@ -179,6 +180,24 @@ def test_a_failing_primary_falls_back_to_the_next_llm(fault: str, calls: int, ki
     assert float(response.headers["x-locus-cost-usd"]) == pytest.approx(0.01)
     assert fake.requests["a"] == calls and fake.requests["b"] == 1
     assert gateway.metrics.value("locus_fallbacks_total") == 1
+
+
+def test_an_upstream_nobody_listens_on_is_a_connect_failure() -> None:
+    """A refused connection is "connect"; one accepted and dropped is "dropped" (above)."""
+    import socket
+
+    with socket.socket() as probe:  # a loopback port nothing listens on once it is closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with fake_upstreams({"a": ["ok"], "b": ["ok"]}) as fake:
+        app, gateway = build(fake, settings=PATIENT)
+        endpoint = gateway.upstreams.endpoints["a"]
+        gateway.upstreams.endpoints["a"] = dataclasses.replace(
+            endpoint, base_url=f"http://127.0.0.1:{port}/a/v1"
+        )
+        response = post(app, "/v1/chat/completions", CHAT)
+    assert response.status_code == 200 and response.headers["x-locus-llm"] == "b"
+    assert response.headers["x-locus-failed"].split(",")[0] == "a=connect"
 
 
 def test_one_500_is_retried_on_the_same_llm() -> None:
@@ -360,6 +379,68 @@ def test_a_pinned_llm_asked_for_no_substitution_fails_rather_than_being_replaced
         assert found.status_code == 503, found.text
         assert "b cannot be called (retired)" in found.json()["error"]["message"]
         assert fake.requests == {"a": 1, "b": 1}
+
+
+def test_a_key_created_without_substitution_keeps_its_pinned_requests_pinned(
+    tmp_path: Any,
+) -> None:
+    """`locus keys create --no-substitution`: every request of that key naming an LLM gets it
+    or a 503; its routed requests, and another key's pinned ones, still fall back."""
+    from locus.store import Store
+
+    with Store.open(tmp_path / "ws", create=True) as store:
+        _, strict_secret = store.create_key("strict", substitute=False)
+        _, loose_secret = store.create_key("loose")
+        assert [k["substitute"] for k in sorted(store.list_keys(), key=lambda k: k["name"])] == [
+            True, False,
+        ]  # fmt: skip
+        strict = {"authorization": f"Bearer {strict_secret}"}
+        loose = {"authorization": f"Bearer {loose_secret}"}
+        with fake_upstreams({"a": ["500"], "b": ["ok"]}) as fake:
+            router = ServiceRouter(RankedRouter())
+            gateway = Gateway(
+                router.rank, Upstreams(fake.endpoints()), prices=PRICES, settings=PATIENT
+            )
+            app = create_app(router, gateway, settings=PATIENT, verify_key=store.verify_key)
+            pinned = {**CHAT, "model": "a"}
+            refused = post(app, "/v1/chat/completions", pinned, headers=strict)
+            assert refused.status_code == 503 and "a: " in refused.json()["error"]["message"]
+            assert set(fake.requests) == {"a"}
+            routed = post(app, "/v1/chat/completions", CHAT, headers=strict)
+            assert routed.status_code == 200 and routed.headers["x-locus-llm"] == "b"
+            other = post(app, "/v1/chat/completions", pinned, headers=loose)
+            assert other.status_code == 200 and other.headers["x-locus-llm"] == "b"
+
+
+IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+
+
+def test_an_image_only_message_goes_as_it_is_to_a_pinned_llm_and_is_refused_routed() -> None:
+    """Nothing needs routing for a pinned LLM: its image-only message goes upstream as it
+    came. Routed, there is no text to read: a 400 saying so and how to send it."""
+    image_only = [{"role": "user", "content": [IMAGE]}]
+    with fake_upstreams({"a": ["ok"], "b": ["ok"]}) as fake:
+        app, _ = build(fake, settings=PATIENT)
+        pinned = post(app, "/v1/chat/completions", {"model": "b", "messages": image_only})
+        assert pinned.status_code == 200, pinned.text
+        assert pinned.headers["x-locus-llm"] == "b"
+        assert pinned.headers["x-locus-unread"] == "1 image_url part"
+        assert fake.bodies["b"][0]["messages"] == image_only  # passed through untouched
+        routed = post(app, "/v1/chat/completions", {"model": "locus", "messages": image_only})
+        assert routed.status_code == 400
+        message = routed.json()["error"]["message"]
+        assert "no text to route on (it holds 1 image_url part)" in message
+        assert "name an LLM in model" in message
+
+
+def test_a_mixed_message_is_routed_by_its_text_and_says_what_it_did_not_read() -> None:
+    mixed = [{"role": "user", "content": [{"type": "text", "text": "What is this?"}, IMAGE, IMAGE]}]
+    response, fake, _ = chat({"a": ["ok"], "b": ["ok"]}, {"model": "locus", "messages": mixed})
+    assert response.status_code == 200 and response.headers["x-locus-llm"] == "a"
+    assert response.headers["x-locus-unread"] == "2 image_url parts"
+    assert fake.bodies["a"][0]["messages"] == mixed
+    plain, _, _ = chat({"a": ["ok"]})
+    assert "x-locus-unread" not in plain.headers
 
 
 def test_a_pinned_llm_slower_than_the_latency_bound_is_ranked_as_before() -> None:
@@ -630,7 +711,7 @@ def test_ready_counts_the_upstreams_reachable_now_and_names_the_others() -> None
         ready = post(app, "/ready")
         assert ready.status_code == 200 and ready.json()["reachable"] == 2
         assert ready.json()["unreachable"] == {
-            "a": "its last call failed (connect)", "b": "its last call failed (connect)"
+            "a": "its last call failed (dropped)", "b": "its last call failed (dropped)"
         }  # fmt: skip
         clock.now += settings.breaker_cooldown_s + 1
         assert post(app, "/ready").json()["reachable"] == 4

@@ -38,7 +38,9 @@ class Streamed:
 
     @property
     def text(self) -> str:
-        return "".join(c["choices"][0]["delta"].get("content") or "" for c in self.chunks)
+        return "".join(
+            c["choices"][0]["delta"].get("content") or "" for c in self.chunks if c["choices"]
+        )
 
 
 def stream_through(app: Any, body: dict[str, Any] | None = None) -> Streamed:
@@ -113,6 +115,33 @@ def test_a_stream_cut_mid_answer_continues_on_the_next_llm(fault: str) -> None:
     assert status["b"]["calls"] == 1 and status["b"]["error_rate"] == 0.0
     assert status["b"]["stream_p50_ms"] >= status["b"]["p50_ms"] > 0
     assert status["c"]["calls"] == 0 and status["c"]["stream_p50_ms"] is None
+
+
+def test_a_continued_streams_usage_sums_every_llms_tokens() -> None:
+    """a is cut after three words ("a0 a1 a2 ", 9 characters) before any usage; b's usage
+    chunk (100 + 7 tokens) becomes the sum of both, a's estimated at ~4 characters a token
+    (its prompt "What is 2+2?", 12 characters: 3; its text: 3), each LLM listed."""
+    body = {**CHAT, "stream_options": {"include_usage": True}}
+    with fake_upstreams({"a": ["cut:3"], "b": ["ok"]}) as fake:
+        app, _ = build(fake, settings=PATIENT)
+        streamed = stream_through(app, body)
+    assert streamed.text == "a0 a1 a2 answer from b" and streamed.items[-1] == "[DONE]"
+    [last] = [c for c in streamed.items if isinstance(c, dict) and c.get("usage")]
+    assert last["usage"] == {"prompt_tokens": 103, "completion_tokens": 10, "total_tokens": 113}
+    assert last["locus"]["usage_by"] == [
+        {"llm_id": "a", "prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6,
+         "estimated": True},
+        {"llm_id": "b", "prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107},
+    ]  # fmt: skip
+
+
+def test_a_whole_streams_usage_is_the_upstreams_own() -> None:
+    body = {**CHAT, "stream_options": {"include_usage": True}}
+    with fake_upstreams({"a": ["ok"]}) as fake:
+        app, _ = build(fake, settings=PATIENT)
+        streamed = stream_through(app, body)
+    [last] = [c for c in streamed.items if isinstance(c, dict) and c.get("usage")]
+    assert last["usage"]["total_tokens"] == 107 and "locus" not in last
 
 
 def test_a_stalled_stream_continues_after_the_stall_timeout() -> None:

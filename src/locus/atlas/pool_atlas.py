@@ -44,7 +44,7 @@ from locus.atlas.portfolio import (
 )
 from locus.atlas.proxy import ProxyRetention, predicted_agreement, proxy_retention
 from locus.atlas.search import capability_recall, synthesise_evidence, task_profiles
-from locus.data.families import family_of
+from locus.data.families import Family, family_from, family_of
 from locus.errors import LocusInputError, LocusNotFoundError, did_you_mean
 from locus.metrics import column_means, routing_choices
 from locus.pipeline.data import WorkspaceTable, workspace_table
@@ -72,6 +72,8 @@ class WorkspaceAtlas:
             P(correct) on the test split.
         accuracy: (n_llms,) mean score on the non-test queries.
         metadata: per LLM, the metadata fields set for it.
+        family: per LLM, its `Family` (`locus.data.families.family_from`: the catalog's,
+            else a guess from its name, said as one): what every view shows.
         catalog_families: per LLM, its family in the LLM catalog (`locus import llms`), None
             where the catalog gives none.
         guessed_families: per LLM, the family its name suggests (`locus.data.families`).
@@ -113,12 +115,12 @@ class WorkspaceAtlas:
         self.accuracy = column_means(evidence)  # NaN: an LLM without a non-test score
         stored = store.llm_metadata()
         self.metadata = [dict(stored.get(llm, {})) for llm in self.llm_ids]
-        self.catalog_families = [_catalog_family(m) for m in self.metadata]
-        self.guessed_families = [family_of(llm) for llm in self.llm_ids]
-        self.families = [
-            catalog or guess
-            for catalog, guess in zip(self.catalog_families, self.guessed_families, strict=True)
+        self.family: list[Family] = [
+            family_from(llm, m) for llm, m in zip(self.llm_ids, self.metadata, strict=True)
         ]
+        self.catalog_families = [None if f.guessed else f.name for f in self.family]
+        self.guessed_families = [family_of(llm) for llm in self.llm_ids]
+        self.families = [f.name for f in self.family]
         self.families_from_metadata = any(self.catalog_families)
 
     def _items(self) -> list[tuple[str, dict[str, Any]]]:
@@ -181,7 +183,8 @@ class WorkspaceAtlas:
                 "agreement": None if shared[i, j] == 0 else float(agreement[i, j]),
                 "shared_queries": int(shared[i, j]),
                 "predicted_agreement": float(self.predicted_agreement[i, j]),
-                "family": self.families[j],
+                "family": self.family[j].name,
+                "family_source": self.family[j].source,
             }
             for j in nearest(distances, i, k, allowed=allowed)
         ]
@@ -391,8 +394,3 @@ class WorkspaceAtlas:
             rows=train,
             metric=self.metric,
         )
-
-
-def _catalog_family(metadata: Mapping[str, Any]) -> str | None:
-    family = str(metadata.get("family") or "").strip()
-    return family or None

@@ -49,13 +49,14 @@ def render_savings(savings: Any) -> None:
         ),
         title_justify="left",
     )
-    for column in ("rule", "accuracy", "USD/query", "cost share"):
-        table.add_column(column, justify="left" if column == "rule" else "right")
+    small = savings.spread is not None
+    for column in ("rule", "accuracy", "USD/query", "cost share", "note"):
+        table.add_column(column, justify="left" if column in ("rule", "note") else "right")
     table.add_row(f"{strong['llm_id']} alone", f"{strong['accuracy']:.4f}",
-                  f"{strong['cost']:.2e}", "100%")  # fmt: skip
+                  f"{strong['cost']:.2e}", "100%", "")  # fmt: skip
     share = cheapest["cost"] / strong["cost"]
     table.add_row(f"{cheapest['llm_id']} alone", f"{cheapest['accuracy']:.4f}",
-                  f"{cheapest['cost']:.2e}", f"{share:.0%}")  # fmt: skip
+                  f"{cheapest['cost']:.2e}", f"{share:.0%}", "")  # fmt: skip
     for row in savings.rules:
         if row["rule"] == "quality":
             name = f"--quality {row['setting']:g}"
@@ -63,14 +64,36 @@ def render_savings(savings: Any) -> None:
             name = f"--budget {row['setting']:.2e}"
         else:
             name = "accuracy routing (locus route)"
-        table.add_row(name, f"{row['accuracy']:.4f}", f"{row['cost']:.2e}",
-                      f"{row['cost_share']:.0%}")  # fmt: skip
+        accuracy = f"{row['accuracy']:.4f}" + (f" ± {row['accuracy_se']:.4f}" if small else "")
+        cost = f"{row['cost']:.2e}" + (f" ± {row['cost_se']:.1e}" if small else "")
+        table.add_row(name, accuracy, cost, f"{row['cost_share']:.0%}", _over_budget(row))
     console.print(table)
+    frontier = describe_frontier(savings.frontier)
+    if small:
+        spread = savings.spread
+        frontier += (
+            f" (on only {savings.queries} queries: ± {100 * spread['cost_share_at_100_se']:.0f} "
+            f"and ± {100 * spread['cost_share_at_95_se']:.0f} points, one standard error over "
+            f"resamples of the queries; the most accurate LLM reached on "
+            f"{spread['reached_100']:.0%} of them)"
+        )
+    aiq_se = f" ± {savings.spread['aiq_se']:.4f}" if small else ""
     console.print(
-        f"the router's frontier {describe_frontier(savings.frontier)} (AIQ "
-        f"{savings.frontier['aiq']:.4f}); the best static mix of single LLMs "
-        f"{describe_frontier(savings.static_mix)} (AIQ {savings.static_mix['aiq']:.4f})"
+        f"the router's frontier {frontier} (AIQ {savings.frontier['aiq']:.4f}{aiq_se}); the "
+        f"best static mix of single LLMs {describe_frontier(savings.static_mix)} (AIQ "
+        f"{savings.static_mix['aiq']:.4f})"
     )
+
+
+def _over_budget(row: dict[str, Any]) -> str:
+    """A budget rule that spent more than its budget on these queries, said: by how much, and
+    whether beyond noise (two standard errors of its mean cost)."""
+    over = row.get("over_budget")
+    if over is None:
+        return ""
+    excess = row["cost"] - row["setting"]
+    noise = "beyond noise" if excess > 2 * row["cost_se"] else "within noise"
+    return f"[yellow]{over:.0%} over its budget ({noise})[/]"
 
 
 def render_evaluation(result: Any) -> None:

@@ -69,7 +69,7 @@ def _neighbour_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
             r["agreement"],
             r["shared_queries"],
             r["predicted_agreement"],
-            r["family"],
+            f"{r['family']} (guessed)" if r["family_source"] == "name" else r["family"],
         ]
         for r in rows
     ]
@@ -95,9 +95,13 @@ def similar_command(
     if as_json:
         print_json({"llm_id": llm_id, "metric": metric, "neighbours": rows})
         return
+    guessed = any(r["family_source"] == "name" for r in rows)
     _table(
         f"nearest to {llm_id} ({metric}); agreement: share of shared test queries both got "
-        f"right or both wrong (of {shared:,})",
+        f"right or both wrong (of {shared:,})"
+        + (
+            "; family (guessed): from the LLM's name, the LLM catalog gives none" if guessed else ""
+        ),
         _NEIGHBOUR_COLUMNS,
         _neighbour_rows(rows),
     )
@@ -152,7 +156,12 @@ def cluster_command(
     with _atlas(workspace, artifact, metric, quiet=quiet or as_json) as atlas:
         clustering = atlas.clusters(k=k, threshold=threshold, method=method)
         ari = atlas.family_agreement(clustering)
-        source = "metadata" if atlas.families_from_metadata else "LLM names"
+        guessed = sum(f.guessed for f in atlas.family)
+        source = (
+            "LLM catalog" if not guessed
+            else "LLM names (guessed: the catalog gives none)" if guessed == len(atlas.family)
+            else f"LLM catalog ({guessed} of {len(atlas.family)} guessed from their names)"
+        )  # fmt: skip
         members = [[atlas.llm_ids[i] for i in group] for group in clustering.members()]
         if dendrogram is not None:
             from locus.atlas.clusters import hierarchical

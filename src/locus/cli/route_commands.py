@@ -132,13 +132,21 @@ def route_and_render(
             f"{1000 * (routed - loaded) / len(texts):.2f} ms per query ({router.vectors.encoded:,} "
             f"encoded, {router.vectors.cache_hits:,} from the cache)[/]"
         )
+    budget = request.budget
+    above = [
+        budget is not None and d.cost_usd is not None and d.cost_usd > budget for d in decisions
+    ]
     if as_json:
+        marks = [{} if budget is None else {"above_budget": a} for a in above]
         print_json(
-            [{"query": text, **d.as_dict()} for text, d in zip(texts, decisions, strict=True)]
+            [
+                {"query": text, **d.as_dict(), **mark}
+                for text, d, mark in zip(texts, decisions, marks, strict=True)
+            ]
         )
         return
     console = stdout_console()
-    for text, decision in zip(texts, decisions, strict=True):
+    for text, decision, dear in zip(texts, decisions, above, strict=True):
         shown = text if len(text) <= 70 else text[:67] + "..."
         others = ", ".join(f"{c.llm_id} {c.p_correct:.2f}" for c in decision.runners_up)
         console.print(
@@ -147,7 +155,16 @@ def route_and_render(
             + (f"  expected ${decision.cost_usd:.6f}" if decision.cost_usd is not None else "")
             + (f"  (then {others})" if others else "")
             + ("  [dim](held by the guard)[/]" if decision.held else "")
+            + ("  [yellow]above the budget[/]" if dear else "")
             + f"\n  {shown!r}"
+        )
+    if any(above):
+        assert budget is not None
+        console.print(
+            f"[yellow]{sum(above)} of {len(above)} routes expected to cost more than "
+            f"--budget {budget:g}[/]: the budget is a mean over queries (a cost weight tuned "
+            "on the fit's validation queries), so one query may cost more where others cost "
+            "less; --max-cost caps each query"
         )
 
 

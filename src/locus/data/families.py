@@ -1,14 +1,20 @@
-"""An LLM's family as its name says it, for LLMs without family metadata.
+"""An LLM's family: the one source every view reads (`family_from`): the LLM catalog's
+`family` (`locus import llms`), else a guess from its name (`family_of`), said as a guess.
 
-Used to hold out whole families in the onboarding benchmark and to compare clusters with
-families in the atlas when the workspace has no `family` metadata.
+The guess also holds out whole families in the onboarding benchmark.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["family_of"]
+__all__ = ["CATALOG", "GUESSED", "Family", "family_from", "family_of"]
+
+CATALOG = "catalog"  # the LLM catalog's family column
+GUESSED = "name"  # guessed from the LLM's name
 
 # Families whose name appears inside fine-tunes' names too ("dolphin-2.9-llama3-8b" is a Llama)
 _KNOWN_FAMILIES = (
@@ -36,3 +42,32 @@ def family_of(llm_id: str) -> str:
         if any(re.fullmatch(rf"{family}[0-9.]*[a-z]?", w) for w in words):
             return _ALIASES.get(family, family)
     return re.sub(r"[0-9.]+$", "", words[0]) if words else name
+
+
+@dataclass(frozen=True)
+class Family:
+    """An LLM's family and where it comes from: `CATALOG` or `GUESSED` (from its name)."""
+
+    name: str
+    source: str
+
+    @property
+    def guessed(self) -> bool:
+        return self.source == GUESSED
+
+    def shown(self) -> str:
+        """The family as a view prints it: a guess says so ("llama (guessed)")."""
+        return f"{self.name} (guessed)" if self.guessed else self.name
+
+
+def family_from(llm_id: str, metadata: Mapping[str, Any] | None) -> Family:
+    """`llm_id`'s family: its catalog `family` where the catalog gives one, else the guess
+    from its name.
+
+    >>> family_from("Llama-2-7b-hf", {"family": "Meta Llama"}).shown()
+    'Meta Llama'
+    >>> family_from("Llama-2-7b-hf", {}).shown()
+    'llama (guessed)'
+    """
+    catalog = str((metadata or {}).get("family") or "").strip()
+    return Family(catalog, CATALOG) if catalog else Family(family_of(llm_id), GUESSED)

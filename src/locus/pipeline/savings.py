@@ -18,7 +18,19 @@ from locus.pipeline.workspace_router import WorkspaceRouter
 from locus.routing.decision import RouteRequest, choose
 from locus.routing.frontier import frontier_metrics, frontier_of, hull
 
-__all__ = ["BUDGET_SHARES", "QUALITY_SETTINGS", "CostSavings", "savings"]
+__all__ = [
+    "BUDGET_SHARES",
+    "QUALITY_SETTINGS",
+    "SMALL_SAVINGS",
+    "CostSavings",
+    "rule_row",
+    "savings",
+]
+
+# on fewer queries than this the frontier's figures get standard errors (`CostSavings.spread`):
+# a cost share read off 27 queries moves by tens of points from one sample to the next
+SMALL_SAVINGS = 200
+BOOTSTRAPS = 200  # resamples of the queries behind those standard errors
 
 
 @dataclass(frozen=True)
@@ -32,11 +44,18 @@ class CostSavings:
         strong: the most accurate LLM on them: llm_id, accuracy, cost (mean USD per query).
         cheapest: the cheapest LLM on them, the same fields.
         rules: one row per rule and setting: rule, setting, accuracy, cost, cost_share (of the
-            strong LLM's cost).
+            strong LLM's cost), their standard errors over the queries (accuracy_se,
+            cost_se), and for a budget rule `over_budget`: the share by which its mean cost
+            on these queries exceeds the budget (None where it kept to it; the budget is
+            tuned on the fit's validation queries, so it can overspend on others).
         frontier: `locus.routing.frontier.frontier_metrics` of the router's frontier (both
             rules swept); static_mix: the same of the best static mix of single LLMs.
         singles: {llm_id: (cost, accuracy)}; hull: the router's frontier [(cost, accuracy)].
         estimated: the costs are catalog prices on estimated tokens, not recorded costs.
+        spread: on fewer than `SMALL_SAVINGS` queries, the standard error of each frontier
+            figure (aiq, cost_share_at_100, cost_share_at_95) over bootstrap resamples of
+            the queries, and `reached_100`: the share of resamples on which the router's
+            frontier reaches the most accurate LLM at all; None on more queries.
     """
 
     queries: int
@@ -48,6 +67,7 @@ class CostSavings:
     static_mix: dict[str, float]
     singles: dict[str, tuple[float, float]]
     hull: list[tuple[float, float]]
+    spread: dict[str, float] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -94,14 +114,7 @@ def savings(
     every = np.arange(len(p))
 
     def row(rule: str, setting: Any, chosen: np.ndarray) -> dict[str, Any]:
-        cost = float(r[every, chosen].mean())
-        return {
-            "rule": rule,
-            "setting": setting,
-            "accuracy": float(y[every, chosen].mean()),
-            "cost": cost,
-            "cost_share": cost / strong_cost,
-        }
+        return rule_row(rule, setting, y[every, chosen], r[every, chosen], strong_cost)
 
     # accuracy routing as `locus route` does it: with the guard where the artifact has one
     rules = [row("accuracy", None, choice[complete])]
@@ -116,6 +129,7 @@ def savings(
     curve = frontier_of(p, c, y, r)
     points = np.array(list(singles.values()))
     high = float(points[:, 0].max())
+    spread = _spread(p, c, y, r) if len(p) < SMALL_SAVINGS else None
     return CostSavings(
         queries=int(complete.sum()),
         estimated=estimated,
@@ -130,4 +144,56 @@ def savings(
         static_mix=frontier_metrics(hull(points), singles[strong], singles[cheapest], high),
         singles=singles,
         hull=[(float(x), float(a)) for x, a in curve],
+        spread=spread,
     )
+
+
+def rule_row(
+    rule: str, setting: Any, hits: np.ndarray, spent: np.ndarray, strong_cost: float
+) -> dict[str, Any]:
+    """One rule's row of `CostSavings.rules` from its choice's `hits` and USD `spent` on each
+    query; a budget rule (`setting` its budget) that spent more on them says by how much.
+
+    >>> row = rule_row("budget", 0.004, np.array([1.0, 0.0]), np.array([0.003, 0.0062]), 0.01)
+    >>> round(row["over_budget"], 2), row["cost_share"]
+    (0.15, 0.46)
+    """
+    cost = float(spent.mean())
+    over = cost / setting - 1.0 if rule == "budget" and cost > setting else None
+    root_n = np.sqrt(len(spent))
+    return {
+        "rule": rule,
+        "setting": setting,
+        "accuracy": float(hits.mean()),
+        "cost": cost,
+        "cost_share": round(cost / strong_cost, 12),
+        "accuracy_se": float(hits.std(ddof=1) / root_n) if len(hits) > 1 else float("nan"),
+        "cost_se": float(spent.std(ddof=1) / root_n) if len(spent) > 1 else float("nan"),
+        "over_budget": over,
+    }
+
+
+def _spread(p: np.ndarray, c: np.ndarray, y: np.ndarray, r: np.ndarray) -> dict[str, float]:
+    """The standard errors of the frontier's figures over bootstrap resamples of the queries
+    (each resample's strong and cheapest LLM and frontier read afresh), and the share of
+    resamples whose frontier reaches the strong LLM's accuracy."""
+    rng = np.random.default_rng(0)
+    figures: dict[str, list[float]] = {"aiq": [], "cost_share_at_100": [], "cost_share_at_95": []}
+    for _ in range(BOOTSTRAPS):
+        pick = rng.integers(0, len(p), len(p))
+        costs, accuracies = r[pick].mean(axis=0), y[pick].mean(axis=0)
+        strong, cheapest = int(np.argmax(accuracies)), int(np.argmin(costs))
+        metrics = frontier_metrics(
+            frontier_of(p[pick], c[pick], y[pick], r[pick]),
+            (float(costs[strong]), float(accuracies[strong])),
+            (float(costs[cheapest]), float(accuracies[cheapest])),
+            float(costs.max()),
+        )
+        for name, values in figures.items():
+            values.append(metrics[name])
+    out = {}
+    for name, values in figures.items():
+        finite = np.array([v for v in values if np.isfinite(v)])
+        out[f"{name}_se"] = float(finite.std(ddof=1)) if len(finite) > 1 else float("nan")
+    out["reached_100"] = float(np.isfinite(figures["cost_share_at_100"]).mean())
+    return out

@@ -13,13 +13,18 @@ and `build_app` (the service from a workspace).
     POST /v1/chat/completions   OpenAI-compatible, non-streaming and SSE streaming (locus's own
                                 fields: unavailable, max_latency_ms, explore, task,
                                 fallbacks (false, or the header x-locus-fallbacks: none:
-                                no other LLM in the chosen one's place), never sent
-                                upstream; a field that is neither OpenAI's nor locus's is a
-                                400 naming it, as the OpenAI API answers, so a misspelt
-                                "temperatur" is not dropped unseen: `CHAT_FIELDS`); model
+                                no other LLM in the chosen one's place; a key created
+                                --no-substitution asks it for every request that names
+                                an LLM), never sent upstream; a field that is neither
+                                OpenAI's nor locus's is a 400 naming it, as the OpenAI
+                                API answers, so a misspelt "temperatur" is not dropped
+                                unseen: `CHAT_FIELDS`); model
                                 "locus", "locus:quality=S", "locus:budget=B",
                                 "locus:cost=W" or an llm_id; x-locus-* headers (the
                                 answering LLM, its predicted P(correct) and expected cost;
+                                x-locus-unread: the parts of the last user message that
+                                routing did not read, e.g. "1 image_url part"; a message
+                                with no text at all needs a pinned model;
                                 a stream's cost is in its usage chunk, not a header; a
                                 stream broken mid-answer continues on the next LLM,
                                 `locus.server.streaming`)
@@ -85,6 +90,7 @@ from locus.server.http_io import (
     parse_chat_body,
     predicted_headers,
     read_json_body,
+    unread_words,
 )
 from locus.server.onboard_jobs import OnboardJobs, endpoint_onboarding
 from locus.server.onboarding import LiveOnboarding, OutcomeLog, add_onboarding_routes
@@ -92,6 +98,7 @@ from locus.server.service_router import ROUTING_MODEL, ServiceRouter, add_route_
 from locus.server.settings import ServerSettings
 from locus.server.upstream import Upstreams
 from locus.store import Store
+from locus.store.keys import ApiKey
 
 __all__ = [
     "SERVE_WORKSPACE_ENV",
@@ -115,7 +122,7 @@ def create_app(
     gateway: Gateway,
     *,
     settings: ServerSettings | None = None,
-    verify_key: Callable[[str], str | None] | None = None,
+    verify_key: Callable[[str], ApiKey | None] | None = None,
     onboarding: LiveOnboarding | None = None,
     reload_catalog: Callable[[], dict[str, Any]] | None = None,
     onboard_jobs: OnboardJobs | None = None,
@@ -145,7 +152,7 @@ def _add_guards(
     app: FastAPI,
     gateway: Gateway,
     settings: ServerSettings,
-    verify_key: Callable[[str], str | None] | None,
+    verify_key: Callable[[str], ApiKey | None] | None,
 ) -> None:
     """What every request passes first: the API key, the body bound, the last-line 500, and
     its count and time in the metrics."""
@@ -292,6 +299,17 @@ def _add_chat_route(
         query = parse_chat_body(data, known)  # locus's own fields taken out of `data`
         if request.headers.get(NO_FALLBACK_HEADER, "").strip().lower() in ("none", "false", "0"):
             query = replace(query, fallbacks=False)
+        key = getattr(request.state, "api_key", None)
+        model = data.get("model")
+        pinned = isinstance(model, str) and model.partition(":")[0] != ROUTING_MODEL
+        if not pinned and not query.text.strip():
+            held = f" (it holds {unread_words(query.unread)})" if query.unread else ""
+            raise LocusInputError(
+                f"messages: the last user message has no text to route on{held}; name an LLM "
+                "in model to send it to that LLM as it is"
+            )
+        if key is not None and not key.substitute and pinned:
+            query = replace(query, fallbacks=False)  # a key that asked: pinned means pinned
         try:
             if data.get("stream"):
                 return await stream(data, query)
@@ -318,6 +336,7 @@ def _add_chat_route(
                 "x-locus-attempts": str(streamed.attempts),
                 **answer_headers(streamed.upstream_model, streamed.failed, streamed.explored),
                 **predicted_headers(streamed.predicted),
+                **_unread_header(query),
                 "cache-control": "no-cache",
             },
         )
@@ -336,10 +355,17 @@ def _add_chat_route(
             "x-locus-attempts": str(answered.attempts),
             **answer_headers(answered.upstream_model, answered.failed, answered.explored),
             **predicted_headers(answered.predicted),
+            **_unread_header(query),
         }
         if answered.cost_usd is not None:  # no prices: no header, never an empty one
             headers["x-locus-cost-usd"] = f"{answered.cost_usd:.8f}"
         return JSONResponse(answered.payload, headers=headers)
+
+
+def _unread_header(query: ChatQuery) -> dict[str, str]:
+    """x-locus-unread: what the choice of LLM did not read (the parts of the last user
+    message that are not text); they went upstream as they came."""
+    return {"x-locus-unread": unread_words(query.unread)} if query.unread else {}
 
 
 def read_catalog(

@@ -37,7 +37,7 @@ from locus.server.health import CircuitBreaker, LatencyTracker
 from locus.server.metrics import Metrics
 from locus.server.service_router import parse_model
 from locus.server.settings import ServerSettings
-from locus.server.streaming import StreamRelay, continuation_body, resumable
+from locus.server.streaming import StreamRelay, continuation_body, prompt_chars, resumable
 from locus.server.upstream import (
     Attempt,
     UpstreamError,
@@ -347,7 +347,7 @@ class Gateway:
         relay = StreamRelay(
             llm, model, upstream, resumable=resumable(body), resume=resume,
             broke=self._stream_broke, ended=self._stream_ended, metrics=self.metrics,
-            malformed_max=self.settings.malformed_chunks_max,
+            malformed_max=self.settings.malformed_chunks_max, prompt_chars=prompt_chars(body),
         )  # fmt: skip
         return StreamAnswer(
             llm, walk.attempts, relay.events(), failed, walk.candidate_of[llm], model,

@@ -19,6 +19,7 @@ from locus.errors import LocusError, LocusInputError
 from locus.routing.router import RankedLLM
 from locus.server.fallback import GatewayError
 from locus.server.upstream import Attempt
+from locus.store.keys import ApiKey
 
 __all__ = [
     "CHAT_FIELDS",
@@ -36,6 +37,7 @@ __all__ = [
     "read_json_body",
     "text_of",
     "unavailable_llms",
+    "unread_words",
 ]
 
 # what a chat request may hold: the OpenAI Chat Completions parameters, and the sampling
@@ -111,6 +113,8 @@ class ChatQuery:
     # False: the LLM the model names (or the routed one) answers or the request fails; no
     # other LLM is called in its place
     fallbacks: bool = True
+    # the last user message's parts routing did not read (an image_url, an input_audio)
+    unread: tuple[str, ...] = ()
 
 
 def parse_chat_body(data: dict[str, Any], known: Collection[str]) -> ChatQuery:
@@ -125,7 +129,7 @@ def parse_chat_body(data: dict[str, Any], known: Collection[str]) -> ChatQuery:
     _check_chat_fields(data)
     if "messages" not in data:
         raise BadRequest(400, "messages: required", "invalid_request")
-    text = text_of(data["messages"])
+    text, unread = text_of(data["messages"])
     unavailable = unavailable_llms(known, data.pop("unavailable", None))
     max_latency = data.pop("max_latency_ms", None)
     if max_latency is not None and (
@@ -155,7 +159,7 @@ def parse_chat_body(data: dict[str, Any], known: Collection[str]) -> ChatQuery:
             f"the default) or false (never), found {fallbacks!r}",
             "invalid_request",
         )
-    return ChatQuery(text, unavailable, max_latency, explore, task, fallbacks)
+    return ChatQuery(text, unavailable, max_latency, explore, task, fallbacks, unread)
 
 
 def _check_chat_fields(data: Mapping[str, Any]) -> None:
@@ -175,8 +179,10 @@ def _check_chat_fields(data: Mapping[str, Any]) -> None:
     )
 
 
-def text_of(messages: Any) -> str:
-    """The text to route a chat on: the last user message's text."""
+def text_of(messages: Any) -> tuple[str, tuple[str, ...]]:
+    """The text to route a chat on, the last user message's text ("" where it has none), and
+    the types of that message's parts that are not text (("image_url",): what routing did
+    not read)."""
     if not isinstance(messages, list) or not messages:
         raise LocusInputError("messages: expected a non-empty list of {role, content} objects")
     for message in messages:
@@ -184,18 +190,34 @@ def text_of(messages: Any) -> str:
             raise LocusInputError("messages: every message needs a role and a content")
     users = [m for m in messages if m.get("role") == "user"] or messages
     content = users[-1].get("content")
-    if isinstance(content, list):  # [{"type": "text", "text": ...}, ...]
-        content = " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    if not isinstance(content, str) or not content.strip():
-        raise LocusInputError("messages: the last user message has no text content")
-    return content
+    unread: tuple[str, ...] = ()
+    if isinstance(content, list):  # [{"type": "text", "text": ...}, {"type": "image_url"}]
+        parts = [part for part in content if isinstance(part, dict)]
+        unread = tuple(str(p.get("type", "?")) for p in parts if p.get("type", "text") != "text")
+        content = " ".join(str(p.get("text", "")) for p in parts if p.get("type", "text") == "text")
+    if content is None:
+        content = ""
+    if not isinstance(content, str):
+        raise LocusInputError(
+            "messages: a message's content must be a text or a list of content parts"
+        )
+    return content, unread
+
+
+def unread_words(unread: Sequence[str]) -> str:
+    """What routing did not read, in words: "2 image_url parts", "1 input_audio part"."""
+    counts: dict[str, int] = {}
+    for kind in unread:
+        counts[kind] = counts.get(kind, 0) + 1
+    return ", ".join(f"{n} {kind} part{'s' if n > 1 else ''}" for kind, n in counts.items())
 
 
 def auth_refusal(
-    request: Request, verify_key: Callable[[str], str | None] | None
+    request: Request, verify_key: Callable[[str], ApiKey | None] | None
 ) -> Response | None:
     """The 401/403 answer for a request that may not pass, or None: every /v1 request needs a
-    key the store knows (`verify_key`); without keys (None: `--no-auth`) writes are refused."""
+    key the store knows (`verify_key`; the key is left in `request.state.api_key`); without
+    keys (None: `--no-auth`) writes are refused."""
     path = request.url.path
     if not path.startswith("/v1/"):
         return None
@@ -214,8 +236,10 @@ def auth_refusal(
         return error_response(
             401, "missing API key: send Authorization: Bearer <key>", "unauthorized"
         )
-    if verify_key(secret.strip()) is None:
+    key = verify_key(secret.strip())
+    if key is None:
         return error_response(401, "unknown or revoked API key", "unauthorized")
+    request.state.api_key = key
     return None
 
 

@@ -25,7 +25,10 @@ chunk `id` (the first LLM's), the `model` of what now answers and no second `rol
 is marked by an SSE comment line (`: locus: continued from a (cut) on b`) and a `"locus":
 {"continued_from": "a", "reason": "cut", "llm_id": "b"}` field of the first continued chunk.
 A continuation asks for the caller's `max_tokens` again, so a continued answer may be longer
-than it by the part already sent; its usage chunk (where asked for) is the continuing LLM's.
+than it by the part already sent. Its usage chunk (where asked for) sums every LLM's tokens:
+the continuing LLM's own figures, and for each stream that broke, its usage where it sent one,
+else an estimate (its prompt and its text at ~4 characters a token), each listed in the
+chunk's `"locus": {"usage_by": [...]}` (`"estimated": true` where estimated).
 
 A continuing LLM may start its answer over instead (one that refused the prefill and was given
 the quoted text does: a public fault harness's S14). Its first words are held back until they
@@ -70,6 +73,7 @@ CONTINUE_QUOTED = (
     'the rest, without repeating any of it and without starting over.\n"""\n{partial}\n"""'
 )
 DONE_EVENT = b"data: [DONE]\n\n"
+CHARS_PER_TOKEN = 4  # the rule of thumb that estimates a broken stream's tokens
 # characters (whitespace collapsed) a continuation must share with the start of the answer sent
 # so far to count as that answer started over; fewer is a continuation that happens to begin
 # as the answer did ("The", "1.")
@@ -101,6 +105,34 @@ def continuation_body(body: Mapping[str, Any], partial: str, *, prefill: bool) -
     else:
         messages.append({"role": "user", "content": CONTINUE_QUOTED.format(partial=partial)})
     return {**body, "messages": messages}
+
+
+def prompt_chars(body: Mapping[str, Any]) -> int:
+    """The characters of a request's messages' text (its prompt, to estimate its tokens)."""
+    total = 0
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            total += len(content)
+        elif isinstance(content, list):
+            total += sum(
+                len(part["text"])
+                for part in content
+                if isinstance(part, dict) and isinstance(part.get("text"), str)
+            )
+    return total
+
+
+def _tokens(chars: int) -> int:
+    return -(-chars // CHARS_PER_TOKEN)
+
+
+def _usage_sum(parts: list[dict[str, Any]]) -> dict[str, int]:
+    """prompt, completion and total tokens summed over `parts` (usage dicts)."""
+    prompt = sum(int(part.get("prompt_tokens") or 0) for part in parts)
+    completion = sum(int(part.get("completion_tokens") or 0) for part in parts)
+    total = prompt + completion
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
 
 
 def resumable(body: Mapping[str, Any]) -> bool:
@@ -231,6 +263,8 @@ class StreamRelay:
             True) or whose caller hung up (False).
         metrics: malformed chunks and continuations are counted here.
         malformed_max: malformed chunks skipped in a row before the stream counts as broken.
+        prompt_chars: the characters of the request's messages (`prompt_chars`), to estimate
+            the prompt tokens of a stream that broke before its usage came.
     """
 
     def __init__(
@@ -245,8 +279,10 @@ class StreamRelay:
         ended: Callable[[str, UpstreamStream, bool], None],
         metrics: Metrics,
         malformed_max: int,
+        prompt_chars: int = 0,
     ) -> None:
         self.llm_id, self.model, self.upstream = llm_id, model, upstream
+        self.prompt_chars = prompt_chars
         self.resumable = resumable
         self._resume, self._broke, self._ended = resume, broke, ended
         self.metrics, self.malformed_max = metrics, malformed_max
@@ -255,6 +291,9 @@ class StreamRelay:
         self.parts: list[str] = []  # the first choice's text so far
         self.continuations: list[dict[str, str]] = []  # each seam: from, to, reason
         self.written_by: list[dict[str, Any]] = []  # each LLM's part of the text, in order
+        self.usage_by: list[dict[str, Any]] = []  # the usage of each stream that broke
+        self._usage: dict[str, Any] | None = None  # the current stream's usage, if it sent one
+        self._stint = 0  # characters of text the current stream wrote
 
     @property
     def text(self) -> str:
@@ -278,6 +317,7 @@ class StreamRelay:
             content = delta.get("content")
             if choice.get("index", 0) == 0 and isinstance(content, str):
                 self.parts.append(content)
+                self._stint += len(content)
                 if not self.written_by or self.written_by[-1]["llm_id"] != self.llm_id:
                     self.written_by.append({"llm_id": self.llm_id, "chars": 0})
                 self.written_by[-1]["chars"] += len(content)
@@ -296,6 +336,13 @@ class StreamRelay:
                 ]
         if seam is not None:
             chunk["locus"] = seam
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self._usage = usage
+            if self.usage_by:  # a continued answer's: every LLM's tokens
+                mine = {"llm_id": self.llm_id, **usage}
+                chunk["usage"] = {**usage, **_usage_sum([*self.usage_by, usage])}
+                chunk["locus"] = {**chunk.get("locus", {}), "usage_by": [*self.usage_by, mine]}
         if self.continuations and _finishes(chunk):
             chunk["locus"] = {**chunk.get("locus", {}), "written_by": self.written_by}
             logger.info(
@@ -304,8 +351,20 @@ class StreamRelay:
             )
         return _sse(chunk)
 
+    def _spent(self) -> dict[str, Any]:
+        """The usage of the current stream, which broke: what it sent, else an estimate."""
+        if self._usage is not None:
+            return {"llm_id": self.llm_id, **_usage_sum([self._usage])}
+        prompt = _tokens(self.prompt_chars + len(self.text) - self._stint)
+        completion = _tokens(self._stint)
+        return {
+            "llm_id": self.llm_id, "prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion, "estimated": True,
+        }  # fmt: skip
+
     def _adopt(self, llm_id: str, model: str, upstream: UpstreamStream) -> None:
         self.llm_id, self.model, self.upstream = llm_id, model, upstream
+        self._usage, self._stint = None, 0
         if upstream.malformed:
             self.metrics.upstream_errors.labels(llm_id, "malformed_chunk").inc(upstream.malformed)
 
@@ -392,6 +451,7 @@ class StreamRelay:
                     yield self._error(f"{broken}; {found}; the answer is incomplete")
                     return
                 llm_id, upstream, model = found
+                self.usage_by.append(self._spent())
                 self.metrics.stream_continuations.labels(self.llm_id, llm_id, reason).inc()
                 seam = {"continued_from": self.llm_id, "reason": reason, "llm_id": llm_id}
                 self.continuations.append({"from": self.llm_id, "to": llm_id, "reason": reason})

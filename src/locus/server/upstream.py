@@ -102,9 +102,7 @@ class Upstreams:
                 llm_id, Failure.TIMEOUT, f"no answer within {timeout:g} s"
             ) from None
         except httpx.TransportError as error:
-            raise UpstreamError(
-                llm_id, Failure.CONNECT, f"connection failed ({_words(error)})"
-            ) from None
+            raise transport_failure(llm_id, error) from None
         check_status(llm_id, response.status_code, response.headers, _json_or_none(response))
         data = _json_or_none(response)
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
@@ -162,9 +160,21 @@ async def _next_data(llm_id: str, lines: AsyncIterator[str]) -> Any:
         raise UpstreamError(llm_id, Failure.TIMEOUT, "the stream stalled") from None
     except httpx.TransportError as error:
         raise UpstreamError(
-            llm_id, Failure.CONNECT, f"the stream was cut ({_words(error)})"
+            llm_id, Failure.DROPPED, f"the stream was cut ({_words(error)})"
         ) from None
     return None
+
+
+def transport_failure(llm_id: str, error: httpx.TransportError) -> UpstreamError:
+    """A call that got no answer: no connection (`Failure.CONNECT`: refused, unreachable), or
+    one the upstream accepted and then closed or reset before answering (`Failure.DROPPED`)."""
+    if isinstance(error, (httpx.ConnectError, httpx.ProxyError, httpx.UnsupportedProtocol)):
+        return UpstreamError(llm_id, Failure.CONNECT, f"connection failed ({_words(error)})")
+    return UpstreamError(
+        llm_id, Failure.DROPPED,
+        f"the upstream accepted the connection and dropped it without an answer "
+        f"({_words(error)})",
+    )  # fmt: skip
 
 
 def _words(error: BaseException) -> str:
@@ -255,9 +265,7 @@ async def open_stream(
         ) from None
     except httpx.TransportError as error:
         await _close(response)
-        raise UpstreamError(
-            llm_id, Failure.CONNECT, f"connection failed ({_words(error)})"
-        ) from None
+        raise transport_failure(llm_id, error) from None
     except UpstreamError:
         await _close(response)
         raise

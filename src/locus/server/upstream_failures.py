@@ -17,7 +17,8 @@ class Failure(str, Enum):
     """Why an LLM tried for a request gave no answer. The value is what the headers
     (`x-locus-failed: a=server_error`), the metrics' `kind` label and error messages say."""
 
-    CONNECT = "connect"  # refused, reset or cut connection
+    CONNECT = "connect"  # no connection: refused, unreachable, a name that does not resolve
+    DROPPED = "dropped"  # the connection accepted, then closed or reset without a whole answer
     TIMEOUT = "timeout"  # no answer, or no first token, in time; a stream that stalled
     RATE_LIMITED = "rate_limited"  # 429
     SERVER_ERROR = "server_error"  # 5xx
@@ -39,15 +40,17 @@ class Failure(str, Enum):
     @property
     def transient(self) -> bool:
         """The same LLM may answer a moment later: it is called again before the next."""
-        return self in (Failure.CONNECT, Failure.RATE_LIMITED, Failure.SERVER_ERROR)
+        return self in (
+            Failure.CONNECT, Failure.DROPPED, Failure.RATE_LIMITED, Failure.SERVER_ERROR,
+        )  # fmt: skip
 
     @property
     def unwell(self) -> bool:
         """The LLM (or the way to it) is failing: the failure feeds its circuit breaker. An
         upstream that answered, with a refusal or a context limit, is up."""
         return self in (
-            Failure.CONNECT, Failure.TIMEOUT, Failure.RATE_LIMITED, Failure.SERVER_ERROR,
-            Failure.BAD_RESPONSE,
+            Failure.CONNECT, Failure.DROPPED, Failure.TIMEOUT, Failure.RATE_LIMITED,
+            Failure.SERVER_ERROR, Failure.BAD_RESPONSE,
         )  # fmt: skip
 
 

@@ -1,7 +1,9 @@
 """API keys of `locus serve`, stored hashed (sha256) in the meta table: never the key itself.
 
 A key is `lk-` + 43 random URL-safe characters (256 bits), shown once when created; the store
-keeps its hash, a short id, a name and the creation and revocation times.
+keeps its hash, a short id, a name, the creation and revocation times, and what the key's
+requests may do: `substitute` False is a key whose requests that name an LLM are answered by
+that LLM or not at all (no other LLM in its place; `locus keys create --no-substitution`).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import delete, select
@@ -17,7 +20,7 @@ from locus.errors import LocusInputError, LocusNotFoundError
 from locus.store import schema
 from locus.store._core import StoreCore, now
 
-__all__ = ["StoreKeys"]
+__all__ = ["ApiKey", "StoreKeys"]
 
 _PREFIX = "api_key:"
 
@@ -26,18 +29,32 @@ def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
+@dataclass(frozen=True)
+class ApiKey:
+    """A live key, as a request with it is served: its id, name, and whether a request of it
+    that names an LLM may be answered by another LLM where that one fails (`substitute`)."""
+
+    id: str
+    name: str
+    substitute: bool = True
+
+
 class StoreKeys(StoreCore):
     """`create_key`, `list_keys`, `revoke_key`, `verify_key`."""
 
-    def create_key(self, name: str) -> tuple[str, str]:
-        """A new key for `name`: returns (key id, the secret to hand out; shown only now)."""
+    def create_key(self, name: str, *, substitute: bool = True) -> tuple[str, str]:
+        """A new key for `name`: returns (key id, the secret to hand out; shown only now).
+        `substitute` False: its requests that name an LLM get that LLM or an error."""
         name = name.strip()
         if not name:
             raise LocusInputError("a key needs a name (who or what uses it), e.g. ci-bot")
         secret = "lk-" + secrets.token_urlsafe(32)
         digest = _digest(secret)
         key_id = digest[:12]
-        record = {"name": name, "sha256": digest, "created_at": now(), "revoked_at": None}
+        record = {
+            "name": name, "sha256": digest, "created_at": now(), "revoked_at": None,
+            "substitute": substitute,
+        }  # fmt: skip
         with self._write(data=False) as conn:
             conn.execute(
                 schema.meta.insert().values(key=_PREFIX + key_id, value=json.dumps(record))
@@ -58,6 +75,7 @@ class StoreKeys(StoreCore):
                     "name": record["name"],
                     "created_at": record["created_at"],
                     "revoked_at": record.get("revoked_at"),
+                    "substitute": record.get("substitute", True),
                 }
             )
         return out
@@ -77,8 +95,8 @@ class StoreKeys(StoreCore):
                 schema.meta.insert().values(key=_PREFIX + key_id, value=json.dumps(record))
             )
 
-    def verify_key(self, secret: str) -> str | None:
-        """The id of the live key `secret` is, or None (unknown or revoked)."""
+    def verify_key(self, secret: str) -> ApiKey | None:
+        """The live key `secret` is, or None (unknown or revoked)."""
         if not secret.startswith("lk-"):
             return None
         digest = _digest(secret)
@@ -90,4 +108,4 @@ class StoreKeys(StoreCore):
             record["sha256"], digest
         ):
             return None
-        return digest[:12]
+        return ApiKey(digest[:12], record["name"], bool(record.get("substitute", True)))
