@@ -21,6 +21,7 @@ OUTSIDE = {
     "AsyncClient",  # httpx
     "EmbedLLM",  # the paper's data
     "FastAPI",
+    "LinUCB",  # mabwiser's policy
     "MiniLM",
     "NaN",
     "OpenAI",

@@ -167,7 +167,7 @@ def test_every_extra_named_is_declared_and_all_holds_the_features() -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
     assert set(EXTRA_OF.values()) <= set(extras)
-    assert extras["all"] == ["locus[train,serve,fast,plots]"]
+    assert extras["all"] == ["locus[train,serve,fast,plots,bandits]"]
     for heavy in ("torch", "sentence-transformers", "numba", "faiss-cpu", "onnxruntime"):
         assert not any(dep.startswith(heavy) for dep in project["dependencies"]), heavy
 

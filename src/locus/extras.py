@@ -48,6 +48,7 @@ EXTRA_OF = {
     "plotly": "plots",
     "psycopg": "postgres",
     "ray": "ray",
+    "mabwiser": "bandits",
 }
 
 

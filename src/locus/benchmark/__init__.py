@@ -8,6 +8,9 @@
                  `locus onboard` does (the pool's hit@1 with it, its P(correct), MF / IRT / kNN)
     cost.py      accuracy against dollars, k-fold over queries: frontiers, AIQ, cost shares,
                  budgets re-checked on test
+    stream.py    a production replay, one outcome seen per query: locus against Thompson,
+                 epsilon-greedy and LinUCB; a swapped endpoint; off-policy estimates
+                 (stream_report.py: its table and regret curves)
     _stats.py    mean ± sd over seeds, log-loss over observed cells
     report.py    results as JSON (commit, machine), PNG plots, Markdown tables
 

@@ -23,6 +23,7 @@ from locus.cli.benchmark_suites import (
     newcomers_suite,
     onboarding_suite,
     save_outputs,
+    stream_suite,
     training_settings,
     wrote,
 )
@@ -38,6 +39,9 @@ SUITES = {
     "cost": "accuracy against USD as the decision rules sweep, k-fold (needs per-query costs)",
     "newcomers": "one LLM at a time left out of the fit, onboarded from k scores as locus onboard "
     "does: the pool's hit@1 with it, its predicted accuracy, MF / IRT / kNN beside it",
+    "stream": "a production replay of the fitted router's test queries, one LLM's outcome seen "
+    "per query: locus with outcomes against Thompson, epsilon-greedy and LinUCB; a swapped "
+    "endpoint; off-policy estimates against the truth",
 }
 
 
@@ -59,7 +63,8 @@ def benchmark_command(
         typer.Option(
             "--method",
             help="Method to run (repeat; default: all of them); newcomers: the baselines "
-            "onboarded beside LOCUS (mf, irt, knn).",
+            "onboarded beside LOCUS (mf, irt, knn); stream: the policies (locus, locus-static, "
+            "thompson, epsilon-greedy, linucb).",
         ),
     ] = None,
     ks: Annotated[
@@ -151,6 +156,26 @@ def benchmark_command(
             "the nearest training queries) or 'mean' (its mean cost per query).",
         ),
     ] = "knn",
+    explore: Annotated[
+        float,
+        typer.Option(
+            "--explore",
+            min=0.0,
+            max=1.0,
+            help="stream: the share of requests explored, by locus and epsilon-greedy alike.",
+        ),
+    ] = 0.05,
+    swap_at: Annotated[
+        int,
+        typer.Option(
+            "--swap-at",
+            min=1,
+            help="stream: the request from which the most-routed LLM answers as the weakest.",
+        ),
+    ] = 200,
+    artifact: Annotated[
+        str, typer.Option("--artifact", help="stream: the fitted artifact replayed.")
+    ] = "default",
     ray: RayOption = None,
     workspace: WorkspaceOption = None,
     quiet: QuietOption = False,
@@ -163,6 +188,11 @@ def benchmark_command(
     as Ray tasks of one CPU each, the fitted routers sent back into the cache: the figures are
     those of --workers (every fit on one thread).
     """
+    if suite == "stream":
+        stream_suite(
+            workspace, artifact, pool, seeds, methods, explore, swap_at, out, quiet, as_json
+        )
+        return
     if ray is not None and suite == "onboarding":
         raise LocusInputError(
             "--ray runs the anchors, efficiency and cost suites; onboarding fits in sequence"

@@ -1,6 +1,6 @@
 """The suites of `locus benchmark` that run on their own: onboarding (families held out),
-newcomers (one LLM left out at a time) and cost; each runs the library suite, writes its JSON
-(and plot), and prints its table or the JSON."""
+newcomers (one LLM left out at a time), cost and stream (a production replay); each runs the
+library suite, writes its JSON (and plot), and prints its table or the JSON."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from locus.cli._app import open_store
 from locus.cli._render import print_json, progress_bars, stderr_console, stdout_console
 from locus.errors import LocusInputError
 
@@ -20,6 +21,7 @@ __all__ = [
     "newcomers_suite",
     "onboarding_suite",
     "save_outputs",
+    "stream_suite",
     "training_settings",
     "wrote",
 ]
@@ -185,6 +187,45 @@ def cost_suite(
             f"{entry['reason']}",
             markup=False,
         )
+    wrote(json_path, png_path)
+
+
+def stream_suite(
+    workspace: str | None,
+    artifact: str,
+    name: str | None,
+    seeds: list[int] | None,
+    policies: list[str] | None,
+    explore: float,
+    swap_at: int,
+    out: Path,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    from locus.benchmark.stream import POLICIES, load_stream, run_stream
+    from locus.benchmark.stream_report import plot_stream, stream_table
+
+    with open_store(workspace, create=False) as store:
+        pool = name or Path(store.workspace).resolve().name.lstrip(".") or "pool"
+        stream = load_stream(store, artifact)
+        result = run_stream(
+            stream,
+            seeds=seeds or [0, 1, 2],
+            explore=explore,
+            swap_at=swap_at,
+            policies=policies or list(POLICIES),
+            progress=progress_bars(quiet or as_json),
+        )
+    saved = save_outputs(result, out, f"stream-{pool}", pool, plot_stream, as_json)
+    if saved is None:
+        return
+    json_path, png_path = saved
+    console = stdout_console()
+    console.print(
+        f"stream on {pool}: each test query asked once, only the chosen LLM's outcome seen; "
+        f"seeds {', '.join(map(str, result['seeds']))}; {result['seconds']:.0f} s"
+    )
+    console.print(stream_table(result), markup=False)
     wrote(json_path, png_path)
 
 

@@ -286,10 +286,21 @@ class StackedRouter(LogitRouter):
         given = [tasks[int(i)] for i in np.flatnonzero(kept)] if len(tasks) == len(values) else []
         if forget_fit:
             self.changed.add(llm_id)
+            self._stand_down_for(llm_id)
         return self.knn.add_outcomes(
             llm_id, np.asarray(vectors, np.float32)[kept], values[kept].tolist(), given,
             forget_fit=forget_fit,
         )  # fmt: skip
+
+    def _stand_down_for(self, llm_id: str) -> None:
+        """A guard whose default is `llm_id`, whose endpoint changed, stands down (margin 0:
+        every query to the best utility): the evidence that made it the default is void, and
+        a guard held on it would keep every query on the changed endpoint."""
+        guard = self.guard
+        if guard is None or guard.default != llm_id or guard.margin == 0:
+            return
+        validation = {**guard.validation, "stood_down": f"{llm_id}'s endpoint changed"}
+        self.guard = Guard(default=guard.default, margin=0.0, validation=validation)
 
     def _level_of(
         self, llm_id: str, vectors: NDArray[Any], scores: NDArray[Any], tasks: list[str | None]
