@@ -953,3 +953,40 @@ def test_the_servers_explore_share_applies_to_every_routed_request() -> None:
         assert set(off) == {"a"}  # a request turns it off
     with pytest.raises(Exception, match=r"explore: expected a share of requests in \[0, 1\]"):
         ServerSettings(explore=2.0)
+
+
+def test_the_decision_log_keeps_hashes_by_default_and_no_propensity_for_a_fallback(
+    tmp_path: Any,
+) -> None:
+    """By default the log keeps a text's hash, not the text; the routed answer's logging
+    probability (1: no exploration), none for an answer a fallback gave; "off" keeps none."""
+    from locus.data.query_identity import text_hash
+    from locus.server.decisions import DecisionLog
+    from locus.store import Store
+
+    with Store.open(tmp_path / "ws", create=True) as store:
+        for scripts, setting in (({"a": ["500"], "b": ["ok"]}, "hash"), ({"a": ["ok"]}, "hash")):
+            with fake_upstreams(scripts) as fake:
+                router = ServiceRouter(RankedRouter())
+                settings = dataclasses.replace(PATIENT, decision_log=setting)
+                gateway = Gateway(
+                    router.rank, Upstreams(fake.endpoints()), prices=PRICES, settings=settings
+                )
+                app = create_app(
+                    router, gateway, settings=settings, decisions=DecisionLog(store, settings)
+                )
+                assert post(app, "/v1/chat/completions", CHAT).status_code == 200
+        fallen, routed = store.decisions()
+        assert (fallen["llm_id"], fallen["propensity"]) == ("b", None)
+        assert (routed["llm_id"], routed["propensity"]) == ("a", 1.0)
+        assert routed["text"] is None and routed["text_hash"] == text_hash("What is 2+2?")
+        assert routed["p_correct"] == pytest.approx(0.9) and routed["cost_usd"] > 0
+        # the fallback order's first candidates, among the LLMs served
+        assert [r[0] for r in fallen["ranked"]] == ["a", "b"]
+        off = dataclasses.replace(PATIENT, decision_log="off")
+        with fake_upstreams({"a": ["ok"]}) as fake:
+            router = ServiceRouter(RankedRouter())
+            gateway = Gateway(router.rank, Upstreams(fake.endpoints()), prices=PRICES, settings=off)
+            app = create_app(router, gateway, settings=off, decisions=DecisionLog(store, off))
+            assert post(app, "/v1/chat/completions", CHAT).status_code == 200
+        assert store.decision_count() == 2

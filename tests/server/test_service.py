@@ -568,3 +568,72 @@ def test_wrong_outcomes_move_routing_off_an_llm_of_the_fit(
         llm: abs(maths_after[llm] - maths_before[llm]) for llm in maths_before if llm != swapped
     }
     assert max(moved.values()) < 0.05, moved
+
+
+def test_the_decision_log_keeps_each_answer_with_its_probability_and_outcome(
+    trained: Path, tmp_path: Path, run_cli: Run, uvicorn_server: Callable[[object], str]
+) -> None:
+    """`decision_log = "text"`: every answered chat request is in the store with the
+    probability routing chose its LLM; an outcome posted by request id lands on it, also
+    through a server started after the answer (the id resolved from the log); `locus
+    decisions` sums it up and exports it."""
+    import json
+    import shutil
+
+    from locus.server.settings import ServerSettings
+
+    workspace = tmp_path / "ws"
+    shutil.copytree(trained, workspace)
+    with Store.open(workspace, create=False) as store:
+        store.trim_decisions(keep=0)  # what other tests' servers logged in the shared one
+    made = run_cli("keys", "create", "logger", "-w", workspace, "--json").json()
+    auth = {"authorization": f"Bearer {made['key']}"}  # type: ignore[index]
+    settings = ServerSettings(explore=0.5, decision_log="text")
+    texts = [f"{word} question {i}" for i in range(4) for word in ("integral", "court", "cell")]
+    with fake_upstreams({llm: ["ok"] for llm in SERVED}) as fake:
+        assert (
+            run_cli("import", "llms", _catalog(tmp_path, fake.port), "-w", workspace).exit_code == 0
+        )
+        with Store.open(workspace, create=False) as store:
+            base = uvicorn_server(build_app(store, settings=settings))
+            answered = {}
+            with httpx.Client(base_url=base, timeout=20, headers=auth) as client:
+                for text in texts:
+                    body = {"model": "locus", "messages": [{"role": "user", "content": text}]}
+                    reply = client.post("/v1/chat/completions", json=body)
+                    assert reply.status_code == 200, reply.text
+                    answered[reply.headers["x-locus-request-id"]] = reply.headers["x-locus-llm"]
+                pinned = client.post("/v1/chat/completions", json={
+                    "model": "law-0", "messages": [{"role": "user", "content": "a pinned one"}],
+                })  # fmt: skip
+                assert pinned.status_code == 200
+                first, *rest = list(answered)
+                outcomes = [{"request_id": r, "score": 1.0} for r in rest]
+                posted = client.post("/v1/outcomes", json={"outcomes": outcomes})
+                assert posted.status_code == 200, posted.text
+            # a server started later resolves the first request's id from the log
+            later = uvicorn_server(build_app(store, settings=settings))
+            with httpx.Client(base_url=later, timeout=20, headers=auth) as client:
+                again = client.post("/v1/outcomes", json={"request_id": first, "score": 0.0})
+                assert again.status_code == 200, again.text
+            logged = {d["request_id"]: d for d in store.decisions()}
+    assert set(answered) < set(logged) and len(logged) == len(texts) + 1
+    for request_id, llm in answered.items():
+        decision = logged[request_id]
+        assert decision["llm_id"] == llm and decision["text"] in texts
+        assert 0 < decision["propensity"] <= 1 and 0 < decision["p_correct"] < 1
+        assert decision["latency_ms"] > 0 and decision["ranked"][0][0] in SERVED
+    assert logged[first]["outcome"] == 0.0
+    assert all(logged[r]["outcome"] == 1.0 for r in rest)
+    [pinned_row] = [d for d in logged.values() if d["text"] == "a pinned one"]
+    assert pinned_row["propensity"] is None  # pinned: not a routing choice
+    report = run_cli("decisions", "-w", workspace, "--json").json()
+    assert isinstance(report, dict)
+    assert report["decisions"] == len(texts) + 1 and report["outcomes"] == len(texts)
+    assert sum(e["requests"] for e in report["llms"].values()) == len(texts) + 1
+    shown = run_cli("decisions", "-w", workspace, "--export", tmp_path / "log.jsonl")
+    assert shown.exit_code == 0 and f"wrote {len(texts) + 1} decisions" in shown.stdout
+    lines = (tmp_path / "log.jsonl").read_text().splitlines()
+    assert {json.loads(line)["request_id"] for line in lines} == set(logged)
+    bad = run_cli("decisions", "-w", workspace, "--export", tmp_path / "log.txt")
+    assert bad.exit_code == 2 and "expected a .csv or .jsonl" in bad.stderr

@@ -308,7 +308,8 @@ def test_failed_migration_leaves_the_v1_database_untouched(tmp_path: Path) -> No
             "FROM scores WHERE source = 'harness' LIMIT 1"
         )
     before = dump(db)
-    with pytest.raises(LocusStoreError, match=r"schema version 1 to 4 failed .*unchanged"):
+    failed = rf"schema version 1 to {SCHEMA_VERSION} failed .*unchanged"
+    with pytest.raises(LocusStoreError, match=failed):
         Store.open(tmp_path / "v1")
     assert dump(db) == before
     assert v1_counts(db)["queries"] == 6
@@ -319,7 +320,7 @@ def test_v2_workspace_gains_the_artifacts_table(workspace: Path) -> None:
         store.write_batch(planted_batches()[0], kind="table")
         sums = store.checksums()
     with sqlite3.connect(workspace / "locus.db") as con:
-        for table in ("artifacts", "query_references", "probe_answers"):
+        for table in ("artifacts", "query_references", "probe_answers", "decisions"):
             con.execute(f"DROP TABLE {table}")
         con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     with Store.open(workspace) as store:
@@ -343,16 +344,31 @@ def test_v3_workspace_gains_references_and_reads_its_files_again(workspace: Path
     with sqlite3.connect(workspace / "locus.db") as con:
         con.execute("DROP TABLE query_references")
         con.execute("DROP TABLE probe_answers")
+        con.execute("DROP TABLE decisions")
         con.execute("DROP INDEX ix_scores_priced")
         con.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     with Store.open(workspace) as store:
-        assert store.get_meta("schema_version") == "4"
+        assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
         assert store.get_meta("import_files:abc") is None
         assert store.checksums() == sums
         assert store.references() == {} and store.probe_answers("x") == {}
     with sqlite3.connect(workspace / "locus.db") as con:
         indexes = {row[0] for row in con.execute("SELECT name FROM sqlite_master")}
         assert "ix_scores_priced" in indexes
+
+
+def test_v4_workspace_gains_the_decision_log(workspace: Path) -> None:
+    with Store.open(workspace) as store:
+        store.write_batch(planted_batches()[0], kind="table")
+        sums = store.checksums()
+    with sqlite3.connect(workspace / "locus.db") as con:
+        con.execute("DROP TABLE decisions")
+        con.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    with Store.open(workspace) as store:
+        assert store.get_meta("schema_version") == "5" and store.checksums() == sums
+        assert store.decisions() == []
+        store.put_decision({"request_id": "r1", "llm_id": "a", "propensity": 0.9})
+        assert store.decision("r1")["propensity"] == 0.9  # type: ignore[index]
 
 
 def test_unknown_old_schema_is_refused(workspace: Path) -> None:

@@ -20,7 +20,8 @@ policy starts from the same evidence, the fit's training and validation queries:
   principal components and a constant), started from the training evidence, with an upper
   confidence bound (mabwiser's LinUCB, alpha 1).
 
-Scenarios: `no change`; `swap`, where from request `swap_at` on the LLM the static router
+Scenarios: `no change`; `swap`, where from request `swap_at` (default 200, or half the
+stream where it is shorter) on the LLM the static router
 sends most of the first `swap_at` requests to answers as the pool's weakest LLM does (its true
 scores on the same queries), as an endpoint changed behind its name.
 
@@ -62,6 +63,7 @@ POLICIES = ("locus", "locus-static", *BANDITS)
 SCENARIOS = ("no change", "swap")
 WINDOW = 50  # requests over which the swapped LLM's share is read
 MIN_REQUESTS = 20  # a stream shorter than this says nothing
+SWAP_AT = 200  # the request the swap happens at (half the stream, where that is shorter)
 LINUCB_DIMENSIONS = 64  # principal components of the query vectors LinUCB reads
 CURVE_POINTS = 200  # points of each cumulative regret curve kept for the plot
 
@@ -366,7 +368,7 @@ def run_stream(
     *,
     seeds: Sequence[int] = (0, 1, 2),
     explore: float = 0.05,
-    swap_at: int = 200,
+    swap_at: int | None = None,
     policies: Sequence[str] = POLICIES,
     scenarios: Sequence[str] = SCENARIOS,
     progress: ProgressFactory = no_progress,
@@ -389,6 +391,7 @@ def run_stream(
     if not 0 <= explore <= 1:
         raise LocusInputError(f"stream: explore must lie in [0, 1], found {explore}")
     n, ids = len(stream.truth), stream.llm_ids
+    swap_at = min(SWAP_AT, n // 2) if swap_at is None else swap_at
     if "swap" in scenarios and not 0 < swap_at < n - 10:
         raise LocusInputError(
             f"stream: --swap-at {swap_at} leaves too little stream after it; expected 1 to "

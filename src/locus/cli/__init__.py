@@ -18,6 +18,7 @@
     sources_commands.py sources, remove-source
     serve_commands.py   serve (the routing service and gateway, locus.server)
     keys_commands.py    keys create | list | revoke
+    decisions_commands.py  decisions (the gateway's decision log: summed up, exported)
     demo.py             demo: the main job end to end
 
 Progress goes to stderr: live bars in a terminal; elsewhere (a pipe, a log file, CI) plain
@@ -40,6 +41,7 @@ from locus.cli import (  # noqa: F401
     atlas_commands,
     benchmark_commands,
     data_commands,
+    decisions_commands,
     demo,
     import_commands,
     keys_commands,

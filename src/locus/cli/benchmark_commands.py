@@ -166,13 +166,14 @@ def benchmark_command(
         ),
     ] = 0.05,
     swap_at: Annotated[
-        int,
+        int | None,
         typer.Option(
             "--swap-at",
             min=1,
-            help="stream: the request from which the most-routed LLM answers as the weakest.",
+            help="stream: the request from which the most-routed LLM answers as the weakest "
+            "[200, or half the stream where it is shorter].",
         ),
-    ] = 200,
+    ] = None,
     artifact: Annotated[
         str, typer.Option("--artifact", help="stream: the fitted artifact replayed.")
     ] = "default",

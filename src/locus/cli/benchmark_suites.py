@@ -197,7 +197,7 @@ def stream_suite(
     seeds: list[int] | None,
     policies: list[str] | None,
     explore: float,
-    swap_at: int,
+    swap_at: int | None,
     out: Path,
     quiet: bool,
     as_json: bool,

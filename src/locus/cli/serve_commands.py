@@ -105,6 +105,15 @@ def serve_command(
             "overrides it.",
         ),
     ] = None,
+    decision_log: Annotated[
+        str | None,
+        typer.Option(
+            "--decision-log",
+            help="What the workspace's decision log (locus decisions) keeps of each chat "
+            "request's text: hash [default], text (the log is then evidence a fit can read), "
+            "or off.",
+        ),
+    ] = None,
     artifact: ArtifactOption = "default",
     workspace: WorkspaceOption = None,
 ) -> None:
@@ -125,7 +134,7 @@ def serve_command(
     settings = settings.with_(
         max_attempts=attempts, retries_per_llm=retries, first_token_timeout_s=first_token_timeout,
         stall_timeout_s=stall_timeout, attempt_timeout_s=attempt_timeout,
-        total_timeout_s=total_timeout, explore=explore,
+        total_timeout_s=total_timeout, explore=explore, decision_log=decision_log,
     )  # fmt: skip
     _check_port(host, port)
     with open_store(workspace, create=False) as store:

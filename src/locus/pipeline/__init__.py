@@ -10,7 +10,8 @@ score table and cached query vectors, assign the hash split, save the artifact u
     evaluate.py              evaluate_workspace -> Evaluation (evaluation_results.py)
     evaluate_folds.py        evaluate_folds: every query routed once, k-fold (--folds)
     savings.py               savings -> CostSavings: what each decision rule costs (evaluate's)
-    outcomes.py              outcome_report: production outcomes against the fit, drift test
+    outcomes.py              outcome_report: production outcomes against the fit, drift test;
+                             decision_report: the gateway's decision log summed up
     probes.py                probe_order, choose_probes: the queries to evaluate a new LLM on
     endpoint.py              check_endpoint, ask_all: an OpenAI-compatible endpoint asked prompts
     onboard.py               onboard_llm -> OnboardReport: probe, grade, import, embed, place

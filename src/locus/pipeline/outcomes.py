@@ -17,7 +17,7 @@ from locus.pipeline.workspace_router import OUTCOMES_SOURCE, WorkspaceRouter
 from locus.routing.drift import DriftMonitor
 from locus.store import Store
 
-__all__ = ["outcome_report"]
+__all__ = ["decision_report", "outcome_report"]
 
 
 def outcome_report(store: Store, *, name: str = DEFAULT_ARTIFACT) -> dict[str, Any]:
@@ -46,3 +46,46 @@ def outcome_report(store: Store, *, name: str = DEFAULT_ARTIFACT) -> dict[str, A
         "alarms": monitor.alarms(),
         "unknown": int((~known).sum()),
     }
+
+
+def decision_report(store: Store) -> dict[str, Any]:
+    """The gateway's decision log (`locus.store.decisions`) summed up: per LLM its requests,
+    their mean logging probability, outcomes posted and their rate; and, where the log holds
+    outcomes with their logging probabilities, the inverse-propensity estimate (95% interval)
+    of each LLM's rate had every logged request gone to it (`locus.offpolicy.ips`): valid
+    where routing could have chosen it (exploration on, `locus serve --explore`), biased
+    towards 0 where it could not."""
+    from locus.offpolicy import ips
+
+    rows = store.decisions()
+    report: dict[str, Any] = {"decisions": len(rows), "llms": {}, "outcomes": 0}
+    if not rows:
+        return report
+    report["first"], report["last"] = rows[0]["asked_at"], rows[-1]["asked_at"]
+    report["explored"] = sum(r["explored"] for r in rows) / len(rows)
+    llms = sorted({r["llm_id"] for r in rows})
+    graded = [r for r in rows if r["outcome"] is not None and r["propensity"]]
+    report["outcomes"] = sum(r["outcome"] is not None for r in rows)
+    report["outcomes_with_propensity"] = len(graded)
+    if graded:
+        truth = np.full((len(graded), len(llms)), np.nan)
+        propensity = np.ones_like(truth)
+        for i, r in enumerate(graded):
+            j = llms.index(r["llm_id"])
+            truth[i, j], propensity[i, j] = r["outcome"], r["propensity"]
+    for j, llm in enumerate(llms):
+        mine = [r for r in rows if r["llm_id"] == llm]
+        logged = [r["propensity"] for r in mine if r["propensity"] is not None]
+        scored = [r["outcome"] for r in mine if r["outcome"] is not None]
+        entry: dict[str, Any] = {
+            "requests": len(mine),
+            "share": len(mine) / len(rows),
+            "propensity": float(np.mean(logged)) if logged else None,
+            "outcomes": len(scored),
+            "rate": float(np.mean(scored)) if scored else None,
+        }
+        if graded:
+            every = np.full(len(graded), j)
+            entry["if_every_request"] = ips(every, truth, propensity).as_dict()
+        report["llms"][llm] = entry
+    return report

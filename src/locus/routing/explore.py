@@ -166,6 +166,22 @@ class Exploration:
             return order, False
         return [order[pick], *order[:pick], *order[pick + 1 :]], True
 
+    def propensity(self, ranked: Sequence[RankedLLM], llm_id: str) -> float | None:
+        """The probability that `reorder(ranked)` puts `llm_id` first (`propensities` over
+        the candidates, the router's choice first); None where a candidate has no P(correct)
+        (a pinned LLM) or `llm_id` is not among them."""
+        order = list(ranked)
+        index = next((i for i, c in enumerate(order) if c.llm_id == llm_id), None)
+        if index is None or any(math.isnan(c.p_correct) for c in order):
+            return None
+        if self.share == 0 or len(order) < 2:
+            return 1.0 if index == 0 else 0.0
+        p = np.array([[c.p_correct for c in order]])
+        sd = np.array([[np.nan if c.uncertainty is None else c.uncertainty for c in order]])
+        utility = np.array([[c.utility for c in order]])
+        found = self.propensities(p, sd, utility, first=np.zeros(1, np.int64))
+        return float(found[0, index])
+
     def with_share(self, share: float | None) -> Exploration:
         """This exploration with another share (a request's override); None keeps it."""
         return self if share is None else dataclasses.replace(self, share=share)

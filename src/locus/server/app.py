@@ -77,6 +77,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from locus.data.llm_catalog import Endpoint
 from locus.errors import LocusInputError
+from locus.server.decisions import DecisionLog
 from locus.server.fallback import GatewayError
 from locus.server.gateway import Gateway
 from locus.server.http_io import (
@@ -126,6 +127,7 @@ def create_app(
     onboarding: LiveOnboarding | None = None,
     reload_catalog: Callable[[], dict[str, Any]] | None = None,
     onboard_jobs: OnboardJobs | None = None,
+    decisions: DecisionLog | None = None,
 ) -> FastAPI:
     """The FastAPI app over a loaded router and gateway (nothing is loaded per request).
 
@@ -134,16 +136,17 @@ def create_app(
     writes are refused."""
     settings = settings or gateway.settings
     app = FastAPI(title="locus", docs_url=None, redoc_url=None, openapi_url=None)
-    outcome_log = OutcomeLog()
+    outcome_log = OutcomeLog(elsewhere=None if decisions is None else decisions.resolve)
     known = set(router.llm_ids)  # what a request's `unavailable` may name
     _add_guards(app, gateway, settings, verify_key)
     add_error_answers(app)
     _add_status_routes(app, router, gateway, reload_catalog)
     add_route_route(app, router, settings, known)
-    _add_chat_route(app, gateway, settings, known, outcome_log)
+    _add_chat_route(app, gateway, settings, known, outcome_log, decisions)
     add_onboarding_routes(
         app, settings=settings, router=router, known=known, outcome_log=outcome_log,
         onboarding=onboarding, jobs=onboard_jobs,
+        logged_outcome=None if decisions is None else decisions.outcome,
     )  # fmt: skip
     return app
 
@@ -289,9 +292,11 @@ def _add_chat_route(
     settings: ServerSettings,
     known: set[str],
     outcome_log: OutcomeLog,
+    decisions: DecisionLog | None = None,
 ) -> None:
     """POST /v1/chat/completions: an answer (or an SSE stream) through the gateway, with the
-    x-locus-* headers and a request id its outcome can be posted for."""
+    x-locus-* headers and a request id its outcome can be posted for; each answer's decision
+    kept in the decision log (`locus.server.decisions`) where there is one."""
 
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> Response:
@@ -321,17 +326,20 @@ def _add_chat_route(
 
     async def stream(data: dict[str, Any], query: ChatQuery) -> Response:
         text = query.text
+        started = time.perf_counter()
         streamed = await gateway.stream(
             data, text, unavailable=query.unavailable, max_latency_ms=query.max_latency_ms,
             explore=query.explore, task=query.task, fallbacks=query.fallbacks,
         )  # fmt: skip
+        request_id = outcome_log.record(streamed.llm_id, text, _p_correct(streamed.predicted))
+        if decisions is not None:  # the latency to its first token; a stream's cost is unknown
+            first_token_ms = 1000 * (time.perf_counter() - started)
+            await decisions.record(request_id, streamed, text, first_token_ms, None)
         return StreamingResponse(
             streamed.events,
             media_type="text/event-stream",
             headers={
-                "x-locus-request-id": outcome_log.record(
-                    streamed.llm_id, text, _p_correct(streamed.predicted)
-                ),
+                "x-locus-request-id": request_id,
                 "x-locus-llm": streamed.llm_id,
                 "x-locus-attempts": str(streamed.attempts),
                 **answer_headers(streamed.upstream_model, streamed.failed, streamed.explored),
@@ -343,14 +351,17 @@ def _add_chat_route(
 
     async def answer(data: dict[str, Any], query: ChatQuery) -> Response:
         text = query.text
+        started = time.perf_counter()
         answered = await gateway.chat(
             data, text, unavailable=query.unavailable, max_latency_ms=query.max_latency_ms,
             explore=query.explore, task=query.task, fallbacks=query.fallbacks,
         )  # fmt: skip
+        request_id = outcome_log.record(answered.llm_id, text, _p_correct(answered.predicted))
+        if decisions is not None:
+            latency_ms = 1000 * (time.perf_counter() - started)
+            await decisions.record(request_id, answered, text, latency_ms, answered.cost_usd)
         headers = {
-            "x-locus-request-id": outcome_log.record(
-                answered.llm_id, text, _p_correct(answered.predicted)
-            ),
+            "x-locus-request-id": request_id,
             "x-locus-llm": answered.llm_id,
             "x-locus-attempts": str(answered.attempts),
             **answer_headers(answered.upstream_model, answered.failed, answered.explored),
@@ -426,6 +437,7 @@ def build_app(
         onboard_jobs=OnboardJobs(
             endpoint_onboarding(store, artifact, workspace_router, reload_catalog)
         ),
+        decisions=DecisionLog(store, settings),
     )  # fmt: skip
     app.state.reload_catalog = reload_catalog  # `locus serve` reloads on SIGHUP too
     return app

@@ -86,8 +86,10 @@ class FallbackWalk:
         rest: Callable[[], Awaitable[list[RankedLLM]]] | None,
         *,
         explored: bool,
+        propensity: float | None = None,
     ) -> None:
         self.gateway = gateway
+        self.propensity = propensity  # the probability routing put the first candidate first
         self.candidate_of = {c.llm_id: c for c in first}
         self.order = list(self.candidate_of)
         self._rest = rest
@@ -102,6 +104,15 @@ class FallbackWalk:
     def explored_first(self, llm: str) -> bool:
         """Whether `llm`'s answer is the exploration's draw (the first candidate)."""
         return self.explored and bool(self.order) and self.order[0] == llm
+
+    def propensity_of(self, llm: str) -> float | None:
+        """The probability that routing chose `llm`: the walk's, where `llm` is its first
+        candidate; None for a fallback (an answer routing did not choose)."""
+        return self.propensity if self.order and self.order[0] == llm else None
+
+    def leading(self, count: int = 5) -> tuple[RankedLLM, ...]:
+        """The first `count` candidates known, in order (the decision log's ranking)."""
+        return tuple(self.candidate_of[llm] for llm in self.order[:count])
 
     async def _extend(self, position: int) -> None:
         """Compute the rest of the order once a position past the known candidates is needed."""

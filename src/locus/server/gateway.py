@@ -63,6 +63,9 @@ class ChatAnswer:
     predicted: RankedLLM | None = None  # the router's P(correct) and expected cost for it
     upstream_model: str | None = None  # the model name the upstream answered with
     explored: bool = False  # routed by an exploration draw, not to the best mean
+    # the probability that routing chose the LLM that answered (None: pinned, or a fallback)
+    propensity: float | None = None
+    ranked: tuple[RankedLLM, ...] = ()  # the first candidates of the fallback order
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,8 @@ class StreamAnswer:
     predicted: RankedLLM | None = None
     upstream_model: str | None = None
     explored: bool = False
+    propensity: float | None = None
+    ranked: tuple[RankedLLM, ...] = ()
 
 
 class Gateway:
@@ -162,12 +167,14 @@ class Gateway:
         max_latency_ms: float | None = None,
         explore: float | None = None,
         task: str | None = None,
-    ) -> tuple[list[RankedLLM], bool]:
+    ) -> tuple[list[RankedLLM], bool, float | None]:
         """The candidates to try for one text under `request` (its rule and unavailable
-        LLMs), first choice first, and whether the first was drawn by exploration: those with
-        an endpoint; on an explored request (`explore`, else the server's share) the drawn
-        LLM first; with `max_latency_ms`, those whose recent median latency meets it first
-        (in that order), then the others. `task`: the text's task, where the request says it."""
+        LLMs), first choice first, whether the first was drawn by exploration, and the
+        probability that routing put it first (the decision log's logging probability; None
+        for a pinned LLM, or a first moved by the latency bound): those with an endpoint; on
+        an explored request (`explore`, else the server's share) the drawn LLM first; with
+        `max_latency_ms`, those whose recent median latency meets it first (in that order),
+        then the others. `task`: the text's task, where the request says it."""
         if request.uses_cost:
             weighed = set(self.cost_candidates(self.llm_ids()))
             idle = {llm for llm in self.llm_ids() if llm not in weighed}
@@ -181,13 +188,19 @@ class Gateway:
         ranked = [c for c in ranked if c.llm_id in served and c.llm_id not in self.retired]
         explored = False
         exploration = self.exploration.with_share(explore)
+        propensity = None if fixed or not ranked else 1.0
         if not fixed and request.quality is None and exploration.share > 0:
             with self._rng_lock:
+                routed = ranked
                 ranked, explored = exploration.reorder(ranked, self.rng)
+            if ranked:
+                propensity = exploration.propensity(routed, ranked[0].llm_id)
         if max_latency_ms is not None:
             fast = [c for c in ranked if self.latency.meets(c.llm_id, max_latency_ms)]
+            moved = bool(fast) and fast[0] is not ranked[0]
             ranked = fast + [c for c in ranked if c not in fast]
-        return ranked, explored
+            propensity = None if moved else propensity
+        return ranked, explored, propensity
 
     def _pinned_first(self, fixed: str, max_latency_ms: float | None) -> bool:
         """Whether a pinned LLM goes first without the routing ranking: it is served, not
@@ -216,7 +229,7 @@ class Gateway:
         fixed, rule = parse_model(body.get("model"), self.upstreams.endpoints)
         request = replace(rule, unavailable=frozenset(unavailable))
 
-        def order() -> tuple[list[RankedLLM], bool]:
+        def order() -> tuple[list[RankedLLM], bool, float | None]:
             return self.fallback_order(text, fixed, request, max_latency_ms, explore, task)
 
         if fixed is not None and not fallbacks:
@@ -236,15 +249,18 @@ class Gateway:
         if fixed is not None and self._pinned_first(fixed, max_latency_ms):
 
             async def rest() -> list[RankedLLM]:
-                ranked, _ = await anyio.to_thread.run_sync(order)
+                ranked, _, _ = await anyio.to_thread.run_sync(order)
                 return ranked
 
             pinned = RankedLLM(fixed, float("nan"), None, float("nan"))
             return FallbackWalk(self, [pinned], rest, explored=False)
-        ranked, explored = await anyio.to_thread.run_sync(order)
+        ranked, explored, propensity = await anyio.to_thread.run_sync(order)
         if not ranked:
             raise GatewayError(503, "no LLM with an endpoint is available", kind="unavailable")
-        return FallbackWalk(self, ranked if fallbacks else ranked[:1], None, explored=explored)
+        return FallbackWalk(
+            self, ranked if fallbacks else ranked[:1], None, explored=explored,
+            propensity=propensity,
+        )  # fmt: skip
 
     async def chat(
         self,
@@ -276,7 +292,7 @@ class Gateway:
         cost = self.cost(llm, payload)
         return ChatAnswer(
             payload, llm, walk.attempts, cost, list(walk.failed), walk.candidate_of[llm], model,
-            walk.explored_first(llm),
+            walk.explored_first(llm), walk.propensity_of(llm), walk.leading(),
         )  # fmt: skip
 
     async def stream(
@@ -351,7 +367,7 @@ class Gateway:
         )  # fmt: skip
         return StreamAnswer(
             llm, walk.attempts, relay.events(), failed, walk.candidate_of[llm], model,
-            walk.explored_first(llm),
+            walk.explored_first(llm), walk.propensity_of(llm), walk.leading(),
         )  # fmt: skip
 
     def _stream_model(self, llm: str, upstream: UpstreamStream) -> str:

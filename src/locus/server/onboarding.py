@@ -26,6 +26,7 @@ import logging
 import threading
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -227,12 +228,18 @@ class LiveOnboarding:
 
 class OutcomeLog:
     """request id -> (llm_id, query text, its predicted P(correct) or None) of the last
-    `capacity` answers."""
+    `capacity` answers; `elsewhere` resolves the others where it can (the decision log, where
+    it keeps texts)."""
 
-    def __init__(self, capacity: int = 100_000) -> None:
+    def __init__(
+        self,
+        capacity: int = 100_000,
+        elsewhere: Callable[[str], tuple[str, str, float | None] | None] | None = None,
+    ) -> None:
         self.capacity = capacity
         self._answers: OrderedDict[str, tuple[str, str, float | None]] = OrderedDict()
         self._lock = threading.Lock()
+        self._elsewhere = elsewhere  # the decision log's resolve: other replicas, restarts
 
     def record(self, llm_id: str, text: str, predicted: float | None = None) -> str:
         request_id = uuid.uuid4().hex
@@ -244,7 +251,10 @@ class OutcomeLog:
 
     def resolve(self, request_id: str) -> tuple[str, str, float | None] | None:
         with self._lock:
-            return self._answers.get(request_id)
+            found = self._answers.get(request_id)
+        if found is None and self._elsewhere is not None:
+            found = self._elsewhere(request_id)
+        return found
 
 
 def parse_outcomes(body: Any, log: OutcomeLog) -> list[dict[str, Any]]:
@@ -303,10 +313,12 @@ def add_onboarding_routes(
     outcome_log: OutcomeLog,
     onboarding: LiveOnboarding | None,
     jobs: OnboardJobs | None,
+    logged_outcome: Callable[[str, float], bool] | None = None,
 ) -> None:
     """POST /v1/llms/{id}/scores, POST /v1/outcomes, POST and GET /v1/llms/{id}/onboard on
     `app` (501 where the server has no workspace to write to). `known`: the LLMs a chat's
-    `unavailable` may name; one whose scores are posted joins it."""
+    `unavailable` may name; one whose scores are posted joins it. `logged_outcome`: an
+    outcome posted by request id is also set in the decision log."""
 
     def unsupported() -> Response:
         return error_response(501, NO_WORKSPACE, "unsupported")
@@ -326,6 +338,12 @@ def add_onboarding_routes(
         if unknown:
             raise BadRequest(400, f"outcome for unknown LLM {unknown[0]!r}", "invalid_request")
         result: dict[str, Any] = await anyio.to_thread.run_sync(onboarding.add_outcomes, rows)
+        if logged_outcome is not None:
+            items = data.get("outcomes") if "outcomes" in data else [data]
+            for item in items or []:
+                if "request_id" in item:
+                    request_id, score = str(item["request_id"]), float(item["score"])
+                    await anyio.to_thread.run_sync(logged_outcome, request_id, score)
         return result
 
     @app.post("/v1/llms/{llm_id}/scores")

@@ -17,11 +17,14 @@ from typing import Any
 
 from locus.errors import LocusInputError
 
-__all__ = ["DRIFT_ACTIONS", "ServerSettings"]
+__all__ = ["DECISION_LOGS", "DRIFT_ACTIONS", "ServerSettings"]
 
 
 # what an LLM's drift alarm does (`ServerSettings.on_drift`)
 DRIFT_ACTIONS = ("discount", "alert")
+# what the decision log keeps of each request's text (`ServerSettings.decision_log`)
+DECISION_LOGS = ("hash", "text", "off")
+_WORDS = {"on_drift": DRIFT_ACTIONS, "decision_log": DECISION_LOGS}
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,11 @@ class ServerSettings:
             candidates' uncertainty rather than to the best mean (`locus.routing.explore`), so
             that an LLM the router is unsure of gets outcomes; 0 (the default) is off. A
             request overrides it with its own `explore` field.
+        decision_log: the workspace's decision log of chat requests (`locus decisions`:
+            the LLM that answered, the probability routing chose it, P(correct), latency,
+            tokens, cost, the outcome once posted), keeping each text's "hash" (the default),
+            its "text" too (the log is then evidence a fit can read), or "off".
+        decision_log_max: decisions kept (the oldest dropped beyond it).
     """
 
     max_body_bytes: int = 1_000_000
@@ -92,15 +100,18 @@ class ServerSettings:
     pool_check_s: float = 1.0
     explore: float = 0.0
     on_drift: str = "discount"
+    decision_log: str = "hash"
+    decision_log_max: int = 1_000_000
 
     def __post_init__(self) -> None:
-        if self.on_drift not in DRIFT_ACTIONS:
-            raise LocusInputError(
-                f"server setting on_drift: expected one of {', '.join(DRIFT_ACTIONS)}, found "
-                f"{self.on_drift!r}"
-            )
+        for name, allowed in _WORDS.items():
+            if getattr(self, name) not in allowed:
+                raise LocusInputError(
+                    f"server setting {name}: expected one of {', '.join(allowed)}, found "
+                    f"{getattr(self, name)!r}"
+                )
         for field in fields(self):
-            if field.name == "on_drift":
+            if field.name in _WORDS:
                 continue
             value = getattr(self, field.name)
             if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:

@@ -42,7 +42,7 @@ from sqlalchemy import (
 from locus.store import schema
 from locus.store._core import CHUNK, now
 
-__all__ = ["migrate_v1_to_v2", "migrate_v2_to_v3", "migrate_v3_to_v4"]
+__all__ = ["migrate_v1_to_v2", "migrate_v2_to_v3", "migrate_v3_to_v4", "migrate_v4_to_v5"]
 
 logger = logging.getLogger("locus.store")
 
@@ -189,3 +189,10 @@ def migrate_v3_to_v4(conn: Connection) -> None:
     m = schema.meta.c
     conn.execute(schema.meta.delete().where(m.key.like("import_files:%")))
     conn.execute(schema.meta.update().where(m.key == "schema_version").values(value="4"))
+
+
+def migrate_v4_to_v5(conn: Connection) -> None:
+    """Version 4 -> 5: add the (empty) `decisions` table, the gateway's decision log."""
+    schema.decisions.create(conn)
+    m = schema.meta.c
+    conn.execute(schema.meta.update().where(m.key == "schema_version").values(value="5"))

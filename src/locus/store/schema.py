@@ -3,6 +3,9 @@
 Bump `SCHEMA_VERSION` with every change and teach `Store` to migrate from the previous one
 (`locus.store.migrate`); a store written by a newer locus is refused rather than guessed at.
 
+Version 5 adds `decisions`: the gateway's decision log (what each chat request was routed to,
+with the probability of that choice, and its outcome once posted; `locus decisions`).
+
 Version 4 adds `query_references` (a query's reference answer and its grader, per alias: each
 source keeps the answer it gave), the partial index `ix_scores_priced`, and `probe_answers`
 (what an endpoint answered to the probes `locus onboard` sent it, kept the moment each answer
@@ -40,7 +43,7 @@ from sqlalchemy import (
 
 __all__ = ["SCHEMA_VERSION", "metadata", "query_identity"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 metadata = MetaData()
 
@@ -156,6 +159,29 @@ probe_answers = Table(
     Column("latency_ms", Float),
     Column("asked_at", String(40), nullable=False),
     PrimaryKeyConstraint("llm_id", "text_hash", name="pk_probe_answers"),
+)
+
+decisions = Table(
+    "decisions",
+    metadata,
+    Column("request_id", String(64), primary_key=True),
+    Column("asked_at", String(40), nullable=False),
+    Column("llm_id", String(300), nullable=False),  # the LLM that answered
+    # the probability that routing chose it (exploration's draw included); None: pinned, or
+    # a fallback answered
+    Column("propensity", Float),
+    Column("p_correct", Float),  # the router's P(correct) for it
+    Column("ranked", Text),  # JSON [[llm_id, P(correct)], ...] of the first candidates
+    Column("text_hash", String(64)),
+    Column("text", Text),  # the routed text, where the server keeps texts
+    Column("explored", Integer, nullable=False),
+    Column("latency_ms", Float),  # to the answer (a stream: to its first token)
+    Column("prompt_tokens", Integer),
+    Column("completion_tokens", Integer),
+    Column("cost_usd", Float),
+    Column("outcome", Float),
+    Column("outcome_at", String(40)),
+    Index("ix_decisions_asked_at", "asked_at"),
 )
 
 

@@ -15,6 +15,8 @@ committed state while a write runs (SQLite WAL). `Store` is assembled from one p
 - `references`: reference answers of queries and the answers of probed endpoints
   (`references`, `put_probe_answer`, `probe_answers`);
 - `catalog`: LLM metadata and endpoints (`upsert_llm_metadata`; read with `llm_metadata`);
+- `decisions`: the gateway's decision log (`put_decision`, `decision`, `decisions`,
+  `set_decision_outcome`, `trim_decisions`);
 - `keys`: API keys of the service, hashed (`create_key`, `list_keys`, `revoke_key`,
   `verify_key`);
 - `artifacts`: trained artifacts kept in a database server's store (`put_artifact`,
@@ -51,10 +53,16 @@ from locus.store.artifacts import StoreArtifacts
 from locus.store.catalog import StoreCatalog
 from locus.store.checksums import StoreChecksums
 from locus.store.database import database_cache_dir, database_engine, is_database_url
+from locus.store.decisions import StoreDecisions
 from locus.store.embeddings import StoreEmbeddings
 from locus.store.imports import ImportReport, StoreImports
 from locus.store.keys import StoreKeys
-from locus.store.migrate import migrate_v1_to_v2, migrate_v2_to_v3, migrate_v3_to_v4
+from locus.store.migrate import (
+    migrate_v1_to_v2,
+    migrate_v2_to_v3,
+    migrate_v3_to_v4,
+    migrate_v4_to_v5,
+)
 from locus.store.references import StoreReferences
 from locus.store.schema import SCHEMA_VERSION
 from locus.store.scores import StoreScores
@@ -82,6 +90,7 @@ class Store(
     StoreCatalog,
     StoreReferences,
     StoreKeys,
+    StoreDecisions,
     StoreArtifacts,
 ):
     """The workspace store. Open with `Store.open(path)`; use as a context manager.
@@ -204,7 +213,7 @@ class Store(
                 )
                 conn.execute(schema.meta.insert().values(key="created_at", value=now()))
                 return
-            if version not in (1, 2, 3):
+            if version not in (1, 2, 3, 4):
                 raise LocusStoreError(
                     f"workspace {self.location}: schema version {version} is not one this "
                     f"locus can read or migrate (1 to {SCHEMA_VERSION}); open it with the "
@@ -221,7 +230,9 @@ class Store(
                     migrate_v1_to_v2(conn)
                 if version <= 2:
                     migrate_v2_to_v3(conn)
-                migrate_v3_to_v4(conn)
+                if version <= 3:
+                    migrate_v3_to_v4(conn)
+                migrate_v4_to_v5(conn)
             except DBAPIError as error:
                 raise LocusStoreError(
                     f"workspace {self.location}: migrating the database from schema version "
