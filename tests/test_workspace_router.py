@@ -535,6 +535,47 @@ def test_outcomes_of_an_llm_of_the_fit_move_its_votes_at_once(tmp_path: Path) ->
         )
 
 
+def test_a_discounted_llm_is_read_from_its_outcomes_since_the_change(tmp_path: Path) -> None:
+    """On an alarm the gateway discounts an LLM with the drift test's count of outcomes since
+    the change began: its evidence of the fit and its outcomes from before the change leave
+    its votes; the outcomes since, and any posted later, are read."""
+    from locus.pipeline.workspace_router import OUTCOMES_SOURCE
+    from locus.text.cache import encode_missing
+
+    path = build_planted_workspace(tmp_path / "ws", planted_rows())
+    law = [f"court statute contract jury appeal verdict case {i}" for i in range(50)]
+
+    def post(texts: list[str], score: float, first: int) -> None:
+        frame = pd.DataFrame({"llm_id": "law-0", "query_text": texts, "score": score})
+        frame["query_id"] = [f"o{first + i}" for i in range(len(texts))]
+        batch = ImportBatch.from_long(frame, source=OUTCOMES_SOURCE, origin="outcomes")
+        store.write_batch(batch, kind="table")
+        encode_missing(store, HashingEncoder(ENCODER_DIM))
+
+    with Store.open(path) as store:
+        fit_workspace(store, small_config(max_steps=40))
+        router = WorkspaceRouter(store)
+        post(law[:30], 1.0, 0)  # right before the change
+        post(law[30:40], 0.0, 30)  # wrong since
+        router.refresh()
+        knn = router.router.knn
+        assert knn is not None
+        column = knn.llm_ids.index("law-0")
+        assert int((~np.isnan(knn.scores_[:, column])).sum()) > 40  # the fit's and outcomes
+        router.discount("law-0", since_change=10)
+        router.refresh()
+        column_scores = knn.scores_[:, column]
+        kept = column_scores[~np.isnan(column_scores)]
+        # the 10 since the change, all wrong (the test's 48-d hashing encoder maps a few
+        # texts to one vector, one row); the 30 right ones before it, and the fit's, gone
+        assert 8 <= len(kept) <= 10 and (kept == 0).all()
+        post(law[40:], 0.0, 40)  # posted after the alarm: read too
+        router.refresh()
+        column_scores = knn.scores_[:, column]
+        later = column_scores[~np.isnan(column_scores)]
+        assert len(later) > len(kept) and (later == 0).all()
+
+
 def test_locus_outcomes_replays_the_drift_test(
     tmp_path: Path, run_cli: Callable[..., CliResult]
 ) -> None:

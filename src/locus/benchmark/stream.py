@@ -213,9 +213,13 @@ def _locus_run(
         raised = monitor.update(llm, min(max(float(p[0, pick]), 0.0), 1.0), y)
         if raised and swapped is not None and column == swapped and alarm_delay is None:
             alarm_delay = swapped_seen if t >= swap_at else -1
+        state = monitor.state(llm)
+        # on the alarm, its outcomes from before the change go with its evidence of the fit
+        earlier = state.outcomes - state.since - 1 if raised else None
         router.add_outcomes(
-            llm, vector, np.array([y], np.float32), forget_fit=monitor.state(llm).alarm
-        )
+            llm, vector, np.array([y], np.float32), forget_fit=state.alarm,
+            keep_earlier=earlier,
+        )  # fmt: skip
     return _Run(chosen, reward, alarm_delay, len(monitor.alarms()), propensity, proba)
 
 

@@ -117,7 +117,9 @@ class WorkspaceRouter:
         self._tuned: dict[tuple[float, frozenset[str]], float] = {}
         self._joined_with: dict[str, str] = {}  # LLM -> digest of the scores it joined with
         self._outcomes_read: dict[str, str] = {}  # LLM of the fit -> digest of its outcomes
-        self.discounted: set[str] = set()  # LLMs whose evidence of the fit is dropped
+        # LLMs whose evidence of the fit is dropped -> how many of their newest outcomes are
+        # from since the change (None: all of them)
+        self.discounted: dict[str, int | None] = {}
         self._read_outcomes = outcomes
         self._join_newcomers()
         self._join_outcomes()
@@ -256,12 +258,19 @@ class WorkspaceRouter:
         self._join_newcomers()
         self._join_outcomes()
 
-    def discount(self, llm_id: str) -> None:
+    def discount(self, llm_id: str, since_change: int | None = None) -> None:
         """From the next `refresh` on, `llm_id` (an LLM of the fit whose endpoint changed:
         `locus.routing.drift`) is read from its outcomes alone: its scores of the fit leave its
-        votes (`StackedRouter.add_outcomes(forget_fit=True)`). LOCUS's embedding of it is
-        not changed here."""
-        self.discounted.add(llm_id)
+        votes (`StackedRouter.add_outcomes(forget_fit=True)`), and with `since_change` its
+        outcomes but the newest `since_change` (those since the change began: the drift
+        test's `outcomes - since`) and the ones posted after the call. LOCUS's embedding of
+        it is not changed here."""
+        if llm_id not in self.discounted:
+            before = 0
+            if since_change is not None and self.store.has_source(OUTCOMES_SOURCE):
+                order = self.store.scores_in_order(OUTCOMES_SOURCE)
+                before = max(int((order["llm_id"] == llm_id).sum()) - since_change, 0)
+            self.discounted[llm_id] = before
         self._outcomes_read.pop(llm_id, None)
 
     def _join_outcomes(self) -> None:
@@ -286,14 +295,25 @@ class WorkspaceRouter:
         for llm in sorted(fitted & set(table.llm_ids)):
             column = table.scores[:, table.llm_index(llm)]
             rows = np.flatnonzero(~np.isnan(column))
+            if self.discounted.get(llm):  # its outcomes from before the change go too
+                hashes = np.asarray(table.text_hashes, dtype=str)[rows]
+                rows = rows[np.isin(hashes, self._since_change(llm))]
             digest = hashlib.sha256(rows.tobytes() + column[rows].tobytes()).hexdigest()
             if not len(rows) or self._outcomes_read.get(llm) == digest:
                 continue
             self._outcomes_read[llm] = digest
+            discounted = llm in self.discounted
             self.router.add_outcomes(
                 llm, vectors[rows], column[rows], [table.tasks[i] for i in rows],
-                forget_fit=llm in self.discounted,
+                forget_fit=discounted, keep_earlier=0 if self.discounted.get(llm) else None,
             )  # fmt: skip
+
+    def _since_change(self, llm_id: str) -> NDArray[np.str_]:
+        """The text hashes of `llm_id`'s outcomes after the first `discounted[llm_id]` (those
+        from before its endpoint changed), in the order they were stored."""
+        order = self.store.scores_in_order(OUTCOMES_SOURCE)
+        mine = order[order["llm_id"] == llm_id]
+        return np.asarray(mine["text_hash"].iloc[self.discounted[llm_id] or 0 :], dtype=str)
 
     def _join_newcomers(self) -> None:
         """LLMs of the pool onboarded since the fit join the router's votes from their own

@@ -182,6 +182,7 @@ class KNNRouter(BaselineRouter):
         tasks: Sequence[str | None] = (),
         *,
         forget_fit: bool = False,
+        keep_earlier: int | None = None,
     ) -> int:
         """Scores of an LLM of the fit on more queries (production outcomes), each one more
         scored query of that LLM: a row of its own (the other LLMs unscored there), or, for a
@@ -191,7 +192,9 @@ class KNNRouter(BaselineRouter):
         `tasks` names (one per score, None where not known), else the most common among the
         query's `TASK_K` nearest training queries. With `forget_fit` (its endpoint changed:
         `locus.routing.drift`), its scores of the fit are dropped: its votes read its outcomes
-        alone. Returns the rows added.
+        alone; and with `keep_earlier`, of its earlier outcomes (on other queries than these)
+        only the newest `keep_earlier` (those since the change began) are kept. Returns the
+        rows added.
 
         Raises:
             LocusInputError: an LLM not of the fit (one joined since reads its outcomes with
@@ -224,6 +227,7 @@ class KNNRouter(BaselineRouter):
             named = [t if t is not None else r for t, r in zip(named, read, strict=True)]
         kept = self.scores_.copy()  # a new array: the cached groups are rebuilt
         fresh: list[int] = []
+        touched: set[int] = set()  # its outcome rows these scores replace
         for i, unit in enumerate(units):
             row = rows_of.get(unit.tobytes())
             if row is None:
@@ -231,6 +235,7 @@ class KNNRouter(BaselineRouter):
             else:
                 kept[row, column] = values[i]
                 task_of[row] = named[i]
+                touched.add(row)
         start = len(self.vectors_)
         new_rows = np.full((len(fresh), kept.shape[1]), np.nan, dtype=np.float32)
         new_rows[:, column] = values[fresh]
@@ -241,8 +246,11 @@ class KNNRouter(BaselineRouter):
             self._graphs.add(units[fresh])
             self.vectors_ = np.vstack([self.vectors_, units[fresh]])
         if forget_fit:
+            earlier = sorted(r for r in rows_of.values() if r < len(kept) and r not in touched)
+            if keep_earlier is not None:  # outcomes from before the change go too
+                earlier = earlier[len(earlier) - keep_earlier :] if keep_earlier > 0 else []
             outcome_rows = np.zeros(len(kept), bool)
-            outcome_rows[[r for r in rows_of.values() if r < len(kept)]] = True
+            outcome_rows[[*earlier, *touched]] = True
             kept[~outcome_rows, column] = np.nan
         self.scores_ = np.vstack([kept, new_rows])
         self._outcome_rows, self._outcome_tasks = mine, topics

@@ -269,13 +269,15 @@ class StackedRouter(LogitRouter):
         tasks: Sequence[str | None] = (),
         *,
         forget_fit: bool = False,
+        keep_earlier: int | None = None,
     ) -> int:
         """Production outcomes of `llm_id`, an LLM of the fit: its `scores` (n,) on queries of
         `vectors` (n, dq), each one more scored query of it in its neighbour votes and task
         vote (`KNNRouter.add_outcomes`), which the stack reads at once. An LLM joined since
         the fit reads its outcomes with its other scores (`join`); a router without a kNN
         part, or an LLM it does not hold, is left as it is. `forget_fit`: its scores of the
-        fit dropped (its endpoint changed). Returns the rows added.
+        fit dropped (its endpoint changed), and with `keep_earlier` its earlier outcomes but
+        the newest `keep_earlier` (`KNNRouter.add_outcomes`). Returns the rows added.
         """
         if self.knn is None or llm_id not in self._knn_column or llm_id in self.joined:
             return 0
@@ -289,7 +291,7 @@ class StackedRouter(LogitRouter):
             self._stand_down_for(llm_id)
         return self.knn.add_outcomes(
             llm_id, np.asarray(vectors, np.float32)[kept], values[kept].tolist(), given,
-            forget_fit=forget_fit,
+            forget_fit=forget_fit, keep_earlier=keep_earlier,
         )  # fmt: skip
 
     def _stand_down_for(self, llm_id: str) -> None:

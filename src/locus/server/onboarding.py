@@ -205,8 +205,9 @@ class LiveOnboarding:
                 "its evidence from before is discounted" if self.on_drift == "discount"
                 else "alert only (on_drift)",
             )  # fmt: skip
-            if self.on_drift == "discount":
-                self.router.discount(llm)
+            if self.on_drift == "discount":  # its outcomes since the change are kept
+                state = self.drift.state(llm)
+                self.router.discount(llm, since_change=state.outcomes - state.since)
         return raised
 
     def _refresh_pending(self) -> list[str]:
