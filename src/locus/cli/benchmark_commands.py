@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -22,10 +22,9 @@ from locus.cli.benchmark_suites import (
     cost_suite,
     newcomers_suite,
     onboarding_suite,
-    save_outputs,
+    publish,
     stream_suite,
     training_settings,
-    wrote,
 )
 from locus.errors import LocusInputError
 
@@ -273,18 +272,17 @@ def benchmark_command(
             console.print(efficiency_table(efficiency), markup=False)
             console.print(f"\nwrote {json_path}")
             return
-        saved = save_outputs(result, out, f"anchors-{name}", name, plot_anchors, as_json)
-        if saved is None:
-            return
-        json_path, png_path = saved
-        console = stdout_console()
-        console.print(
-            f"anchors on {name}: {result['llms']} LLMs, "
-            f"{result['queries']['test']:,} test queries, "
-            f"seeds {', '.join(map(str, result['seeds']))}; oracle {result['oracle']:.4f}; "
-            f"{result['wall_seconds']:.0f} s"
-        )
-        for metric in ("hit@1", "guarded_hit@1", "moved", "headroom", "auroc", "ece"):
-            console.print(f"\n{metric} (mean ± sd), by scores per LLM:")
-            console.print(anchors_table(result, metric), markup=False)
-        wrote(json_path, png_path)
+
+        def tables(found: dict[str, Any]) -> str:
+            return "\n".join(
+                f"\n{metric} (mean ± sd), by scores per LLM:\n{anchors_table(found, metric)}"
+                for metric in ("hit@1", "guarded_hit@1", "moved", "headroom", "auroc", "ece")
+            )
+
+        publish(
+            result, out, f"anchors-{name}", name, plot_anchors, as_json,
+            f"anchors on {name}: {result['llms']} LLMs, {result['queries']['test']:,} test "
+            f"queries, seeds {', '.join(map(str, result['seeds']))}; oracle "
+            f"{result['oracle']:.4f}; {result['wall_seconds']:.0f} s",
+            tables,
+        )  # fmt: skip

@@ -20,6 +20,7 @@ __all__ = [
     "cost_suite",
     "newcomers_suite",
     "onboarding_suite",
+    "publish",
     "save_outputs",
     "stream_suite",
     "training_settings",
@@ -120,18 +121,13 @@ def newcomers_suite(
         locus_settings=locus_settings,
         progress=progress_bars(quiet or as_json),
     )
-    saved = save_outputs(result, out, f"newcomers-{name}", name, plot_newcomers, as_json)
-    if saved is None:
-        return
-    json_path, png_path = saved
-    console = stdout_console()
-    console.print(
+    publish(
+        result, out, f"newcomers-{name}", name, plot_newcomers, as_json,
         f"newcomers on {name}: {len(result['newcomers'])} of {result['llms']} LLMs, each left "
         f"out of the fit and onboarded from k {result['strategy']} probes, seeds "
-        f"{', '.join(map(str, result['seeds']))}; {result['wall_seconds']:.0f} s"
-    )
-    console.print(newcomers_table(result), markup=False)
-    wrote(json_path, png_path)
+        f"{', '.join(map(str, result['seeds']))}; {result['wall_seconds']:.0f} s",
+        newcomers_table,
+    )  # fmt: skip
 
 
 def cost_suite(
@@ -216,17 +212,33 @@ def stream_suite(
             policies=policies or list(POLICIES),
             progress=progress_bars(quiet or as_json),
         )
-    saved = save_outputs(result, out, f"stream-{pool}", pool, plot_stream, as_json)
+    publish(
+        result, out, f"stream-{pool}", pool, plot_stream, as_json,
+        f"stream on {pool}: each test query asked once, only the chosen LLM's outcome seen; "
+        f"seeds {', '.join(map(str, result['seeds']))}; {result['seconds']:.0f} s",
+        stream_table,
+    )  # fmt: skip
+
+
+def publish(
+    result: dict[str, Any],
+    out: Path,
+    stem: str,
+    pool: str,
+    plot: Callable[..., Path],
+    as_json: bool,
+    headline: str,
+    table: Callable[[dict[str, Any]], str],
+) -> None:
+    """A suite's result out: its JSON and plot written (`save_outputs`), then the JSON, or
+    `headline`, its `table` and the files written."""
+    saved = save_outputs(result, out, stem, pool, plot, as_json)
     if saved is None:
         return
-    json_path, png_path = saved
     console = stdout_console()
-    console.print(
-        f"stream on {pool}: each test query asked once, only the chosen LLM's outcome seen; "
-        f"seeds {', '.join(map(str, result['seeds']))}; {result['seconds']:.0f} s"
-    )
-    console.print(stream_table(result), markup=False)
-    wrote(json_path, png_path)
+    console.print(headline)
+    console.print(table(result), markup=False)
+    wrote(*saved)
 
 
 def save_outputs(
