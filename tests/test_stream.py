@@ -11,7 +11,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from locus.benchmark.stream import POLICIES, _effective_truth, load_stream, run_stream
+from locus.benchmark.stream import (
+    POLICIES,
+    SCENARIOS,
+    _effective_truth,
+    load_stream,
+    run_stream,
+)
 from locus.errors import LocusInputError
 from locus.routing.explore import Exploration
 from locus.store import Store
@@ -39,7 +45,7 @@ def test_every_policy_replays_the_stream_and_its_figures_add_up(
     from locus.pipeline.workspace_router import WorkspaceRouter
 
     n = result["requests"]
-    assert set(result["summary"]) == {f"{s} / {p}" for s in ("no change", "swap") for p in POLICIES}
+    assert set(result["summary"]) == {f"{s} / {p}" for s in SCENARIOS for p in POLICIES}
     for policy in POLICIES:
         [found] = result["per_seed"]["no change"][policy]
         # regret against the oracle: the oracle's hits less the policy's, over the stream
@@ -86,6 +92,17 @@ def test_the_swap_answers_as_the_weaker_llm_from_its_request_on() -> None:
     # after it: the other's score, wrong where the other was not scored, NaN where it was not
     assert swapped[1:, 0].tolist()[:2] == [0.0, 0.0] and np.isnan(swapped[3, 0])
     assert np.array_equal(swapped[:, 1:], truth[:, 1:], equal_nan=True)
+
+
+def test_a_slow_drift_answers_as_the_weaker_llm_more_and_more_often() -> None:
+    n = 4000
+    truth = np.column_stack([np.ones(n), np.zeros(n)])
+    drifted = _effective_truth(truth, (0, 1), swap_at=2000, drift=True, seed=3)
+    assert (drifted[:2000, 0] == 1).all()  # before it: itself
+    early, late = drifted[2000:2500, 0].mean(), drifted[3500:, 0].mean()
+    assert 0.8 < early < 0.95 and late < 0.2  # answered as the other ever more often
+    again = _effective_truth(truth, (0, 1), swap_at=2000, drift=True, seed=3)
+    assert np.array_equal(drifted, again)
 
 
 def test_bad_settings_are_refused(trained: Path) -> None:

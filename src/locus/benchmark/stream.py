@@ -21,16 +21,18 @@ policy starts from the same evidence, the fit's training and validation queries:
   confidence bound (mabwiser's LinUCB, alpha 1).
 
 Scenarios: `no change`; `swap`, where from request `swap_at` (default 200, or half the
-stream where it is shorter) on the LLM the static router
-sends most of the first `swap_at` requests to answers as the pool's weakest LLM does (its true
-scores on the same queries), as an endpoint changed behind its name.
+stream where it is shorter) on the LLM the static router sends most of the first `swap_at`
+requests to answers as the pool's weakest LLM does (its true scores on the same queries), as
+an endpoint changed behind its name; `drift`, the same change coming slowly: each request
+after `swap_at` answered as the weakest with a probability rising from 0 to 1 at the end.
 
 Figures per policy, scenario and seed (mean ± sd over seeds): hit@1 over the stream, the
 cumulative regret against the oracle (the best available LLM on each query) at its end, the
-hindsight best single LLM's mean beside them, each LLM's share of the requests, the mean cost per
-request where the pool has costs; on the swap, the swapped LLM's requests after it and until
-its share of the next 50 falls under 10% for good, and locus's alarm delay (in the swapped
-LLM's outcomes); on no change, locus's false alarms per 10,000 outcomes.
+hindsight best single LLM's mean beside them, each LLM's share of the requests, the mean cost
+per request where the pool has costs; on the swap and the drift, the swapped LLM's requests
+after `swap_at` and until its share of the next 50 falls under 10% for good, and locus's
+alarm delay (in the swapped LLM's outcomes); on no change, locus's false alarms per 10,000
+outcomes.
 
 Off-policy estimates against the truth: the `locus` run (exploring) is a log with its
 logging probabilities (`Exploration.propensities`); from it the IPS and doubly robust
@@ -60,7 +62,7 @@ __all__ = ["BANDITS", "POLICIES", "SCENARIOS", "Stream", "load_stream", "run_str
 
 BANDITS = ("thompson", "epsilon-greedy", "linucb")
 POLICIES = ("locus", "locus-static", *BANDITS)
-SCENARIOS = ("no change", "swap")
+SCENARIOS = ("no change", "swap", "drift")
 WINDOW = 50  # requests over which the swapped LLM's share is read
 MIN_REQUESTS = 20  # a stream shorter than this says nothing
 SWAP_AT = 200  # the request the swap happens at (half the stream, where that is shorter)
@@ -146,15 +148,25 @@ class _Run:
 
 
 def _effective_truth(
-    truth: NDArray[np.float64], swap: tuple[int, int] | None, swap_at: int
+    truth: NDArray[np.float64],
+    swap: tuple[int, int] | None,
+    swap_at: int,
+    *,
+    drift: bool = False,
+    seed: int = 0,
 ) -> NDArray[np.float64]:
     """(n, n_llms) what each LLM answers at each request of the stream (NaN: not available):
     the swapped column answers as the other from `swap_at` on (wrong where the other was not
-    scored)."""
+    scored); with `drift`, each request after `swap_at` with a probability rising linearly
+    from 0 to 1 at the stream's end (a slow drift), drawn by `seed`."""
     out = truth.copy()
     if swap is not None:
         after = out[swap_at:, swap[0]]
         taken = np.nan_to_num(truth[swap_at:, swap[1]], nan=0.0)  # unscored: counted wrong
+        if drift:
+            share = np.linspace(0.0, 1.0, len(after) + 1)[1:]
+            moved = np.random.default_rng(seed).random(len(after)) < share
+            taken = np.where(moved, taken, after)
         out[swap_at:, swap[0]] = np.where(np.isnan(after), np.nan, taken)
     return out
 
@@ -396,7 +408,7 @@ def run_stream(
         raise LocusInputError(f"stream: explore must lie in [0, 1], found {explore}")
     n, ids = len(stream.truth), stream.llm_ids
     swap_at = min(SWAP_AT, n // 2) if swap_at is None else swap_at
-    if "swap" in scenarios and not 0 < swap_at < n - 10:
+    if set(scenarios) - {"no change"} and not 0 < swap_at < n - 10:
         raise LocusInputError(
             f"stream: --swap-at {swap_at} leaves too little stream after it; expected 1 to "
             f"{n - 11} on {n} requests"
@@ -419,8 +431,10 @@ def run_stream(
         for seed in seeds:
             order = np.random.default_rng(seed).permutation(n)
             for scenario in scenarios:
-                swap = (target, weakest) if scenario == "swap" else None
-                answers = _effective_truth(stream.truth[order], swap, swap_at)
+                swap = None if scenario == "no change" else (target, weakest)
+                answers = _effective_truth(
+                    stream.truth[order], swap, swap_at, drift=scenario == "drift", seed=seed
+                )
                 done: dict[str, _Run] = {}
                 for policy in policies:
                     if policy in BANDITS:
@@ -502,7 +516,7 @@ def _summary(runs: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, Any]
                 settled = [f["swapped_requests_until_under_10pct"] for f in found]
                 row["swapped_requests_until_under_10pct"] = mean_sd(settled)
                 row["settled_in"] = sum(s is not None for s in settled)
-            if policy == "locus" and scenario == "swap":
+            if policy == "locus" and scenario != "no change":
                 delays = [f["alarm_delay"] for f in found]
                 row["alarm_delay"] = mean_sd(delays)
                 row["alarm_raised"] = sum(d is not None for d in delays)

@@ -77,10 +77,10 @@ def stream_table(result: dict[str, Any]) -> str:
 
 def plot_stream(result: dict[str, Any], path: Path, title: str = "") -> Path:
     """Cumulative regret against the oracle over the stream, one panel per scenario, one line
-    per policy (seed 0), the swap marked."""
+    per policy (seed 0), the swap (the drift's start) marked."""
     plt = pyplot()
     scenarios = list(result["per_seed"])
-    figure, axes = plt.subplots(1, len(scenarios), figsize=(6.4 * len(scenarios), 4.6))
+    figure, axes = plt.subplots(1, len(scenarios), figsize=(5.6 * len(scenarios), 4.6))
     axes = axes if len(scenarios) > 1 else [axes]
     for axis, scenario in zip(axes, scenarios, strict=True):
         for i, (policy, runs) in enumerate(result["per_seed"][scenario].items()):
@@ -92,8 +92,8 @@ def plot_stream(result: dict[str, Any], path: Path, title: str = "") -> Path:
             axis.plot([x for x, _ in curve], [y for _, y in curve], label=policy, color=colour,
                       linewidth=2.6 if main else 1.3, zorder=5 if main else 2,
                       linestyle="--" if policy == "locus-static" else "-")  # fmt: skip
-        if scenario == "swap":
-            axis.axvline(result["swap"]["at"], color="grey", linestyle=":", label="swap")
+        if scenario != "no change":
+            axis.axvline(result["swap"]["at"], color="grey", linestyle=":", label=scenario)
         axis.set_title(scenario)
         axis.set_xlabel("requests")
         axis.set_ylabel("cumulative regret (oracle hits - policy hits)")

@@ -176,6 +176,14 @@ def benchmark_command(
     artifact: Annotated[
         str, typer.Option("--artifact", help="stream: the fitted artifact replayed.")
     ] = "default",
+    scenarios: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--scenario",
+            help="stream: no change, swap (the most-routed LLM answers as the weakest from "
+            "--swap-at) or drift (the same, ever more often) (repeat; default: all three).",
+        ),
+    ] = None,
     ray: RayOption = None,
     workspace: WorkspaceOption = None,
     quiet: QuietOption = False,
@@ -190,8 +198,9 @@ def benchmark_command(
     """
     if suite == "stream":
         stream_suite(
-            workspace, artifact, pool, seeds, methods, explore, swap_at, out, quiet, as_json
-        )
+            workspace, artifact, pool, seeds, methods, explore, swap_at, out, quiet, as_json,
+            scenarios,
+        )  # fmt: skip
         return
     if ray is not None and suite == "onboarding":
         raise LocusInputError(

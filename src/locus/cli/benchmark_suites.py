@@ -197,8 +197,9 @@ def stream_suite(
     out: Path,
     quiet: bool,
     as_json: bool,
+    scenarios: list[str] | None = None,
 ) -> None:
-    from locus.benchmark.stream import POLICIES, load_stream, run_stream
+    from locus.benchmark.stream import POLICIES, SCENARIOS, load_stream, run_stream
     from locus.benchmark.stream_report import plot_stream, stream_table
 
     with open_store(workspace, create=False) as store:
@@ -210,6 +211,7 @@ def stream_suite(
             explore=explore,
             swap_at=swap_at,
             policies=policies or list(POLICIES),
+            scenarios=scenarios or list(SCENARIOS),
             progress=progress_bars(quiet or as_json),
         )
     publish(

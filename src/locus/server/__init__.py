@@ -16,6 +16,7 @@ streaming.py       StreamRelay: a stream's SSE lines, continued on the next LLM 
 http_io.py         the HTTP edge: API keys, bodies checked (BadRequest), the one error shape,
                    the x-locus-* headers
 onboarding.py      scores posted, outcomes of answers (and the onboarding routes)
+decisions.py       DecisionLog: each answered chat request kept in the store's decision log
 onboard_jobs.py    OnboardJobs: an endpoint onboarded in a background job
 app.py             create_app (the endpoints, by concern) and build_app (from a workspace)
 """

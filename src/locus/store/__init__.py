@@ -18,7 +18,8 @@ by several processes; the only code that speaks SQL.
     artifacts.py   trained artifacts kept in the database (shared stores)
     catalog.py     the LLM catalog: metadata and endpoints per LLM
     references.py  reference answers of queries; what probed endpoints answered
-    keys.py        API keys of `locus serve`, stored hashed"""
+    keys.py        API keys of `locus serve`, stored hashed
+    decisions.py   the gateway's decision log: each chat request's choice and outcome"""
 
 from locus.store.imports import ImportReport
 from locus.store.workspace import DEFAULT_WORKSPACE, Store, local_workspace_dir, resolve_workspace
