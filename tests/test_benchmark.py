@@ -59,6 +59,7 @@ def test_a_fold_keeps_only_the_evidence_cells_and_no_test_truth(data: WorkspaceT
         run_anchors(data, methods=["knn"], draw="some")
 
 
+@pytest.mark.slow  # 25-65 s: `make slow` runs it
 def test_anchors_suite_ranks_methods_as_planted(data: WorkspaceTable, tmp_path: Path) -> None:
     result = run_anchors(
         data,
@@ -101,6 +102,7 @@ def test_anchors_suite_ranks_methods_as_planted(data: WorkspaceTable, tmp_path: 
     assert png.read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow  # 25-65 s: `make slow` runs it
 def test_parallel_fits_give_the_same_figures(data: WorkspaceTable, tmp_path: Path) -> None:
     def run(workers: int, cache: Path) -> dict:
         return run_anchors(
@@ -424,6 +426,7 @@ def test_held_out_families_stay_near_the_share_asked_for() -> None:
         )
 
 
+@pytest.mark.slow  # 25-65 s: `make slow` runs it
 def test_newcomers_suite_onboards_each_left_out_llm_as_locus_onboard_does(
     data: WorkspaceTable, tmp_path: Path
 ) -> None:

@@ -221,6 +221,7 @@ def test_a_worker_with_another_encoder_fails_the_run(session: object) -> None:
         list(wrong([["a text"]]))
 
 
+@pytest.mark.slow  # 25-65 s: `make slow` runs it
 def test_benchmark_fits_on_ray_match_the_worker_processes(session: object, tmp_path: Path) -> None:
     from locus.benchmark import run_anchors
 
@@ -248,6 +249,7 @@ def test_benchmark_fits_on_ray_match_the_worker_processes(session: object, tmp_p
     assert all(again["per_seed"][m]["16"][0]["cached"] for m in ("locus", "cluster"))
 
 
+@pytest.mark.slow  # 25-65 s: `make slow` runs it
 def test_cli_cost_suite_on_ray_gives_the_figures_of_one_machine(head: str, tmp_path: Path) -> None:
     rows = planted_rows(queries_per_task=80)
     price = {"math": 1e-2, "law": 1e-3, "biology": 1e-4}
