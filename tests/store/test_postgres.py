@@ -51,6 +51,13 @@ def _fill(target: str | Path) -> dict[str, object]:
         store.upsert_llm_metadata([(llms[0], {"family": "fam", "params_b": 7.0})])
         store.set_meta("note", "one")
         store.set_meta("note", "two")
+        for i in range(3):  # the gateway's decision log
+            store.put_decision({
+                "request_id": f"r{i}", "llm_id": llms[0], "propensity": 0.5, "explored": i == 1,
+                "ranked": [[llms[0], 0.7], [llms[1], 0.6]], "text_hash": f"h{i}",
+            })  # fmt: skip
+        store.set_decision_outcome("r1", 1.0)
+        store.trim_decisions(keep=2)
         table = store.score_table()
         return {
             "first": (first.new_scores, first.new_aliases),
@@ -69,6 +76,10 @@ def _fill(target: str | Path) -> dict[str, object]:
             "embeddings": store.embeddings("art")[0],
             "embeddings_version": store.embeddings_version("art"),
             "note": store.get_meta("note"),
+            "decisions": [
+                {k: v for k, v in d.items() if k not in ("asked_at", "outcome_at")}
+                for d in store.decisions()
+            ],
         }
 
 
