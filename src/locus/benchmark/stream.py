@@ -195,7 +195,7 @@ def _locus_run(
     chosen = np.empty(n, np.int64)
     reward = np.empty(n, np.float64)
     propensity = np.zeros((n, len(ids))) if learn and explore > 0 else None
-    proba = None if learn else np.empty((n, len(ids)))
+    proba = None if learn else np.full((n, len(ids)), np.nan)
     alarm_delay, swapped_seen = None, 0
     for t, row in enumerate(order):
         vector = stream.vectors[row][None]
@@ -303,7 +303,8 @@ def _bandit_run(
 def _projection(vectors: NDArray[np.float32]) -> Callable[[NDArray[Any]], NDArray[np.float64]]:
     """The query vectors' first `LINUCB_DIMENSIONS` principal components (fitted on the
     training vectors) and a constant: LinUCB's context. Its ridge inverts a matrix of the
-    context's size at every update: 65 x 65 rather than 384 x 384, 50x less time."""
+    context's size at every update: 65 x 65 rather than 384 x 384 (ZeroEval's LinUCB replay
+    of one seed: 58 s -> 10 s, hit@1 0.9152 -> 0.9435)."""
     from sklearn.decomposition import PCA
 
     pca = PCA(n_components=min(LINUCB_DIMENSIONS, *vectors.shape), random_state=0)
