@@ -10,7 +10,8 @@
                  budgets re-checked on test
     stream.py    a production replay, one outcome seen per query: locus against Thompson,
                  epsilon-greedy and LinUCB; a swapped endpoint; off-policy estimates
-                 (stream_report.py: its table and regret curves)
+                 (stream_bandits.py: the bandits; stream_report.py: its summary,
+                 table and regret curves)
     _stats.py    mean ± sd over seeds, log-loss over observed cells
     report.py    results as JSON (commit, machine), PNG plots, Markdown tables
 

@@ -55,18 +55,17 @@ import numpy as np
 from numpy.typing import NDArray
 
 from locus._progress import ProgressFactory, no_progress
-from locus.benchmark._stats import mean_sd
+from locus.benchmark.stream_bandits import BANDITS, bandit_run
+from locus.benchmark.stream_report import summary_of
 from locus.errors import LocusInputError
 
 __all__ = ["BANDITS", "POLICIES", "SCENARIOS", "Stream", "load_stream", "run_stream"]
 
-BANDITS = ("thompson", "epsilon-greedy", "linucb")
 POLICIES = ("locus", "locus-static", *BANDITS)
 SCENARIOS = ("no change", "swap", "drift")
 WINDOW = 50  # requests over which the swapped LLM's share is read
 MIN_REQUESTS = 20  # a stream shorter than this says nothing
 SWAP_AT = 200  # the request the swap happens at (half the stream, where that is shorter)
-LINUCB_DIMENSIONS = 64  # principal components of the query vectors LinUCB reads
 CURVE_POINTS = 200  # points of the first seed's cumulative regret curves (the plot's)
 
 
@@ -235,88 +234,6 @@ def _locus_run(
     return _Run(chosen, reward, alarm_delay, len(monitor.alarms()), propensity, proba)
 
 
-def _bandit(name: str, arms: list[int], seed: int) -> Any:
-    from locus.extras import needs_extra
-
-    with needs_extra("the stream suite's bandits"):
-        from mabwiser.mab import MAB, LearningPolicy
-
-    policies = {
-        "thompson": LearningPolicy.ThompsonSampling(binarizer=lambda arm, reward: reward >= 0.5),
-        "epsilon-greedy": LearningPolicy.EpsilonGreedy(epsilon=0.0),  # drawn in the replay
-        "linucb": LearningPolicy.LinUCB(alpha=1.0),
-    }
-    return MAB(arms, policies[name], seed=seed)
-
-
-def _bandit_run(
-    name: str,
-    stream: Stream,
-    order: NDArray[np.int64],
-    answers: NDArray[np.float64],
-    *,
-    explore: float,
-    seed: int,
-    chunk: int = 20_000,
-) -> _Run:
-    """A mabwiser policy started from the training evidence (every scored cell one decision
-    and its reward, in chunks), then fed each request's outcome; each request goes to the
-    available LLM of the best expectation (mabwiser's `predict_expectations`: a Thompson
-    draw, LinUCB's upper bound, epsilon-greedy's mean, which explores by a uniform draw
-    among the available LLMs on `explore` of the requests)."""
-    arms = list(range(len(stream.llm_ids)))
-    bandit = _bandit(name, arms, seed)
-    rows, columns = np.nonzero(~np.isnan(stream.train_scores))
-    contextual = name == "linucb"
-    project = _projection(stream.train_vectors) if contextual else None
-    for start in range(0, len(rows), chunk):
-        r, c = rows[start : start + chunk], columns[start : start + chunk]
-        rewards = stream.train_scores[r, c]
-        contexts = None if project is None else project(stream.train_vectors[r])
-        learn = bandit.fit if start == 0 else bandit.partial_fit
-        if contexts is None:
-            learn(c.tolist(), rewards)
-        else:
-            learn(c.tolist(), rewards, contexts)
-    n = len(order)
-    chosen = np.empty(n, np.int64)
-    reward = np.empty(n, np.float64)
-    rng = np.random.default_rng(seed)
-    for t, row in enumerate(order):
-        context = None if project is None else project(stream.vectors[row][None])
-        available = np.flatnonzero(~np.isnan(answers[t]))
-        if name == "epsilon-greedy" and rng.random() < explore:
-            column = int(rng.choice(available))
-        else:  # the best expectation (a Thompson draw, an upper bound, a mean) among them
-            found = bandit.predict_expectations(context)
-            expected = found[0] if isinstance(found, list) else found
-            column = int(max(available, key=lambda arm: expected[int(arm)]))
-        y = float(answers[t, column])
-        chosen[t], reward[t] = column, y
-        if contextual:
-            bandit.partial_fit([column], [y], context)
-        else:
-            bandit.partial_fit([column], [y])
-    return _Run(chosen, reward)
-
-
-def _projection(vectors: NDArray[np.float32]) -> Callable[[NDArray[Any]], NDArray[np.float64]]:
-    """The query vectors' first `LINUCB_DIMENSIONS` principal components (fitted on the
-    training vectors) and a constant: LinUCB's context. Its ridge inverts a matrix of the
-    context's size at every update: 65 x 65 rather than 384 x 384 (ZeroEval's LinUCB replay
-    of one seed: 58 s -> 10 s, hit@1 0.9152 -> 0.9435)."""
-    from sklearn.decomposition import PCA
-
-    pca = PCA(n_components=min(LINUCB_DIMENSIONS, *vectors.shape), random_state=0)
-    pca.fit(vectors.astype(np.float64))
-
-    def project(batch: NDArray[Any]) -> NDArray[np.float64]:
-        reduced = pca.transform(np.asarray(batch, np.float64))
-        return np.hstack([reduced, np.ones((len(reduced), 1))])
-
-    return project
-
-
 def _settled(chosen: NDArray[np.int64], swapped: int, swap_at: int) -> int | None:
     """The swapped LLM's requests after the swap until its share of a window of the next
     `WINDOW` requests falls under 10% and stays there; None where it never does."""
@@ -439,8 +356,8 @@ def run_stream(
                 done: dict[str, _Run] = {}
                 for policy in policies:
                     if policy in BANDITS:
-                        run = _bandit_run(
-                            policy, stream, order, answers, explore=explore, seed=seed
+                        run = _Run(
+                            *bandit_run(policy, stream, order, answers, explore=explore, seed=seed)
                         )
                     else:
                         run = _locus_run(
@@ -490,39 +407,8 @@ def run_stream(
         },
         "hindsight_best_single": {"llm_id": ids[int(np.argmax(means))], "hit@1": hindsight},
         "oracle": float(np.nanmax(stream.truth, axis=1).mean()),
-        "summary": _summary(runs),
+        "summary": summary_of(runs),
         "offpolicy": offpolicy,
         "per_seed": runs,
         "seconds": time.perf_counter() - started,
     }
-
-
-def _summary(runs: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, Any]:
-    """Mean ± sd over seeds of each scenario and policy's figures."""
-    out: dict[str, Any] = {}
-    for scenario, by_policy in runs.items():
-        for policy, found in by_policy.items():
-            if not found:
-                continue
-            row: dict[str, Any] = {
-                "hit@1": mean_sd([f["hit@1"] for f in found]),
-                "regret": mean_sd([f["regret"] for f in found]),
-            }
-            if "cost" in found[0]:
-                row["cost"] = mean_sd([f["cost"] for f in found])
-            if "swapped_requests_after" in found[0]:
-                row["swapped_requests_after"] = mean_sd(
-                    [f["swapped_requests_after"] for f in found]
-                )
-                settled = [f["swapped_requests_until_under_10pct"] for f in found]
-                row["swapped_requests_until_under_10pct"] = mean_sd(settled)
-                row["settled_in"] = sum(s is not None for s in settled)
-            if policy == "locus" and scenario != "no change":
-                delays = [f["alarm_delay"] for f in found]
-                row["alarm_delay"] = mean_sd(delays)
-                row["alarm_raised"] = sum(d is not None for d in delays)
-            if policy == "locus" and scenario == "no change":
-                outcomes = sum(f["requests"] for f in found)
-                row["false_alarms_per_10000"] = 10_000 * sum(f["alarms"] for f in found) / outcomes
-            out[f"{scenario} / {policy}"] = row
-    return out

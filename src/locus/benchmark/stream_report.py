@@ -1,4 +1,5 @@
-"""The `stream` suite's result out: a Markdown table and the cumulative regret curves."""
+"""The `stream` suite's result out: its mean ± sd over seeds, a Markdown table and the
+cumulative regret curves."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from locus._plotting import pyplot
+from locus.benchmark._stats import mean_sd
 from locus.palette import CATEGORICAL, method_colour
 
-__all__ = ["plot_stream", "stream_table"]
+__all__ = ["plot_stream", "stream_table", "summary_of"]
 
 
 def _cell(value: dict[str, float] | None, digits: int = 4) -> str:
@@ -107,3 +109,34 @@ def plot_stream(result: dict[str, Any], path: Path, title: str = "") -> Path:
     figure.savefig(path, dpi=110)
     plt.close(figure)
     return path
+
+
+def summary_of(runs: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, Any]:
+    """Mean ± sd over seeds of each scenario and policy's figures."""
+    out: dict[str, Any] = {}
+    for scenario, by_policy in runs.items():
+        for policy, found in by_policy.items():
+            if not found:
+                continue
+            row: dict[str, Any] = {
+                "hit@1": mean_sd([f["hit@1"] for f in found]),
+                "regret": mean_sd([f["regret"] for f in found]),
+            }
+            if "cost" in found[0]:
+                row["cost"] = mean_sd([f["cost"] for f in found])
+            if "swapped_requests_after" in found[0]:
+                row["swapped_requests_after"] = mean_sd(
+                    [f["swapped_requests_after"] for f in found]
+                )
+                settled = [f["swapped_requests_until_under_10pct"] for f in found]
+                row["swapped_requests_until_under_10pct"] = mean_sd(settled)
+                row["settled_in"] = sum(s is not None for s in settled)
+            if policy == "locus" and scenario != "no change":
+                delays = [f["alarm_delay"] for f in found]
+                row["alarm_delay"] = mean_sd(delays)
+                row["alarm_raised"] = sum(d is not None for d in delays)
+            if policy == "locus" and scenario == "no change":
+                outcomes = sum(f["requests"] for f in found)
+                row["false_alarms_per_10000"] = 10_000 * sum(f["alarms"] for f in found) / outcomes
+            out[f"{scenario} / {policy}"] = row
+    return out
