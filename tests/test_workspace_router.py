@@ -516,9 +516,12 @@ def test_outcomes_of_an_llm_of_the_fit_move_its_votes_at_once(tmp_path: Path) ->
         store.write_batch(batch, kind="table")
         encode_missing(store, HashingEncoder(ENCODER_DIM))
         router.refresh()
-        # the weight a test can state: 40 zeros beside its law scores, smoothed as before
-        mean = float(np.nanmean(np.concatenate([own[~np.isnan(own)], np.zeros(40)])))
-        expected = (own[on_law].sum() + _PSEUDO * mean) / (on_law.sum() + 40 + _PSEUDO)
+        # the weight a test can state: one zero per outcome query beside its law scores,
+        # smoothed as before (the test's hashing encoder maps a few of the 40 texts to one
+        # vector: one query, one row)
+        posted = len(np.unique(unit_rows(router.vectors_for(law[:40])), axis=0))
+        mean = float(np.nanmean(np.concatenate([own[~np.isnan(own)], np.zeros(posted)])))
+        expected = (own[on_law].sum() + _PSEUDO * mean) / (on_law.sum() + posted + _PSEUDO)
         rates = knn.task_vote_.rates
         assert rates[law_row, knn.llm_ids.index(swapped)] == pytest.approx(expected, rel=1e-5)
         after_law = router.predict_proba(router.vectors_for(law[40:]))
@@ -606,3 +609,61 @@ def test_locus_outcomes_replays_the_drift_test(
     assert not shown["llms"]["law-1"]["alarm"]  # type: ignore[index]
     table = run_cli("outcomes", "-w", path)
     assert table.exit_code == 0 and "ALARM" in table.stdout and "drift alarm: law-0" in table.stdout
+
+
+def test_outcomes_older_than_the_max_age_leave_the_votes(tmp_path: Path) -> None:
+    """With `outcome_max_age_s`, an outcome stored longer ago than it leaves its LLM's votes at
+    the next read: 30 wrong law outcomes move law-0's P(correct) on law; once they are 30 days
+    old (a week's window) it is back where the fit had it, and a fresh outcome is read alone.
+    Without the limit, the old outcomes keep counting."""
+    import sqlite3
+    from datetime import UTC, datetime, timedelta
+
+    from locus.pipeline.workspace_router import OUTCOMES_SOURCE
+    from locus.text.cache import encode_missing
+
+    path = build_planted_workspace(tmp_path / "ws", planted_rows())
+    law = [f"court statute contract jury appeal verdict case {i}" for i in range(50)]
+
+    def post(texts: list[str], score: float, first: int) -> None:
+        frame = pd.DataFrame({"llm_id": "law-0", "query_text": texts, "score": score})
+        frame["query_id"] = [f"o{first + i}" for i in range(len(texts))]
+        batch = ImportBatch.from_long(frame, source=OUTCOMES_SOURCE, origin="outcomes")
+        store.write_batch(batch, kind="table")
+        encode_missing(store, HashingEncoder(ENCODER_DIM))
+
+    with Store.open(path) as store:
+        fit_workspace(store, small_config(max_steps=40))
+        week = 7 * 86_400.0
+        router = WorkspaceRouter(store, outcome_max_age_s=week)
+        ageless = WorkspaceRouter(store)
+        knn = router.router.knn
+        assert knn is not None
+        column = knn.llm_ids.index("law-0")
+        fitted = int((~np.isnan(knn.scores_[:, column])).sum())
+        asked = router.vectors_for(law[40:])
+        before = router.predict_proba(asked)[:, column]
+        post(law[:30], 0.0, 0)
+        router.refresh()
+        ageless.refresh()
+        moved = router.predict_proba(asked)[:, column]
+        assert (moved < before - 0.1).all()
+        assert int((~np.isnan(knn.scores_[:, column])).sum()) > fitted + 20
+        old = (datetime.now(UTC) - timedelta(days=30)).isoformat(timespec="seconds")
+        with sqlite3.connect(path / "locus.db") as conn:
+            conn.execute(
+                "UPDATE scores SET imported_at = ? WHERE source = ?", (old, OUTCOMES_SOURCE)
+            )
+        router.refresh()
+        ageless.refresh()
+        assert int((~np.isnan(knn.scores_[:, column])).sum()) == fitted
+        # back within 0.005 (their rows stay in the neighbour index, unscored, and move the
+        # other votes' neighbours a little), where the outcomes had moved it by over 0.1
+        np.testing.assert_allclose(router.predict_proba(asked)[:, column], before, atol=5e-3)
+        np.testing.assert_allclose(ageless.predict_proba(asked)[:, column], moved, atol=1e-5)
+        post(law[30:40], 1.0, 30)  # a fresh outcome: read, the old ones stay out
+        router.refresh()
+        column_scores = knn.scores_[:, column]
+        assert fitted < int((~np.isnan(column_scores)).sum()) <= fitted + 10
+        with pytest.raises(LocusInputError, match="outcome_max_age_s"):
+            WorkspaceRouter(store, outcome_max_age_s=0)

@@ -17,6 +17,7 @@ import httpx
 import numpy as np
 import pytest
 
+from locus.errors import LocusInputError
 from locus.pipeline.workspace_router import WorkspaceRouter
 from locus.server.app import build_app
 from locus.store import Store
@@ -637,3 +638,19 @@ def test_the_decision_log_keeps_each_answer_with_its_probability_and_outcome(
     assert {json.loads(line)["request_id"] for line in lines} == set(logged)
     bad = run_cli("decisions", "-w", workspace, "--export", tmp_path / "log.txt")
     assert bad.exit_code == 2 and "expected a .csv or .jsonl" in bad.stderr
+
+
+def test_serve_ages_outcomes_out_of_routing_when_told(trained: Path) -> None:
+    """`outcome_max_age_days` reaches the workspace router (which drops older outcomes from
+    the votes: `test_outcomes_older_than_the_max_age_leave_the_votes`), and the pool's version
+    then moves with time, so that the window moves without a posted outcome."""
+    from locus.server.settings import ServerSettings
+
+    with Store.open(trained, create=False) as store:
+        aged = build_app(store, settings=ServerSettings(outcome_max_age_days=7)).state.router
+        plain = build_app(store).state.router
+    assert aged.router.outcome_max_age_s == 7 * 86_400
+    assert plain.router.outcome_max_age_s is None
+    assert isinstance(aged._seen, tuple) and not isinstance(plain._seen, tuple)
+    with pytest.raises(LocusInputError, match="outcome_max_age_days"):
+        ServerSettings(outcome_max_age_days=-1)

@@ -114,6 +114,14 @@ def serve_command(
             "or off.",
         ),
     ] = None,
+    outcome_max_age: Annotated[
+        float | None,
+        typer.Option(
+            "--outcome-max-age",
+            min=0.0,
+            help="Days after which a posted outcome leaves routing's votes [0: never].",
+        ),
+    ] = None,
     artifact: ArtifactOption = "default",
     workspace: WorkspaceOption = None,
 ) -> None:
@@ -135,6 +143,7 @@ def serve_command(
         max_attempts=attempts, retries_per_llm=retries, first_token_timeout_s=first_token_timeout,
         stall_timeout_s=stall_timeout, attempt_timeout_s=attempt_timeout,
         total_timeout_s=total_timeout, explore=explore, decision_log=decision_log,
+        outcome_max_age_days=outcome_max_age,
     )  # fmt: skip
     _check_port(host, port)
     with open_store(workspace, create=False) as store:

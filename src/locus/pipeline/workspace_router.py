@@ -63,6 +63,8 @@ class WorkspaceRouter:
         cache_size: new texts whose vectors are kept in memory.
         outcomes: read the production outcomes of the fit's LLMs into their votes (the store's
             source `OUTCOMES_SOURCE`); False: the fit's evidence alone (what predicted them).
+        outcome_max_age_s: outcomes stored longer ago than this leave the votes when they are
+            read (at load and at each `refresh`); None: every outcome counts, however old.
 
     Attributes:
         router: the artifact's `StackedRouter` (its `guard`, `stack` and `knn`).
@@ -86,7 +88,12 @@ class WorkspaceRouter:
         text_encoder: TextEncoder | None = None,
         cache_size: int = 10_000,
         outcomes: bool = True,
+        outcome_max_age_s: float | None = None,
     ) -> None:
+        if outcome_max_age_s is not None and not outcome_max_age_s > 0:
+            raise LocusInputError(
+                f"outcome_max_age_s must be > 0 seconds (None: no limit), found {outcome_max_age_s}"
+            )
         folder = trained_artifact(store, artifact)
         routing = read_for_routing(folder)
         check_same_encoder(folder.name, routing.text_encoder_name, store.text_encoder)
@@ -121,6 +128,7 @@ class WorkspaceRouter:
         # from since the change (None: all of them)
         self.discounted: dict[str, int | None] = {}
         self._read_outcomes = outcomes
+        self.outcome_max_age_s = outcome_max_age_s
         self._join_newcomers()
         self._join_outcomes()
 
@@ -276,7 +284,8 @@ class WorkspaceRouter:
     def _join_outcomes(self) -> None:
         """The production outcomes of the fit's LLMs (the store's source `OUTCOMES_SOURCE`)
         join their votes, each one more scored query of its LLM (`StackedRouter.add_outcomes`;
-        an LLM joined since the fit reads them with its other scores). Read again only for an
+        an LLM joined since the fit reads them with its other scores), those older than
+        `outcome_max_age_s` left out (and dropped where read before). Read again only for an
         LLM whose outcomes changed."""
         knn = self.router.knn
         if knn is None or not self._read_outcomes:
@@ -292,21 +301,48 @@ class WorkspaceRouter:
         except LocusNotFoundError as error:  # posted outcomes are encoded when stored
             logger.warning("outcomes not read into routing yet: %s", error)
             return
+        recent = self._recent_outcomes()
         for llm in sorted(fitted & set(table.llm_ids)):
             column = table.scores[:, table.llm_index(llm)]
             rows = np.flatnonzero(~np.isnan(column))
+            hashes = np.asarray(table.text_hashes, dtype=str)[rows]
             if self.discounted.get(llm):  # its outcomes from before the change go too
-                hashes = np.asarray(table.text_hashes, dtype=str)[rows]
-                rows = rows[np.isin(hashes, self._since_change(llm))]
+                rows, hashes = self._among(rows, hashes, self._since_change(llm))
+            if recent is not None:  # and those too old
+                rows, hashes = self._among(rows, hashes, recent.get(llm, np.array([], str)))
             digest = hashlib.sha256(rows.tobytes() + column[rows].tobytes()).hexdigest()
-            if not len(rows) or self._outcomes_read.get(llm) == digest:
+            unread = not len(rows) and llm not in self._outcomes_read
+            if unread or self._outcomes_read.get(llm) == digest:
                 continue
             self._outcomes_read[llm] = digest
-            discounted = llm in self.discounted
+            only_these = bool(self.discounted.get(llm)) or recent is not None
             self.router.add_outcomes(
                 llm, vectors[rows], column[rows], [table.tasks[i] for i in rows],
-                forget_fit=discounted, keep_earlier=0 if self.discounted.get(llm) else None,
+                forget_fit=llm in self.discounted, keep_earlier=0 if only_these else None,
             )  # fmt: skip
+
+    @staticmethod
+    def _among(
+        rows: NDArray[np.intp], hashes: NDArray[np.str_], wanted: NDArray[np.str_]
+    ) -> tuple[NDArray[np.intp], NDArray[np.str_]]:
+        keep = np.isin(hashes, wanted)
+        return rows[keep], hashes[keep]
+
+    def _recent_outcomes(self) -> dict[str, NDArray[np.str_]] | None:
+        """Per LLM, the text hashes of its outcomes stored within `outcome_max_age_s` (None:
+        no age limit)."""
+        if self.outcome_max_age_s is None:
+            return None
+        import pandas as pd
+
+        order = self.store.scores_in_order(OUTCOMES_SOURCE)
+        stored = pd.to_datetime(order["imported_at"], utc=True, format="ISO8601")
+        cutoff = pd.Timestamp.now(tz="UTC") - pd.Timedelta(seconds=self.outcome_max_age_s)
+        fresh = order[(stored >= cutoff).to_numpy()]
+        return {
+            str(llm): np.asarray(group["text_hash"], dtype=str)
+            for llm, group in fresh.groupby("llm_id")
+        }
 
     def _since_change(self, llm_id: str) -> NDArray[np.str_]:
         """The text hashes of `llm_id`'s outcomes after the first `discounted[llm_id]` (those

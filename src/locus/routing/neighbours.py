@@ -192,9 +192,10 @@ class KNNRouter(BaselineRouter):
         `tasks` names (one per score, None where not known), else the most common among the
         query's `TASK_K` nearest training queries. With `forget_fit` (its endpoint changed:
         `locus.routing.drift`), its scores of the fit are dropped: its votes read its outcomes
-        alone; and with `keep_earlier`, of its earlier outcomes (on other queries than these)
-        only the newest `keep_earlier` (those since the change began) are kept. Returns the
-        rows added.
+        alone. With `keep_earlier`, of its earlier outcomes (on other queries than these) only
+        the newest `keep_earlier` are kept (those since the change began; 0: these outcomes
+        alone, as when older ones aged out, and then `scores` may be empty). Returns the rows
+        added.
 
         Raises:
             LocusInputError: an LLM not of the fit (one joined since reads its outcomes with
@@ -209,7 +210,7 @@ class KNNRouter(BaselineRouter):
             )
         units = unit_rows(_check_vectors(vectors, self.vectors_.shape[1], "kNN"))
         values = np.asarray(scores, dtype=np.float32).reshape(-1)
-        if len(values) != len(units) or len(values) == 0:
+        if len(values) != len(units) or (len(values) == 0 and keep_earlier is None):
             raise LocusInputError(
                 f"outcomes of {llm_id!r}: one score per query vector, at least one; found "
                 f"{len(values)} scores for {len(units)} vectors"
@@ -228,9 +229,14 @@ class KNNRouter(BaselineRouter):
         kept = self.scores_.copy()  # a new array: the cached groups are rebuilt
         fresh: list[int] = []
         touched: set[int] = set()  # its outcome rows these scores replace
+        pending: dict[bytes, int] = {}  # a new row's place in `fresh`, by its vector
         for i, unit in enumerate(units):
-            row = rows_of.get(unit.tobytes())
-            if row is None:
+            key = unit.tobytes()
+            row = rows_of.get(key)
+            if row is None and key in pending:  # the same query twice: the later score wins
+                fresh[pending[key]] = i
+            elif row is None:
+                pending[key] = len(fresh)
                 fresh.append(i)
             else:
                 kept[row, column] = values[i]
@@ -245,10 +251,12 @@ class KNNRouter(BaselineRouter):
         if fresh:
             self._graphs.add(units[fresh])
             self.vectors_ = np.vstack([self.vectors_, units[fresh]])
+        earlier = sorted(r for r in rows_of.values() if r < len(kept) and r not in touched)
+        if keep_earlier is not None:  # outcomes from before the change, or too old, go
+            gone = earlier[: max(len(earlier) - keep_earlier, 0)]
+            kept[gone, column] = np.nan
+            earlier = earlier[len(gone) :]
         if forget_fit:
-            earlier = sorted(r for r in rows_of.values() if r < len(kept) and r not in touched)
-            if keep_earlier is not None:  # outcomes from before the change go too
-                earlier = earlier[len(earlier) - keep_earlier :] if keep_earlier > 0 else []
             outcome_rows = np.zeros(len(kept), bool)
             outcome_rows[[*earlier, *touched]] = True
             kept[~outcome_rows, column] = np.nan

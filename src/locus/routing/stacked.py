@@ -276,14 +276,14 @@ class StackedRouter(LogitRouter):
         vote (`KNNRouter.add_outcomes`), which the stack reads at once. An LLM joined since
         the fit reads its outcomes with its other scores (`join`); a router without a kNN
         part, or an LLM it does not hold, is left as it is. `forget_fit`: its scores of the
-        fit dropped (its endpoint changed), and with `keep_earlier` its earlier outcomes but
-        the newest `keep_earlier` (`KNNRouter.add_outcomes`). Returns the rows added.
+        fit dropped (its endpoint changed); `keep_earlier`: its earlier outcomes but the newest
+        `keep_earlier` dropped (`KNNRouter.add_outcomes`). Returns the rows added.
         """
         if self.knn is None or llm_id not in self._knn_column or llm_id in self.joined:
             return 0
         values = np.asarray(scores, np.float32).reshape(-1)
         kept = ~np.isnan(values)
-        if not kept.any():
+        if not kept.any() and keep_earlier is None:
             return 0
         given = [tasks[int(i)] for i in np.flatnonzero(kept)] if len(tasks) == len(values) else []
         if forget_fit:

@@ -406,13 +406,19 @@ def build_app(
     /v1/route but never called by /v1/chat/completions."""
     from locus.pipeline.workspace_router import WorkspaceRouter
 
-    workspace_router = WorkspaceRouter(store, artifact)
     settings = settings or ServerSettings()
-    # replicas sharing the store see each other's onboarded LLMs within `pool_check_s`
+    max_age_s = settings.outcome_max_age_days * 86_400 or None
+    workspace_router = WorkspaceRouter(store, artifact, outcome_max_age_s=max_age_s)
+    # the window of outcomes moves at each re-read, at least every hundredth of it
+    step = max(60.0, max_age_s / 100) if max_age_s else None
+
+    def pool_version() -> object:
+        # replicas sharing the store see each other's onboarded LLMs within `pool_check_s`
+        version = store.embeddings_version(artifact)
+        return version if step is None else (version, int(time.time() // step))
+
     router = ServiceRouter(
-        workspace_router,
-        pool_version=lambda: store.embeddings_version(artifact),
-        check_every_s=settings.pool_check_s,
+        workspace_router, pool_version=pool_version, check_every_s=settings.pool_check_s
     )
     endpoints, prices = read_catalog(store, router.llm_ids)
     gateway = Gateway(
@@ -440,6 +446,7 @@ def build_app(
         decisions=DecisionLog(store, settings),
     )  # fmt: skip
     app.state.reload_catalog = reload_catalog  # `locus serve` reloads on SIGHUP too
+    app.state.router = router
     return app
 
 

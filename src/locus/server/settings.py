@@ -80,6 +80,9 @@ class ServerSettings:
             tokens, cost, the outcome once posted), keeping each text's "hash" (the default),
             its "text" too (the log is then evidence a fit can read), or "off".
         decision_log_max: decisions kept (the oldest dropped beyond it).
+        outcome_max_age_days: posted outcomes older than this leave routing's votes (evidence
+            that ages: an endpoint that drifts slowly); 0 (the default): every outcome counts.
+            The window moves at each re-read of the pool, at least every hundredth of it.
     """
 
     max_body_bytes: int = 1_000_000
@@ -102,6 +105,7 @@ class ServerSettings:
     on_drift: str = "discount"
     decision_log: str = "hash"
     decision_log_max: int = 1_000_000
+    outcome_max_age_days: float = 0.0
 
     def __post_init__(self) -> None:
         for name, allowed in _WORDS.items():
