@@ -175,6 +175,8 @@ def main() -> None:
             "oracle": result["baselines"]["oracle"],
             "knn": knn["hit@1"],
             "knn_k": knn["k"],
+            "knn_k_by_ips": knn["k_by_ips"],
+            "knn_hit@1_by_k": knn["hit@1_by_k"],
             "guard": result["routing"]["guard"],
         }
         if args.stream:
