@@ -19,12 +19,15 @@ before they break;
 that does not take a prefill does), any other request as "ok"; "prefill-400-restart" and
 "prefill-400-reword" refuse a prefill the same way, and answer the quoted form by starting the
 answer over (S14): streaming the quoted partial text again, then "rest from <name>"
-("restart"), or its first two thirds, then other words ("reword").
+("restart"), or its first two thirds, then other words ("reword"). "echo:P" answers each
+prompt as LLM P would, one answer per prompt (a canary's endpoint: `fake.scripts[name] =
+["echo:other"]` swaps what answers behind a name).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import socket
 import threading
@@ -202,6 +205,15 @@ class FakeUpstreams:
     def answer(
         self, name: str, behaviour: str, body: dict[str, Any]
     ) -> tuple[int, Any, dict[str, str]]:
+        if behaviour.startswith("echo:"):
+            persona = behaviour.removeprefix("echo:")
+            prompt = str((body.get("messages") or [{}])[-1].get("content", ""))
+            said = hashlib.sha256(f"{persona}\x1f{prompt}".encode()).hexdigest()[:24]
+            return 200, {
+                "id": f"chatcmpl-{name}", "object": "chat.completion", "model": body.get("model"),
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": f"{persona}: {said}"}}],
+            }, {}  # fmt: skip
         if behaviour == "ok":
             return 200, {
                 "id": f"chatcmpl-{name}",

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -654,3 +655,50 @@ def test_serve_ages_outcomes_out_of_routing_when_told(trained: Path) -> None:
     assert isinstance(aged._seen, tuple) and not isinstance(plain._seen, tuple)
     with pytest.raises(LocusInputError, match="outcome_max_age_days"):
         ServerSettings(outcome_max_age_days=-1)
+
+
+def test_the_gateways_canary_raises_the_alarm_for_a_swapped_endpoint(
+    trained: Path, tmp_path: Path, run_cli: Run, uvicorn_server: Callable[[object], str]
+) -> None:
+    """`canary_every_s`: the served gateway asks the canary probes on its schedule. law-0's
+    endpoint starts answering as math-0's: /v1/upstreams says so ("answers_like"), /metrics
+    raises `locus_canary_alarm`, and law-0's evidence of the fit leaves its votes (on_drift
+    "discount"); math-0 stays quiet."""
+    import shutil
+
+    from locus.server.settings import ServerSettings
+
+    workspace = tmp_path / "ws"
+    shutil.copytree(trained, workspace)
+    with fake_upstreams({llm: [f"echo:{llm}"] for llm in SERVED}) as fake:
+        imported = run_cli("import", "llms", _catalog(tmp_path, fake.port), "-w", workspace)
+        assert imported.exit_code == 0, imported.stderr
+        recorded = run_cli("canary", "record", "--probes", "8", "-w", workspace, "--json")
+        assert recorded.exit_code == 0, recorded.stderr
+        with Store.open(workspace, create=False) as store:
+            app = build_app(store, auth=False, settings=ServerSettings(canary_every_s=0.2))
+            base = uvicorn_server(app)
+            try:
+                with httpx.Client(base_url=base, timeout=10) as client:
+                    deadline = time.monotonic() + 60
+
+                    def canary(llm: str) -> dict[str, Any] | None:
+                        rows = client.get("/v1/upstreams").json()["upstreams"]
+                        return next(r["canary"] for r in rows if r["llm_id"] == llm)
+
+                    while canary("law-0") is None and time.monotonic() < deadline:
+                        time.sleep(0.1)
+                    assert canary("law-0")["alarm"] is False  # type: ignore[index]
+                    fake.scripts["law-0"] = ["echo:math-0"]
+                    while not (canary("law-0") or {}).get("alarm") and time.monotonic() < deadline:
+                        time.sleep(0.1)
+                    found = canary("law-0")
+                    assert found is not None and found["alarm"], found
+                    assert found["changed"] == 8 and found["answers_like"] == "math-0"
+                    assert canary("math-0")["alarm"] is False  # type: ignore[index]
+                    metrics = client.get("/metrics").text
+                    assert 'locus_canary_alarm{llm_id="law-0"} 1.0' in metrics
+                    assert 'locus_canary_alarm{llm_id="math-0"} 0.0' in metrics
+                    assert "law-0" in app.state.router.router.discounted
+            finally:
+                app.state.canary.stop()

@@ -320,7 +320,13 @@ def test_v2_workspace_gains_the_artifacts_table(workspace: Path) -> None:
         store.write_batch(planted_batches()[0], kind="table")
         sums = store.checksums()
     with sqlite3.connect(workspace / "locus.db") as con:
-        for table in ("artifacts", "query_references", "probe_answers", "decisions"):
+        for table in (
+            "artifacts",
+            "query_references",
+            "probe_answers",
+            "decisions",
+            "canary_answers",
+        ):
             con.execute(f"DROP TABLE {table}")
         con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     with Store.open(workspace) as store:
@@ -345,6 +351,7 @@ def test_v3_workspace_gains_references_and_reads_its_files_again(workspace: Path
         con.execute("DROP TABLE query_references")
         con.execute("DROP TABLE probe_answers")
         con.execute("DROP TABLE decisions")
+        con.execute("DROP TABLE canary_answers")
         con.execute("DROP INDEX ix_scores_priced")
         con.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     with Store.open(workspace) as store:
@@ -363,12 +370,29 @@ def test_v4_workspace_gains_the_decision_log(workspace: Path) -> None:
         sums = store.checksums()
     with sqlite3.connect(workspace / "locus.db") as con:
         con.execute("DROP TABLE decisions")
+        con.execute("DROP TABLE canary_answers")
         con.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     with Store.open(workspace) as store:
-        assert store.get_meta("schema_version") == "5" and store.checksums() == sums
-        assert store.decisions() == []
+        assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
+        assert store.checksums() == sums and store.decisions() == []
         store.put_decision({"request_id": "r1", "llm_id": "a", "propensity": 0.9})
         assert store.decision("r1")["propensity"] == 0.9  # type: ignore[index]
+
+
+def test_v5_workspace_gains_the_canary_answers(workspace: Path) -> None:
+    with Store.open(workspace) as store:
+        store.write_batch(planted_batches()[0], kind="table")
+        sums = store.checksums()
+    with sqlite3.connect(workspace / "locus.db") as con:
+        con.execute("DROP TABLE canary_answers")
+        con.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+    with Store.open(workspace) as store:
+        assert store.get_meta("schema_version") == "6" and store.checksums() == sums
+        assert store.canary_answers("baseline") == {}
+        store.put_canary_answers("a", "baseline", {"h1": ("(B)", "model-a")})
+        store.put_canary_answers("a", "baseline", {"h1": ("(C)", "model-a")})
+        assert store.canary_answers("baseline") == {"a": {"h1": "(C)"}}
+        assert store.canary_answers("latest") == {}
 
 
 def test_unknown_old_schema_is_refused(workspace: Path) -> None:

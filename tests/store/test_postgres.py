@@ -58,6 +58,9 @@ def _fill(target: str | Path) -> dict[str, object]:
             })  # fmt: skip
         store.set_decision_outcome("r1", 1.0)
         store.trim_decisions(keep=2)
+        store.put_canary_answers(llms[0], "baseline", {"h1": ("(B)", "m"), "h2": ("(C)", None)})
+        store.put_canary_answers(llms[0], "baseline", {"h2": ("(D)", "m")})  # h2 replaced
+        store.put_canary_answers(llms[1], "latest", {"h1": ("(A)", None)})
         table = store.score_table()
         return {
             "first": (first.new_scores, first.new_aliases),
@@ -76,6 +79,8 @@ def _fill(target: str | Path) -> dict[str, object]:
             "embeddings": store.embeddings("art")[0],
             "embeddings_version": store.embeddings_version("art"),
             "note": store.get_meta("note"),
+            "canary": [store.canary_answers(r) for r in ("baseline", "latest")],
+            "texts": store.query_texts(sorted(hashes)[:5]),
             "decisions": [
                 {k: v for k, v in d.items() if k not in ("asked_at", "outcome_at")}
                 for d in store.decisions()

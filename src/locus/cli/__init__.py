@@ -19,6 +19,7 @@
     serve_commands.py   serve (the routing service and gateway, locus.server)
     keys_commands.py    keys create | list | revoke
     decisions_commands.py  decisions (the gateway's decision log: summed up, exported)
+    canary_commands.py  canary record | check (an endpoint changed behind its name?)
     demo.py             demo: the main job end to end
 
 Progress goes to stderr: live bars in a terminal; elsewhere (a pipe, a log file, CI) plain
@@ -40,6 +41,7 @@ import sys
 from locus.cli import (  # noqa: F401
     atlas_commands,
     benchmark_commands,
+    canary_commands,
     data_commands,
     decisions_commands,
     demo,

@@ -122,6 +122,15 @@ def serve_command(
             help="Days after which a posted outcome leaves routing's votes [0: never].",
         ),
     ] = None,
+    canary_every: Annotated[
+        float | None,
+        typer.Option(
+            "--canary-every",
+            min=0.0,
+            help="Seconds between canary checks of the LLMs with a baseline (locus canary "
+            "record) [0: off].",
+        ),
+    ] = None,
     artifact: ArtifactOption = "default",
     workspace: WorkspaceOption = None,
 ) -> None:
@@ -143,7 +152,7 @@ def serve_command(
         max_attempts=attempts, retries_per_llm=retries, first_token_timeout_s=first_token_timeout,
         stall_timeout_s=stall_timeout, attempt_timeout_s=attempt_timeout,
         total_timeout_s=total_timeout, explore=explore, decision_log=decision_log,
-        outcome_max_age_days=outcome_max_age,
+        outcome_max_age_days=outcome_max_age, canary_every_s=canary_every,
     )  # fmt: skip
     _check_port(host, port)
     with open_store(workspace, create=False) as store:

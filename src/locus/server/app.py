@@ -77,6 +77,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from locus.data.llm_catalog import Endpoint
 from locus.errors import LocusInputError
+from locus.server.canary_watch import CanaryWatch
 from locus.server.decisions import DecisionLog
 from locus.server.fallback import GatewayError
 from locus.server.gateway import Gateway
@@ -128,6 +129,7 @@ def create_app(
     reload_catalog: Callable[[], dict[str, Any]] | None = None,
     onboard_jobs: OnboardJobs | None = None,
     decisions: DecisionLog | None = None,
+    canary: CanaryWatch | None = None,
 ) -> FastAPI:
     """The FastAPI app over a loaded router and gateway (nothing is loaded per request).
 
@@ -140,7 +142,7 @@ def create_app(
     known = set(router.llm_ids)  # what a request's `unavailable` may name
     _add_guards(app, gateway, settings, verify_key)
     add_error_answers(app)
-    _add_status_routes(app, router, gateway, reload_catalog)
+    _add_status_routes(app, router, gateway, reload_catalog, canary)
     add_route_route(app, router, settings, known)
     _add_chat_route(app, gateway, settings, known, outcome_log, decisions)
     add_onboarding_routes(
@@ -190,6 +192,7 @@ def _add_status_routes(
     router: ServiceRouter,
     gateway: Gateway,
     reload_catalog: Callable[[], dict[str, Any]] | None,
+    canary: CanaryWatch | None = None,
 ) -> None:
     """GET /health, /ready, /v1/upstreams, /metrics, /v1/models; POST /v1/catalog/reload:
     what the service serves and how its upstreams are doing (no upstream calls)."""
@@ -236,6 +239,7 @@ def _add_status_routes(
                     "retired": llm in gateway.retired,
                     **measured.get(llm, unmeasured),
                     "outcomes": drift.get(llm),
+                    "canary": None if canary is None else canary.state(llm),
                 }
                 for llm, endpoint in sorted(gateway.upstreams.endpoints.items())
             ]
@@ -437,16 +441,26 @@ def build_app(
     def reload_catalog() -> dict[str, Any]:
         return gateway.set_catalog(*read_catalog(store, router.llm_ids))
 
+    canary = None
+    if settings.canary_every_s > 0:
+        canary = CanaryWatch(
+            store, settings.canary_every_s, metrics=gateway.metrics,
+            on_alarm=onboarding.endpoint_changed,
+        )  # fmt: skip
+
     app = create_app(
         router, gateway, settings=settings, verify_key=store.verify_key if auth else None,
         onboarding=onboarding, reload_catalog=reload_catalog,
         onboard_jobs=OnboardJobs(
             endpoint_onboarding(store, artifact, workspace_router, reload_catalog)
         ),
-        decisions=DecisionLog(store, settings),
+        decisions=DecisionLog(store, settings), canary=canary,
     )  # fmt: skip
     app.state.reload_catalog = reload_catalog  # `locus serve` reloads on SIGHUP too
     app.state.router = router
+    app.state.canary = canary
+    if canary is not None:
+        canary.start()
     return app
 
 

@@ -52,6 +52,17 @@ class Metrics:
             "locus_drift_statistic", "Each LLM's drift CUSUM (its alarm at log 20,000 = 9.9)",
             ["llm_id"], registry=self.registry,
         )  # fmt: skip
+        self.canary_alarm = Gauge(
+            "locus_canary_alarm",
+            "1 where half or more of an LLM's canary answers changed since its baseline "
+            "(locus canary), else 0",
+            ["llm_id"], registry=self.registry,
+        )  # fmt: skip
+        self.canary_changed = Gauge(
+            "locus_canary_changed_share",
+            "The share of an LLM's canary answers that changed at its last check",
+            ["llm_id"], registry=self.registry,
+        )  # fmt: skip
         self.upstream_latency = Histogram(
             "locus_upstream_latency_seconds", "Upstream call time by LLM", ["llm_id"],
             registry=self.registry,

@@ -210,6 +210,15 @@ class LiveOnboarding:
                 self.router.discount(llm, since_change=state.outcomes - state.since)
         return raised
 
+    def endpoint_changed(self, llm_id: str) -> None:
+        """A canary alarm (`locus.server.canary_watch`): with `on_drift` "discount", `llm_id`'s
+        evidence of the fit leaves its votes (`WorkspaceRouter.discount`), read again now."""
+        if self.on_drift != "discount":
+            return
+        with self._lock:
+            self.router.discount(llm_id)
+            self.router.refresh()
+
     def _refresh_pending(self) -> list[str]:
         """Re-embed the LLMs with outcomes since the last refresh (called under the lock)."""
         from locus.pipeline.embed import embed_workspace_llms

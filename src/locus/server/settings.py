@@ -80,6 +80,10 @@ class ServerSettings:
             tokens, cost, the outcome once posted), keeping each text's "hash" (the default),
             its "text" too (the log is then evidence a fit can read), or "off".
         decision_log_max: decisions kept (the oldest dropped beyond it).
+        canary_every_s: run the canary checks (`locus canary check`: the LLMs with a recorded
+            baseline asked its probes again) every this many seconds; 0 (the default): off. An
+            alarm is the `canary` field of /v1/upstreams, `locus_canary_alarm`, a log line,
+            and acts as `on_drift` says.
         outcome_max_age_days: posted outcomes older than this leave routing's votes (evidence
             that ages: an endpoint that drifts slowly); 0 (the default): every outcome counts.
             The window moves at each re-read of the pool, at least every hundredth of it.
@@ -106,6 +110,7 @@ class ServerSettings:
     decision_log: str = "hash"
     decision_log_max: int = 1_000_000
     outcome_max_age_days: float = 0.0
+    canary_every_s: float = 0.0
 
     def __post_init__(self) -> None:
         for name, allowed in _WORDS.items():

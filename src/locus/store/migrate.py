@@ -1,6 +1,8 @@
 """In-place schema migrations, run by `Store.open` in the one transaction that opens the store:
 a migration that fails leaves the database exactly as it was.
 
+Version 5 -> 6 adds the `canary_answers` table (empty); 4 -> 5 the `decisions` table.
+
 Version 3 -> 4 adds the `query_references` and `probe_answers` tables (empty).
 
 Version 2 -> 3 adds the `artifacts` table (trained artifacts kept in the database).
@@ -42,7 +44,13 @@ from sqlalchemy import (
 from locus.store import schema
 from locus.store._core import CHUNK, now
 
-__all__ = ["migrate_v1_to_v2", "migrate_v2_to_v3", "migrate_v3_to_v4", "migrate_v4_to_v5"]
+__all__ = [
+    "migrate_v1_to_v2",
+    "migrate_v2_to_v3",
+    "migrate_v3_to_v4",
+    "migrate_v4_to_v5",
+    "migrate_v5_to_v6",
+]
 
 logger = logging.getLogger("locus.store")
 
@@ -196,3 +204,10 @@ def migrate_v4_to_v5(conn: Connection) -> None:
     schema.decisions.create(conn)
     m = schema.meta.c
     conn.execute(schema.meta.update().where(m.key == "schema_version").values(value="5"))
+
+
+def migrate_v5_to_v6(conn: Connection) -> None:
+    """Version 5 -> 6: add the (empty) `canary_answers` table (`locus canary`)."""
+    schema.canary_answers.create(conn)
+    m = schema.meta.c
+    conn.execute(schema.meta.update().where(m.key == "schema_version").values(value="6"))

@@ -7,6 +7,8 @@
 - `probe_answers` keeps what an endpoint answered to each probe `locus onboard` sent, written
   the moment the answer arrives (one short transaction each), so a crash loses no paid answer
   and a re-run asks only what is missing.
+- `canary_answers` keeps each LLM's answers to the canary probes (`locus.pipeline.canary`): its
+  baseline, and its latest check, compared with it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ from locus.data.batch import ImportBatch
 from locus.store import schema
 from locus.store._core import CHUNK, IN_CHUNK, StoreCore, now
 
-__all__ = ["ProbeAnswer", "Reference", "StoreReferences", "write_references"]
+__all__ = ["CANARY_ROUNDS", "ProbeAnswer", "Reference", "StoreReferences", "write_references"]
+
+# an LLM's answers to the canary probes: the ones it is compared with, and its latest
+CANARY_ROUNDS = ("baseline", "latest")
 
 
 @dataclass(frozen=True)
@@ -104,7 +109,8 @@ def delete_references(conn: Connection, aliases: Any) -> None:
 
 
 class StoreReferences(StoreCore):
-    """`references`, `reference_count`, `put_probe_answer`, `probe_answers`."""
+    """`references`, `reference_count`, `put_probe_answer`, `probe_answers`,
+    `query_texts`, `put_canary_answers`, `canary_answers`."""
 
     def references(self, text_hashes: Collection[str] | None = None) -> dict[str, Reference]:
         """{text_hash: Reference} of the queries with a reference answer (among `text_hashes`,
@@ -166,3 +172,57 @@ class StoreReferences(StoreCore):
         with self._read() as conn:
             rows = conn.execute(select(*[p[f] for f in fields]).where(p.llm_id == llm_id)).all()
         return {row.text_hash: ProbeAnswer(**dict(zip(fields, row, strict=True))) for row in rows}
+
+    def put_canary_answers(
+        self, llm_id: str, round_: str, answers: Mapping[str, tuple[str, str | None]]
+    ) -> None:
+        """Keep `llm_id`'s answers {text_hash: (answer, upstream model)} to the canary probes as
+        its `round_` ("baseline" or "latest"), replacing that round's earlier answers to them."""
+        if round_ not in CANARY_ROUNDS:
+            raise ValueError(f"canary round {round_!r}; expected one of {CANARY_ROUNDS}")
+        c = schema.canary_answers.c
+        stamp = now()
+        rows = [
+            {"llm_id": llm_id, "text_hash": h, "round": round_, "answer": answer,
+             "upstream_model": model, "asked_at": stamp}
+            for h, (answer, model) in answers.items()
+        ]  # fmt: skip
+        with self._write(data=False) as conn:
+            conn.execute(
+                delete(schema.canary_answers).where(
+                    c.llm_id == llm_id, c.round == round_, c.text_hash.in_(list(answers))
+                )
+            )
+            if rows:
+                conn.execute(schema.canary_answers.insert(), rows)
+
+    def canary_answers(self, round_: str) -> dict[str, dict[str, str]]:
+        """{llm_id: {text_hash: answer}} of every LLM's `round_` answers to the canary probes."""
+        c = schema.canary_answers.c
+        with self._read() as conn:
+            rows = conn.execute(
+                select(c.llm_id, c.text_hash, c.answer).where(c.round == round_)
+            ).all()
+        out: dict[str, dict[str, str]] = {}
+        for llm_id, h, answer in rows:
+            out.setdefault(str(llm_id), {})[str(h)] = str(answer)
+        return out
+
+    def query_texts(
+        self, text_hashes: Collection[str] | None = None
+    ) -> dict[str, tuple[str, str | None]]:
+        """{text_hash: (text, task)} of the queries with text (among `text_hashes`, default
+        all)."""
+        q = schema.queries.c
+        stmt = select(q.text_hash, q.query_text, q.task).where(q.query_text.is_not(None))
+        with self._read() as conn:
+            if text_hashes is None:
+                rows = conn.execute(stmt).all()
+            else:
+                wanted = list(text_hashes)
+                rows = [
+                    row
+                    for s in range(0, len(wanted), IN_CHUNK)
+                    for row in conn.execute(stmt.where(q.text_hash.in_(wanted[s : s + IN_CHUNK])))
+                ]
+        return {str(h): (str(text), task) for h, text, task in rows if text}

@@ -3,6 +3,9 @@
 Bump `SCHEMA_VERSION` with every change and teach `Store` to migrate from the previous one
 (`locus.store.migrate`); a store written by a newer locus is refused rather than guessed at.
 
+Version 6 adds `canary_answers`: what each LLM's endpoint answered to the workspace's canary
+probes at temperature 0, its baseline and its latest check (`locus canary`).
+
 Version 5 adds `decisions`: the gateway's decision log (what each chat request was routed to,
 with the probability of that choice, and its outcome once posted; `locus decisions`).
 
@@ -43,7 +46,7 @@ from sqlalchemy import (
 
 __all__ = ["SCHEMA_VERSION", "metadata", "query_identity"]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 metadata = MetaData()
 
@@ -182,6 +185,19 @@ decisions = Table(
     Column("outcome", Float),
     Column("outcome_at", String(40)),
     Index("ix_decisions_asked_at", "asked_at"),
+)
+
+
+canary_answers = Table(
+    "canary_answers",
+    metadata,
+    Column("llm_id", String(300), nullable=False),
+    Column("text_hash", String(64), nullable=False),
+    Column("round", String(16), nullable=False),  # "baseline" or "latest"
+    Column("answer", Text, nullable=False),
+    Column("upstream_model", String(300)),  # the model the endpoint said answered
+    Column("asked_at", String(40), nullable=False),
+    PrimaryKeyConstraint("llm_id", "text_hash", "round", name="pk_canary_answers"),
 )
 
 

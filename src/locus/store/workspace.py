@@ -62,6 +62,7 @@ from locus.store.migrate import (
     migrate_v2_to_v3,
     migrate_v3_to_v4,
     migrate_v4_to_v5,
+    migrate_v5_to_v6,
 )
 from locus.store.references import StoreReferences
 from locus.store.schema import SCHEMA_VERSION
@@ -213,7 +214,7 @@ class Store(
                 )
                 conn.execute(schema.meta.insert().values(key="created_at", value=now()))
                 return
-            if version not in (1, 2, 3, 4):
+            if version not in (1, 2, 3, 4, 5):
                 raise LocusStoreError(
                     f"workspace {self.location}: schema version {version} is not one this "
                     f"locus can read or migrate (1 to {SCHEMA_VERSION}); open it with the "
@@ -232,7 +233,9 @@ class Store(
                     migrate_v2_to_v3(conn)
                 if version <= 3:
                     migrate_v3_to_v4(conn)
-                migrate_v4_to_v5(conn)
+                if version <= 4:
+                    migrate_v4_to_v5(conn)
+                migrate_v5_to_v6(conn)
             except DBAPIError as error:
                 raise LocusStoreError(
                     f"workspace {self.location}: migrating the database from schema version "

@@ -1,0 +1,279 @@
+"""Canary probes: has an endpoint changed behind its name? No reference answers needed.
+
+A fixed set of the workspace's queries (`canary_probes`: drawn once, seeded, across its tasks,
+and kept in the store) is asked of each LLM's endpoint at temperature 0. The first answers are
+its baseline (`record_canaries`); each later check (`check_canaries`, by hand, from cron, or on
+the gateway's schedule: `ServerSettings.canary_every_s`) asks again and compares, probe by
+probe: an answer is the same where its normalised text (lower case, spaces collapsed) equals the
+baseline's or their `difflib` ratio is at least `SAME_RATIO`. The alarm is raised where at least
+`CHANGED_ALARM` of the probes answered changed. The new answers are also set against every other
+LLM's baseline: the LLM whose answers they match on most probes, where that beats the LLM's own
+baseline, is named ("now answers like mini-cheap"), which places a silent swap in the pool.
+
+The outcome test (`locus.routing.drift`) needs traffic and grades; the canary needs neither,
+and costs `len(probes)` requests per LLM per check.
+
+    >>> same_answer("The answer is (B).", "the answer is  (b).")
+    True
+    >>> same_answer("The answer is (B).", "I think it is (D), because ...")
+    False
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from locus.data.llm_catalog import Endpoint
+from locus.errors import LocusInputError
+from locus.pipeline.endpoint import EndpointAnswer, ask_all, check_endpoint
+from locus.store import Store
+
+__all__ = [
+    "CANARY_PROBES",
+    "CHANGED_ALARM",
+    "SAME_RATIO",
+    "CanaryCheck",
+    "canary_probes",
+    "check_canaries",
+    "compare",
+    "record_canaries",
+    "same_answer",
+]
+
+CANARY_PROBES = 20  # probes per check: 20 requests per LLM
+SAME_RATIO = 0.8  # difflib ratio at or above which two answers are the same answer
+CHANGED_ALARM = 0.5  # the share of changed answers that raises the alarm
+_META_KEY = "canary_probes"
+_SPACES = re.compile(r"\s+")
+
+Ask = Callable[[Endpoint, str | None, list[tuple[str, list[dict[str, str]]]]], dict[str, Any]]
+
+
+def _normal(text: str) -> str:
+    return _SPACES.sub(" ", text.strip().lower())
+
+
+def same_answer(a: str, b: str) -> bool:
+    """Whether two answers to one probe are the same answer (`SAME_RATIO`)."""
+    x, y = _normal(a), _normal(b)
+    if x == y:
+        return True
+    matcher = difflib.SequenceMatcher(None, x, y, autojunk=False)
+    return matcher.real_quick_ratio() >= SAME_RATIO and matcher.ratio() >= SAME_RATIO
+
+
+@dataclass(frozen=True)
+class CanaryCheck:
+    """One LLM's check against its baseline.
+
+    Attributes:
+        llm_id: the LLM.
+        probes: the probes both rounds answered.
+        changed: how many of them it answered differently.
+        alarm: `changed / probes >= CHANGED_ALARM`.
+        answers_like: the LLM whose baseline the new answers match on the most probes, where
+            that beats its own baseline (None: none does).
+        like_share: the share of probes on which they match it (None without `answers_like`).
+        failed: probes the endpoint did not answer this time.
+    """
+
+    llm_id: str
+    probes: int
+    changed: int
+    alarm: bool
+    answers_like: str | None = None
+    like_share: float | None = None
+    failed: int = 0
+
+    @property
+    def changed_share(self) -> float:
+        return self.changed / self.probes if self.probes else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "llm_id": self.llm_id, "probes": self.probes, "changed": self.changed,
+            "changed_share": self.changed_share, "alarm": self.alarm,
+            "answers_like": self.answers_like, "like_share": self.like_share,
+            "failed": self.failed,
+        }  # fmt: skip
+
+    def describe(self) -> str:
+        said = f"{self.llm_id}: {self.changed} of {self.probes} canary answers changed" + (
+            " (ALARM)" if self.alarm else ""
+        )
+        if self.answers_like is not None and self.like_share is not None:
+            said += f"; now answers like {self.answers_like} ({self.like_share:.0%} of probes)"
+        if self.failed:
+            said += f"; {self.failed} probes unanswered"
+        return said
+
+
+def compare(
+    llm_id: str,
+    latest: Mapping[str, str],
+    baselines: Mapping[str, Mapping[str, str]],
+    failed: int = 0,
+) -> CanaryCheck:
+    """`llm_id`'s `latest` answers {text_hash: answer} against its baseline in `baselines`
+    ({llm_id: {text_hash: answer}}), and against the other LLMs' baselines.
+
+    Raises:
+        LocusInputError: `llm_id` has no baseline.
+    """
+    own = baselines.get(llm_id)
+    if not own:
+        raise LocusInputError(
+            f"canary: {llm_id!r} has no baseline answers; run `locus canary record {llm_id}`"
+        )
+    shared = [h for h in latest if h in own]
+    changed = sum(not same_answer(latest[h], own[h]) for h in shared)
+    own_share = 1 - changed / len(shared) if shared else 0.0
+    like, like_share = None, None
+    for other, answers in sorted(baselines.items()):
+        common = [h for h in latest if h in answers]
+        if other == llm_id or len(common) < max(1, len(shared) // 2):
+            continue
+        share = sum(same_answer(latest[h], answers[h]) for h in common) / len(common)
+        if share > own_share and (like_share is None or share > like_share):
+            like, like_share = other, share
+    alarm = bool(shared) and changed / len(shared) >= CHANGED_ALARM
+    return CanaryCheck(llm_id, len(shared), changed, alarm, like, like_share, failed)
+
+
+def canary_probes(store: Store, n: int = CANARY_PROBES, seed: int = 0) -> dict[str, str]:
+    """{text_hash: text} of the workspace's canary probes: kept in the store once drawn, so
+    every check asks the same; else `n` queries with text drawn by a seeded hash, taken in
+    turn from each task (so that a change in one kind of answer shows).
+
+    Raises:
+        LocusInputError: the workspace has no query text.
+    """
+    kept = store.get_meta(_META_KEY)
+    if kept:
+        wanted = json.loads(kept)
+        found = store.query_texts(wanted)
+        return {h: found[h][0] for h in wanted if h in found}
+    rows = store.query_texts()
+    if not rows:
+        raise LocusInputError("canary: the workspace has no query texts to probe with")
+    texts = {h: text for h, (text, _) in rows.items()}
+    tasks = {h: task for h, (_, task) in rows.items()}
+
+    def rank(h: str) -> str:
+        return hashlib.sha256(f"{seed}\x1f{h}".encode()).hexdigest()
+
+    by_task: dict[str, list[str]] = {}
+    for h in sorted(texts, key=rank):
+        by_task.setdefault(tasks.get(h) or "", []).append(h)
+    queues = [by_task[t] for t in sorted(by_task)]
+    chosen: list[str] = []
+    while len(chosen) < min(n, len(texts)):
+        for queue in queues:
+            if queue and len(chosen) < n:
+                chosen.append(queue.pop(0))
+    store.set_meta(_META_KEY, json.dumps(chosen))
+    return {h: texts[h] for h in chosen}
+
+
+def _endpoints(store: Store, llm_ids: Sequence[str] | None) -> dict[str, Endpoint]:
+    catalog = store.llm_metadata()
+    found = {
+        llm: endpoint
+        for llm, meta in sorted(catalog.items())
+        if (endpoint := Endpoint.from_json(meta.get("endpoint"))) is not None
+    }
+    if llm_ids is None:
+        if not found:
+            raise LocusInputError(
+                "canary: no LLM of the workspace has an endpoint; add them with `locus import "
+                "llms` (base_url, upstream_model, api_key_env)"
+            )
+        return found
+    missing = [llm for llm in llm_ids if llm not in found]
+    if missing:
+        raise LocusInputError(
+            f"canary: no endpoint for {', '.join(missing)}; add it with `locus import llms`"
+        )
+    return {llm: found[llm] for llm in llm_ids}
+
+
+def _api_key(endpoint: Endpoint) -> str | None:
+    if endpoint.api_key_env is None:
+        return None
+    key = os.environ.get(endpoint.api_key_env)
+    if not key:
+        raise LocusInputError(
+            f"canary: {endpoint.api_key_env} is not set; export the API key of "
+            f"{endpoint.base_url} in it"
+        )
+    return key
+
+
+def _ask(
+    store: Store, llm_ids: Sequence[str] | None, probes: Mapping[str, str], **options: Any
+) -> dict[str, tuple[dict[str, tuple[str, str | None]], int]]:
+    """{llm_id: ({text_hash: (answer, upstream model)}, probes that failed)}."""
+    out = {}
+    for llm, endpoint in _endpoints(store, llm_ids).items():
+        key = _api_key(endpoint)
+        check_endpoint(endpoint, key)
+        answers: dict[str, tuple[str, str | None]] = {}
+
+        def keep(h: str, answer: EndpointAnswer, into: dict[str, Any] = answers) -> None:
+            into[h] = (answer.text, answer.model)
+
+        prompts = [(h, [{"role": "user", "content": text}]) for h, text in probes.items()]
+        failures = ask_all(endpoint, key, prompts, keep, **options)
+        out[llm] = (answers, len(failures))
+    return out
+
+
+def record_canaries(
+    store: Store,
+    llm_ids: Sequence[str] | None = None,
+    *,
+    probes: int = CANARY_PROBES,
+    **options: Any,
+) -> dict[str, int]:
+    """Ask each LLM (default: every LLM with an endpoint) the canary probes and keep the answers
+    as its baseline. Returns {llm_id: answers kept}. `options` go to `ask_all`."""
+    asked = canary_probes(store, probes)
+    found = {}
+    for llm, (answers, _) in _ask(store, llm_ids, asked, **options).items():
+        store.put_canary_answers(llm, "baseline", answers)
+        found[llm] = len(answers)
+    return found
+
+
+def check_canaries(
+    store: Store, llm_ids: Sequence[str] | None = None, **options: Any
+) -> list[CanaryCheck]:
+    """Ask each LLM with a baseline (default: all of them) the canary probes again, keep the
+    answers as its latest, and compare them with the baselines (`compare`).
+
+    Raises:
+        LocusInputError: no baseline recorded (or none for an LLM named).
+    """
+    baselines = store.canary_answers("baseline")
+    if not baselines:
+        raise LocusInputError("canary: no baseline recorded yet; run `locus canary record`")
+    wanted = sorted(baselines) if llm_ids is None else list(llm_ids)
+    for llm in wanted:
+        if llm not in baselines:
+            raise LocusInputError(
+                f"canary: {llm!r} has no baseline answers; run `locus canary record {llm}`"
+            )
+    asked = canary_probes(store)
+    checks = []
+    for llm, (answers, failed) in _ask(store, wanted, asked, **options).items():
+        store.put_canary_answers(llm, "latest", answers)
+        latest = {h: text for h, (text, _) in answers.items()}
+        checks.append(compare(llm, latest, baselines, failed))
+    return checks
