@@ -46,6 +46,7 @@ from locus.routing.guard import fit_default_guard
 from locus.routing.neighbours import KNNRouter
 from locus.routing.stack import STACK_KS, Stack, base_rate_shift, fit_stack
 from locus.routing.stacked_fit import knn_task_votes, knn_votes
+from locus.store import Store
 
 SPLITS = ("train", "val", "test")
 
@@ -215,8 +216,20 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--tag", default="", help="Suffix of the result name.")
     parser.add_argument("--workspace", type=Path, default=REPO_ROOT / ".bench" / "accuracy")
+    parser.add_argument(
+        "--log",
+        type=int,
+        default=None,
+        metavar="SEED",
+        help="The one-LLM-per-query log of the pool that bench_log_pools.py made with this seed "
+        "(<workspace>/<dataset>-log<SEED>), as it is: nothing imported.",
+    )
     args = parser.parse_args()
-    store = prepare(args.dataset, args.workspace / args.dataset)
+    if args.log is None:
+        store = prepare(args.dataset, args.workspace / args.dataset)
+    else:
+        store = Store.open(args.workspace / f"{args.dataset}-log{args.log}", create=False)
+        args.tag = f"-log{args.log}{args.tag}"
     per_seed = [run_seed(store, seed, TrainingConfig()) for seed in args.seeds]
     metrics = ("hit@1", "unguarded_hit@1", "auroc", "log_loss", "ece")
     table: dict[str, Any] = {}

@@ -4,11 +4,12 @@ A fixed set of the workspace's queries (`canary_probes`: drawn once, seeded, acr
 and kept in the store) is asked of each LLM's endpoint at temperature 0. The first answers are
 its baseline (`record_canaries`); each later check (`check_canaries`, by hand, from cron, or on
 the gateway's schedule: `ServerSettings.canary_every_s`) asks again and compares, probe by
-probe: an answer is the same where its normalised text (lower case, spaces collapsed) equals the
-baseline's or their `difflib` ratio is at least `SAME_RATIO`. The alarm is raised where at least
-`CHANGED_ALARM` of the probes answered changed. The new answers are also set against every other
-LLM's baseline: the LLM whose answers they match on most probes, where that beats the LLM's own
-baseline, is named ("now answers like mini-cheap"), which places a silent swap in the pool.
+probe: an answer is the same where its normalised text (lower case, spaces collapsed) equals
+the baseline's or their `difflib` ratio, word by word, is at least `SAME_RATIO`. The alarm is
+raised where at least `CHANGED_ALARM` of the probes answered changed. The new answers are also
+set against every other LLM's baseline: the LLM whose answers they match on most probes, where
+that beats the LLM's own baseline, is named ("now answers like mini-cheap"), which places a
+silent swap in the pool.
 
 The outcome test (`locus.routing.drift`) needs traffic and grades; the canary needs neither,
 and costs `len(probes)` requests per LLM per check.
@@ -65,7 +66,8 @@ def same_answer(a: str, b: str) -> bool:
     x, y = _normal(a), _normal(b)
     if x == y:
         return True
-    matcher = difflib.SequenceMatcher(None, x, y, autojunk=False)
+    # word by word: a long answer is a few hundred words, and a changed word is one edit
+    matcher = difflib.SequenceMatcher(None, x.split(" "), y.split(" "), autojunk=False)
     return matcher.real_quick_ratio() >= SAME_RATIO and matcher.ratio() >= SAME_RATIO
 
 
