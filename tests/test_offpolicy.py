@@ -217,3 +217,27 @@ def test_a_one_llm_per_query_log_end_to_end(tmp_path: Path, run_cli: Run) -> Non
     assert routed_dr["value"] - single_dr["value"] > 0.25
     shown = run_cli("evaluate", "-w", str(workspace))
     assert "doubly robust" in shown.stdout and "oracle" not in shown.stdout.split("No oracle")[0]
+    # the gateway's decision log knows how each test answer was chosen: evaluate reads those
+    # probabilities (here 0.5 for every logged answer: IPS doubles each hit it counts)
+    from locus.metrics import best_single_choices
+    from locus.pipeline import workspace_table
+
+    with Store.open(workspace) as store:
+        data = workspace_table(store)
+        test = data.rows("test")
+        truth = data.table.scores[test].astype(np.float64)
+        for i, row in enumerate(test):
+            [j] = np.flatnonzero(~np.isnan(truth[i]))
+            store.put_decision({
+                "request_id": f"r{i}", "llm_id": data.table.llm_ids[j], "propensity": 0.5,
+                "text_hash": data.table.text_hashes[row],
+            })  # fmt: skip
+        trained = data.table.scores[data.rows("train")]
+    again = json.loads(run_cli("evaluate", "-w", str(workspace), "--json").stdout)["offpolicy"]
+    assert again["propensity"].startswith("the gateway's decision log (")
+    best = best_single_choices(trained, np.zeros_like(truth))
+    hits = [
+        truth[i, best[i]] / 0.5 if not np.isnan(truth[i, best[i]]) else 0.0
+        for i in range(len(test))
+    ]
+    assert again["estimates"]["best single LLM"]["ips"]["value"] == pytest.approx(np.mean(hits))

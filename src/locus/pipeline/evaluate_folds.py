@@ -26,7 +26,7 @@ from locus.locus import Locus
 from locus.nn.config import TrainingConfig
 from locus.nn.training import ProgressCallback
 from locus.pipeline.data import workspace_table
-from locus.pipeline.evaluate import Routed, evaluation
+from locus.pipeline.evaluate import Routed, decision_propensities, evaluation
 from locus.pipeline.evaluation_results import Evaluation
 from locus.pipeline.fit import fit_router, size_notes
 from locus.pipeline.workspace_artifacts import DEFAULT_ARTIFACT, artifact_path
@@ -74,6 +74,7 @@ def evaluate_folds(
             "expected at least one per fold"
         )
     parts: list[Routed] = []
+    tested: list[str] = []  # the text hashes of the joined parts' rows, in their order
     defaults: Counter[str] = Counter()
     for fold, splits in enumerate(kfold_splits(list(table.text_hashes), folds=folds, seed=seed)):
         fold_data = data.with_splits(splits)
@@ -88,6 +89,7 @@ def evaluate_folds(
         fitted = f"fitted on the other {len(train) + len(val):,}"
         with stages(f"fold {fold + 1} of {folds}: its {len(test):,} queries routed, {fitted}"):
             parts.append(Routed.of(router, table, data.vectors, test, train))
+            tested += [table.text_hashes[i] for i in test]
         if router.guard is not None:
             defaults[router.guard.default] += 1
     guard = None
@@ -96,4 +98,5 @@ def evaluate_folds(
     return evaluation(
         Routed.joined(parts), list(table.llm_ids), artifact=settings, split=f"{folds}-fold",
         guard=guard, folds=folds,
+        logged=decision_propensities(store, tested, list(table.llm_ids)),
     )  # fmt: skip
