@@ -388,9 +388,7 @@ def decision_propensities(
     LLM), NaN elsewhere; None where the log holds none."""
     if not store.decision_count():
         return None
-    rows = [
-        d for d in store.decisions() if d.get("propensity") is not None and d.get("text_hash")
-    ]
+    rows = [d for d in store.decisions() if d.get("propensity") is not None and d.get("text_hash")]
     if not rows:
         return None
     place = {h: i for i, h in enumerate(text_hashes)}

@@ -31,7 +31,7 @@ Strategies (`probe_order` gives an order: the first n are the n probes, for ever
 Measured (benchmarks/README, "Probes"): `balanced` probes estimate a new LLM's accuracy 15-40%
 closer than random ones on every real pool (the probes' mean, each LLM of a pool in turn), but
 route no better: a newcomer read at its true level takes more queries than it should on a pool
-of near-equal LLMs (docs/decisions.md, "Probes balanced over the pool's easiness"), so `random`
+of near-equal LLMs (docs/decisions.md, "Newcomers"), so `random`
 stays the default. The disputed queries `informative` picks are harder than average, which
 biases the new LLM's evidence level and moves its evidence off the random sets the encoder was
 trained on.

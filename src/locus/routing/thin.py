@@ -3,7 +3,7 @@
 
 A newcomer's LOCUS embedding and its own votes rest on its few dozen scores; the fitted LLMs'
 stacked P(correct) rests on thousands and knows how hard each query is. Measured on
-leave-one-out fits (docs/decisions.md, "A newcomer read beside the pool"), the newcomer's own
+leave-one-out fits (docs/decisions.md, "Newcomers"), the newcomer's own
 P(correct) ranks its queries worse than the pool's mean prediction does and, beside the fitted
 LLMs' sharper predictions, looks best on the hard queries: it made routing worse even with its
 true accuracy and calibration given to it. `ThinEvidence` predicts its logit on a query from
@@ -83,8 +83,8 @@ _BEFORE_FACTORS = FEATURES[:6]
 SIZES = (16, 32, 64, 128, 256)
 # from how many scores on the stack's own reading of the LLM takes over, in log n: this
 # reading alone up to the first, the stack's alone from the second (`ThinEvidence.share`).
-# Measured on leave-one-out fits (docs/decisions.md, "A newcomer read beside the pool" and
-# "A newcomer whose probes were all right"): with many scores the stack's reading routes better
+# Measured on leave-one-out fits (docs/decisions.md, "Newcomers": the thin reading and
+# the bound on its level): with many scores the stack's reading routes better
 # (split2_model7's best LLM onboarded from 1,024: 36% of the queries and -1.3 points with this
 # reading, 10% and +0.2 with the stack's); up to 128 probes, its own-evidence weights kept
 # >= 0, this one does (newcomers suite at 128: BFCL AUROC 0.685 -> 0.707, MMLU-Pro's best LLM
