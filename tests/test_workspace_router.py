@@ -538,28 +538,32 @@ def test_outcomes_of_an_llm_of_the_fit_move_its_votes_at_once(tmp_path: Path) ->
         )
 
 
+def post_outcomes(store: Store, texts: list[str], score: float, first: int) -> None:
+    """Store law-0's outcomes `score` on `texts` (ids o<first>...), as POST /v1/outcomes
+    does, and encode them."""
+    from locus.pipeline.workspace_router import OUTCOMES_SOURCE
+    from locus.text.cache import encode_missing
+
+    frame = pd.DataFrame({"llm_id": "law-0", "query_text": texts, "score": score})
+    frame["query_id"] = [f"o{first + i}" for i in range(len(texts))]
+    batch = ImportBatch.from_long(frame, source=OUTCOMES_SOURCE, origin="outcomes")
+    store.write_batch(batch, kind="table")
+    encode_missing(store, HashingEncoder(ENCODER_DIM))
+
+
 def test_a_discounted_llm_is_read_from_its_outcomes_since_the_change(tmp_path: Path) -> None:
     """On an alarm the gateway discounts an LLM with the drift test's count of outcomes since
     the change began: its evidence of the fit and its outcomes from before the change leave
     its votes; the outcomes since, and any posted later, are read."""
-    from locus.pipeline.workspace_router import OUTCOMES_SOURCE
-    from locus.text.cache import encode_missing
 
     path = build_planted_workspace(tmp_path / "ws", planted_rows())
     law = [f"court statute contract jury appeal verdict case {i}" for i in range(50)]
 
-    def post(texts: list[str], score: float, first: int) -> None:
-        frame = pd.DataFrame({"llm_id": "law-0", "query_text": texts, "score": score})
-        frame["query_id"] = [f"o{first + i}" for i in range(len(texts))]
-        batch = ImportBatch.from_long(frame, source=OUTCOMES_SOURCE, origin="outcomes")
-        store.write_batch(batch, kind="table")
-        encode_missing(store, HashingEncoder(ENCODER_DIM))
-
     with Store.open(path) as store:
         fit_workspace(store, small_config(max_steps=40))
         router = WorkspaceRouter(store)
-        post(law[:30], 1.0, 0)  # right before the change
-        post(law[30:40], 0.0, 30)  # wrong since
+        post_outcomes(store, law[:30], 1.0, 0)  # right before the change
+        post_outcomes(store, law[30:40], 0.0, 30)  # wrong since
         router.refresh()
         knn = router.router.knn
         assert knn is not None
@@ -572,7 +576,7 @@ def test_a_discounted_llm_is_read_from_its_outcomes_since_the_change(tmp_path: P
         # the 10 since the change, all wrong (the test's 48-d hashing encoder maps a few
         # texts to one vector, one row); the 30 right ones before it, and the fit's, gone
         assert 8 <= len(kept) <= 10 and (kept == 0).all()
-        post(law[40:], 0.0, 40)  # posted after the alarm: read too
+        post_outcomes(store, law[40:], 0.0, 40)  # posted after the alarm: read too
         router.refresh()
         column_scores = knn.scores_[:, column]
         later = column_scores[~np.isnan(column_scores)]
@@ -620,17 +624,9 @@ def test_outcomes_older_than_the_max_age_leave_the_votes(tmp_path: Path) -> None
     from datetime import UTC, datetime, timedelta
 
     from locus.pipeline.workspace_router import OUTCOMES_SOURCE
-    from locus.text.cache import encode_missing
 
     path = build_planted_workspace(tmp_path / "ws", planted_rows())
     law = [f"court statute contract jury appeal verdict case {i}" for i in range(50)]
-
-    def post(texts: list[str], score: float, first: int) -> None:
-        frame = pd.DataFrame({"llm_id": "law-0", "query_text": texts, "score": score})
-        frame["query_id"] = [f"o{first + i}" for i in range(len(texts))]
-        batch = ImportBatch.from_long(frame, source=OUTCOMES_SOURCE, origin="outcomes")
-        store.write_batch(batch, kind="table")
-        encode_missing(store, HashingEncoder(ENCODER_DIM))
 
     with Store.open(path) as store:
         fit_workspace(store, small_config(max_steps=40))
@@ -643,7 +639,7 @@ def test_outcomes_older_than_the_max_age_leave_the_votes(tmp_path: Path) -> None
         fitted = int((~np.isnan(knn.scores_[:, column])).sum())
         asked = router.vectors_for(law[40:])
         before = router.predict_proba(asked)[:, column]
-        post(law[:30], 0.0, 0)
+        post_outcomes(store, law[:30], 0.0, 0)
         router.refresh()
         ageless.refresh()
         moved = router.predict_proba(asked)[:, column]
@@ -661,7 +657,7 @@ def test_outcomes_older_than_the_max_age_leave_the_votes(tmp_path: Path) -> None
         # other votes' neighbours a little), where the outcomes had moved it by over 0.1
         np.testing.assert_allclose(router.predict_proba(asked)[:, column], before, atol=5e-3)
         np.testing.assert_allclose(ageless.predict_proba(asked)[:, column], moved, atol=1e-5)
-        post(law[30:40], 1.0, 30)  # a fresh outcome: read, the old ones stay out
+        post_outcomes(store, law[30:40], 1.0, 30)  # a fresh outcome: read, the old ones stay out
         router.refresh()
         column_scores = knn.scores_[:, column]
         assert fitted < int((~np.isnan(column_scores)).sum()) <= fitted + 10
