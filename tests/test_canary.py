@@ -4,6 +4,7 @@ endpoint at temperature 0 and compared with its own baseline, over real HTTP on 
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -47,10 +48,18 @@ def test_compare_counts_changed_answers_and_names_whom_they_now_match() -> None:
         compare("c", {}, baselines)
 
 
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def _catalog(tmp_path: Path, port: int) -> Path:
     rows = ["llm_id,base_url,upstream_model"] + [
         f"{llm},http://127.0.0.1:{port}/{llm}/v1,model-{llm}" for llm in LLMS
     ]
+    # an endpoint that is down: said so, and the others asked
+    rows.append(f"law-1,http://127.0.0.1:{_closed_port()}/v1,model-law-1")
     path = tmp_path / "llms.csv"
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     return path
@@ -71,7 +80,9 @@ def test_locus_canary_raises_the_alarm_for_a_swapped_endpoint_and_names_the_new_
         assert imported.exit_code == 0, imported.stderr
         recorded = run_cli("canary", "record", "-w", workspace, "--json")
         assert recorded.exit_code == 0, recorded.stderr
-        assert recorded.json() == {"baseline": dict.fromkeys(sorted(LLMS), 20)}
+        baseline = recorded.json()["baseline"]  # type: ignore[index]
+        assert "unreachable" in baseline.pop("law-1")
+        assert baseline == dict.fromkeys(sorted(LLMS), 20)
         checked = run_cli("canary", "check", "-w", workspace, "--json")
         assert checked.exit_code == 0, checked.stderr
         calm = checked.json()["checks"]  # type: ignore[index]
@@ -85,11 +96,16 @@ def test_locus_canary_raises_the_alarm_for_a_swapped_endpoint_and_names_the_new_
             swapped.stdout
         )
         assert "math-0: 0 of 20 canary answers changed\n" in swapped.stdout
+        fake.scripts["biology-0"] = ["404"]  # its model retired: the others still checked
+        partly = run_cli("canary", "check", "-w", workspace, "--json").json()
+        by_llm = {c["llm_id"]: c for c in partly["checks"]}  # type: ignore[index]
+        assert "has no model" in by_llm["biology-0"]["error"] and not by_llm["biology-0"]["alarm"]
+        assert by_llm["law-0"]["alarm"] and by_llm["math-0"]["changed"] == 0
         asked: dict[str, list[Any]] = {
             llm: [b["messages"][-1]["content"] for b in fake.bodies[llm]] for llm in LLMS
         }
-        rounds = [sorted(asked["math-0"][i * 20 : (i + 1) * 20]) for i in range(3)]
-        assert rounds[0] == rounds[1] == rounds[2] and len(set(rounds[0])) == 20
+        rounds = [sorted(asked["math-0"][i * 20 : (i + 1) * 20]) for i in range(4)]
+        assert rounds[0] == rounds[1] == rounds[2] == rounds[3] and len(set(rounds[0])) == 20
         assert all(b["temperature"] == 0 for b in fake.bodies["law-0"])
     with Store.open(workspace, create=False) as store:
         latest = store.canary_answers("latest")["law-0"]

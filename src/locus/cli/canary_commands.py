@@ -43,7 +43,10 @@ def record_command(
         print_json({"baseline": kept})
         return
     for llm, answers in kept.items():
-        stdout_console().print(f"{llm}: {answers} canary answers kept as its baseline")
+        if isinstance(answers, str):
+            stdout_console().print(f"{llm}: not recorded ({answers})")
+        else:
+            stdout_console().print(f"{llm}: {answers} canary answers kept as its baseline")
 
 
 @canary_app.command("check")

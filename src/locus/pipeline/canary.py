@@ -84,6 +84,8 @@ class CanaryCheck:
             that beats its own baseline (None: none does).
         like_share: the share of probes on which they match it (None without `answers_like`).
         failed: probes the endpoint did not answer this time.
+        error: why it could not be asked at all (unreachable, its key refused, no endpoint
+            in the catalog any more), None where it was.
     """
 
     llm_id: str
@@ -93,6 +95,7 @@ class CanaryCheck:
     answers_like: str | None = None
     like_share: float | None = None
     failed: int = 0
+    error: str | None = None
 
     @property
     def changed_share(self) -> float:
@@ -103,10 +106,12 @@ class CanaryCheck:
             "llm_id": self.llm_id, "probes": self.probes, "changed": self.changed,
             "changed_share": self.changed_share, "alarm": self.alarm,
             "answers_like": self.answers_like, "like_share": self.like_share,
-            "failed": self.failed,
+            "failed": self.failed, "error": self.error,
         }  # fmt: skip
 
     def describe(self) -> str:
+        if self.error is not None:
+            return f"{self.llm_id}: not checked ({self.error})"
         said = f"{self.llm_id}: {self.changed} of {self.probes} canary answers changed" + (
             " (ALARM)" if self.alarm else ""
         )
@@ -184,7 +189,9 @@ def canary_probes(store: Store, n: int = CANARY_PROBES, seed: int = 0) -> dict[s
     return {h: texts[h] for h in chosen}
 
 
-def _endpoints(store: Store, llm_ids: Sequence[str] | None) -> dict[str, Endpoint]:
+def _endpoints(
+    store: Store, llm_ids: Sequence[str] | None, *, strict: bool = True
+) -> dict[str, Endpoint | None]:
     catalog = store.llm_metadata()
     found = {
         llm: endpoint
@@ -197,13 +204,13 @@ def _endpoints(store: Store, llm_ids: Sequence[str] | None) -> dict[str, Endpoin
                 "canary: no LLM of the workspace has an endpoint; add them with `locus import "
                 "llms` (base_url, upstream_model, api_key_env)"
             )
-        return found
+        return dict(found)
     missing = [llm for llm in llm_ids if llm not in found]
-    if missing:
+    if missing and strict:
         raise LocusInputError(
             f"canary: no endpoint for {', '.join(missing)}; add it with `locus import llms`"
         )
-    return {llm: found[llm] for llm in llm_ids}
+    return {llm: found.get(llm) for llm in llm_ids}
 
 
 def _api_key(endpoint: Endpoint) -> str | None:
@@ -218,22 +225,42 @@ def _api_key(endpoint: Endpoint) -> str | None:
     return key
 
 
+@dataclass(frozen=True)
+class _Asked:
+    answers: dict[str, tuple[str, str | None]]  # text_hash -> (answer, upstream model)
+    failed: int = 0  # probes unanswered
+    error: str | None = None  # why the LLM could not be asked at all
+
+
 def _ask(
-    store: Store, llm_ids: Sequence[str] | None, probes: Mapping[str, str], **options: Any
-) -> dict[str, tuple[dict[str, tuple[str, str | None]], int]]:
-    """{llm_id: ({text_hash: (answer, upstream model)}, probes that failed)}."""
+    store: Store,
+    llm_ids: Sequence[str] | None,
+    probes: Mapping[str, str],
+    *,
+    strict: bool = True,
+    **options: Any,
+) -> dict[str, _Asked]:
+    """Each LLM's answers to `probes`; one that cannot be asked (unreachable, its key
+    refused or unset, no endpoint where not `strict`) is said so, and the others are asked."""
     out = {}
-    for llm, endpoint in _endpoints(store, llm_ids).items():
-        key = _api_key(endpoint)
-        check_endpoint(endpoint, key)
+    prompts = [(h, [{"role": "user", "content": text}]) for h, text in probes.items()]
+    for llm, endpoint in _endpoints(store, llm_ids, strict=strict).items():
+        if endpoint is None:
+            out[llm] = _Asked({}, error="no endpoint in the catalog (locus import llms)")
+            continue
         answers: dict[str, tuple[str, str | None]] = {}
 
         def keep(h: str, answer: EndpointAnswer, into: dict[str, Any] = answers) -> None:
             into[h] = (answer.text, answer.model)
 
-        prompts = [(h, [{"role": "user", "content": text}]) for h, text in probes.items()]
-        failures = ask_all(endpoint, key, prompts, keep, **options)
-        out[llm] = (answers, len(failures))
+        try:
+            key = _api_key(endpoint)
+            check_endpoint(endpoint, key)
+            failures = ask_all(endpoint, key, prompts, keep, **options)
+        except LocusInputError as error:  # EndpointError included: this LLM, not the others
+            out[llm] = _Asked(answers, error=str(error))
+            continue
+        out[llm] = _Asked(answers, len(failures))
     return out
 
 
@@ -243,14 +270,18 @@ def record_canaries(
     *,
     probes: int = CANARY_PROBES,
     **options: Any,
-) -> dict[str, int]:
+) -> dict[str, int | str]:
     """Ask each LLM (default: every LLM with an endpoint) the canary probes and keep the answers
-    as its baseline. Returns {llm_id: answers kept}. `options` go to `ask_all`."""
+    as its baseline. Returns {llm_id: answers kept, or why it could not be asked (its earlier
+    baseline then kept)}. `options` go to `ask_all`."""
     asked = canary_probes(store, probes)
-    found = {}
-    for llm, (answers, _) in _ask(store, llm_ids, asked, **options).items():
-        store.put_canary_answers(llm, "baseline", answers)
-        found[llm] = len(answers)
+    found: dict[str, int | str] = {}
+    for llm, got in _ask(store, llm_ids, asked, **options).items():
+        if got.error is not None or not got.answers:
+            found[llm] = got.error or f"none of the {len(asked)} probes answered"
+            continue
+        store.put_canary_answers(llm, "baseline", got.answers)
+        found[llm] = len(got.answers)
     return found
 
 
@@ -274,8 +305,11 @@ def check_canaries(
             )
     asked = canary_probes(store)
     checks = []
-    for llm, (answers, failed) in _ask(store, wanted, asked, **options).items():
-        store.put_canary_answers(llm, "latest", answers)
-        latest = {h: text for h, (text, _) in answers.items()}
-        checks.append(compare(llm, latest, baselines, failed))
+    for llm, got in _ask(store, wanted, asked, strict=llm_ids is not None, **options).items():
+        if got.error is not None:
+            checks.append(CanaryCheck(llm, 0, 0, False, failed=len(asked), error=got.error))
+            continue
+        store.put_canary_answers(llm, "latest", got.answers)
+        latest = {h: text for h, (text, _) in got.answers.items()}
+        checks.append(compare(llm, latest, baselines, got.failed))
     return checks
