@@ -112,3 +112,36 @@ def test_locus_canary_raises_the_alarm_for_a_swapped_endpoint_and_names_the_new_
         assert all(answer.startswith("math-0: ") for answer in latest.values())
         probes = json.loads(store.get_meta("canary_probes") or "[]")
         assert sorted(latest) == sorted(probes)
+
+
+def test_the_watch_keeps_an_alarm_through_a_check_that_could_not_ask() -> None:
+    """A raised alarm is not cleared by a round in which the endpoint could not be asked; it
+    is cleared by a round whose answers are the LLM's own again. `on_alarm` hears each raise
+    once."""
+    from locus.pipeline.canary import CanaryCheck
+    from locus.server.canary_watch import CanaryWatch
+
+    rounds = iter(
+        [
+            [CanaryCheck("a", 20, 20, True, "b", 1.0)],
+            [CanaryCheck("a", 0, 0, False, failed=20, error="endpoint unreachable")],
+            [CanaryCheck("a", 20, 20, True, "b", 1.0)],
+            [CanaryCheck("a", 20, 1, False)],
+        ]
+    )
+    heard: list[str] = []
+    watch = CanaryWatch(
+        None,
+        3600,
+        on_alarm=heard.append,
+        check=lambda store: next(rounds),  # type: ignore[arg-type]
+    )
+    watch.check_now()
+    assert watch.state("a")["alarm"] and heard == ["a"]  # type: ignore[index]
+    watch.check_now()
+    state = watch.state("a")
+    assert state is not None and state["alarm"] and state["error"] == "endpoint unreachable"
+    watch.check_now()
+    assert heard == ["a"]  # still the same alarm
+    watch.check_now()
+    assert watch.state("a")["alarm"] is False and watch.rounds == 4  # type: ignore[index]

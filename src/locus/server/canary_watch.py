@@ -79,6 +79,12 @@ class CanaryWatch:
         for found in checks:
             with self._lock:
                 before = self._latest.get(found.llm_id, {})
+                if found.error is not None:  # not asked: its last answer stands, said why
+                    self._latest[found.llm_id] = {
+                        **(before or found.as_dict()), "error": found.error,
+                        "failed_at": time.time(),
+                    }  # fmt: skip
+                    continue
                 self._latest[found.llm_id] = {**found.as_dict(), "checked_at": time.time()}
             if self.metrics is not None:
                 self.metrics.canary_alarm.labels(found.llm_id).set(1.0 if found.alarm else 0.0)
