@@ -27,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +84,7 @@ class ServeProcess:
     """`locus serve --no-auth` in its own process, as it is deployed (not sharing this
     process's interpreter lock with the load generator and the fake upstreams)."""
 
-    def __init__(self, workspace: Path, artifact: str) -> None:
+    def __init__(self, workspace: Path, artifact: str, options: Sequence[str] = ()) -> None:
         import socket
         import subprocess
 
@@ -95,7 +96,7 @@ class ServeProcess:
         locus = Path(sys.executable).parent / "locus"
         self.process = subprocess.Popen(
             [str(locus), "serve", "--no-auth", "--port", str(port), "-w", str(workspace),
-             "--artifact", artifact],
+             "--artifact", artifact, *options],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         self.url = f"http://127.0.0.1:{port}"
@@ -232,6 +233,13 @@ def main() -> None:
     parser.add_argument(
         "--only", choices=["pinned"], help="only the pinned-LLM figures (one request at a time)"
     )
+    parser.add_argument(
+        "--serve-option",
+        action="append",
+        default=[],
+        help="An option of locus serve, e.g. --serve-option=--decision-log=off (repeatable).",
+    )
+    parser.add_argument("--tag", default="", help="Suffix of the result name.")
     args = parser.parse_args()
     artifact = args.artifact
     from locus.data.llm_catalog import Endpoint
@@ -263,7 +271,7 @@ def main() -> None:
                     for llm in probe.llm_ids
                 ]
             )
-            gateway = ServeProcess(ws, artifact)
+            gateway = ServeProcess(ws, artifact, args.serve_option)
             rng = np.random.default_rng(0)
 
             def bodies(n: int, new: bool) -> list[dict[str, Any]]:
@@ -329,7 +337,8 @@ def main() -> None:
             gateway.stop()
             others.stop()
             primary.stop()
-    report("serve", figures)
+    figures["serve_options"] = args.serve_option
+    report(f"serve{args.tag}", figures)
 
 
 if __name__ == "__main__":
