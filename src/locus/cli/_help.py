@@ -14,7 +14,7 @@ PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Your data", ("llms", "sources", "remove-source", "stats", "encode")),
     ("A new LLM", ("probes", "onboard", "embed", "identify")),
     ("The map", ("atlas", "similar", "cluster", "portfolio", "proxy", "search", "geometry")),
-    ("Serve", ("serve", "outcomes", "canary", "decisions", "keys")),
+    ("Serve", ("serve", "outcomes", "decisions", "canary", "keys")),
     ("Research", ("benchmark",)),
 )
 

@@ -12,6 +12,8 @@ score table and cached query vectors, assign the hash split, save the artifact u
     savings.py               savings -> CostSavings: what each decision rule costs (evaluate's)
     outcomes.py              outcome_report: production outcomes against the fit, drift test;
                              decision_report: the gateway's decision log summed up
+    canary.py                record_canaries, check_canaries: the same probes asked again,
+                             compared with each endpoint's own earlier answers
     probes.py                probe_order, choose_probes: the queries to evaluate a new LLM on
     endpoint.py              check_endpoint, ask_all: an OpenAI-compatible endpoint asked prompts
     onboard.py               onboard_llm -> OnboardReport: probe, grade, import, embed, place
