@@ -378,7 +378,7 @@ def test_per_token_prices_give_per_query_costs(
     only cost_per_query counted): each LLM's cost on a query is its prompt, ~4 characters a
     token, and 256 completion tokens (its recorded answers' mean where there are some), and
     the cheaper LLM takes the query where its P(correct) is within the share of the best."""
-    from locus.pipeline.workspace_router import DEFAULT_COMPLETION_TOKENS, DEFAULT_PROMPT_TOKENS
+    from locus.pipeline.llm_costs import DEFAULT_COMPLETION_TOKENS, DEFAULT_PROMPT_TOKENS
     from locus.store.references import ProbeAnswer
 
     path = build_planted_workspace(tmp_path / "ws")  # no costs

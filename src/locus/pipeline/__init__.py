@@ -11,7 +11,9 @@ score table and cached query vectors, assign the hash split, save the artifact u
     evaluate_folds.py        evaluate_folds: every query routed once, k-fold (--folds)
     savings.py               savings -> CostSavings: what each decision rule costs (evaluate's)
     outcomes.py              outcome_report: production outcomes against the fit, drift test;
-                             decision_report: the gateway's decision log summed up
+                             decision_report: the gateway's decision log summed up;
+                             decision_propensities: its logging probabilities (evaluate's)
+    llm_costs.py             each LLM's known cost per query: observed, catalog, token prices
     canary.py                record_canaries, check_canaries: the same probes asked again,
                              compared with each endpoint's own earlier answers
     probes.py                probe_order, choose_probes: the queries to evaluate a new LLM on

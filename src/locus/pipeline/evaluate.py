@@ -15,7 +15,7 @@ import numpy as np
 from locus import metrics
 from locus.data.table import ScoreTable
 from locus.errors import LocusInputError
-from locus.offpolicy import doubly_robust, inclusion, ips, overlap_of
+from locus.offpolicy import doubly_robust, ips, overlap_of
 from locus.pipeline.data import workspace_table
 from locus.pipeline.evaluation_results import (
     Baselines,
@@ -26,6 +26,7 @@ from locus.pipeline.evaluation_results import (
     RoutingMetrics,
     TaskEvaluation,
 )
+from locus.pipeline.outcomes import decision_propensities, logged_propensities
 from locus.pipeline.savings import CostSavings, savings
 from locus.pipeline.workspace_artifacts import DEFAULT_ARTIFACT
 from locus.pipeline.workspace_router import WorkspaceRouter, tasks_read_by
@@ -286,7 +287,7 @@ def evaluation(
     found = overlap_of(truth)
     offpolicy = None
     if found.sparse:
-        propensity, said = _propensities(truth, logged)
+        propensity, said = logged_propensities(truth, logged)
         # the reward model of the doubly robust estimates: the router's own P(correct)
         offpolicy = OffPolicy(
             overlap=found,
@@ -378,49 +379,3 @@ def _noise(
         return se, None, None
     diff = got[both] - truth[rows[both], best[rows[both]]]
     return se, float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(len(diff)))
-
-
-def decision_propensities(
-    store: Store, text_hashes: Sequence[str], llm_ids: Sequence[str]
-) -> np.ndarray | None:
-    """(n, n_llms) the probability with which the gateway's routing chose each LLM for each
-    text, where its decision log recorded one (the mean over requests of the same text and
-    LLM), NaN elsewhere; None where the log holds none."""
-    if not store.decision_count():
-        return None
-    rows = [d for d in store.decisions() if d.get("propensity") is not None and d.get("text_hash")]
-    if not rows:
-        return None
-    place = {h: i for i, h in enumerate(text_hashes)}
-    column = {llm: j for j, llm in enumerate(llm_ids)}
-    totals = np.zeros((len(text_hashes), len(llm_ids)))
-    counts = np.zeros_like(totals)
-    for d in rows:
-        i, j = place.get(str(d["text_hash"])), column.get(str(d["llm_id"]))
-        if i is not None and j is not None:
-            totals[i, j] += float(d["propensity"])
-            counts[i, j] += 1
-    if not counts.any():
-        return None
-    return np.where(counts > 0, totals / np.maximum(counts, 1), np.nan)
-
-
-def _propensities(
-    truth: np.ndarray, logged: np.ndarray | None
-) -> tuple[np.ndarray | None, str | None]:
-    """The logging probability of each cell: the decision log's where it has one, each LLM's
-    share of the queries elsewhere; and how to say where they came from (None: the shares
-    alone, `OffPolicy`'s default)."""
-    scored = ~np.isnan(truth)
-    if logged is None or not (scored & ~np.isnan(logged)).any():
-        return None, None
-    known = scored & ~np.isnan(logged) & (logged > 0)
-    shares = np.broadcast_to(inclusion(truth), truth.shape)
-    propensity = np.where(known, np.nan_to_num(logged), shares)
-    n, total = int(known.sum()), int(scored.sum())
-    if n == total:
-        return propensity, "the gateway's decision log (the probability routing chose each answer)"
-    return propensity, (
-        f"the gateway's decision log for {n:,} of {total:,} answers; each LLM's share of "
-        "these queries for the rest"
-    )

@@ -26,9 +26,10 @@ from locus.locus import Locus
 from locus.nn.config import TrainingConfig
 from locus.nn.training import ProgressCallback
 from locus.pipeline.data import workspace_table
-from locus.pipeline.evaluate import Routed, decision_propensities, evaluation
+from locus.pipeline.evaluate import Routed, evaluation
 from locus.pipeline.evaluation_results import Evaluation
 from locus.pipeline.fit import fit_router, size_notes
+from locus.pipeline.outcomes import decision_propensities
 from locus.pipeline.workspace_artifacts import DEFAULT_ARTIFACT, artifact_path
 from locus.store import Store
 

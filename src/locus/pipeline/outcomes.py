@@ -1,6 +1,8 @@
 """The production outcomes of a workspace read against the fit: each LLM's outcome count and
 rate beside the P(correct) the fitted router predicted for them, and the drift test over them
-in the order they came (`locus.routing.drift`): what `locus outcomes` prints.
+in the order they came (`locus.routing.drift`): what `locus outcomes` prints. The gateway's
+decision log summed up (`decision_report`), and the logging probabilities it recorded, which
+`locus evaluate`'s off-policy estimates read on a log (`decision_propensities`).
 
 >>> report = outcome_report(store)                                   # doctest: +SKIP
 >>> report["llms"]["claude-mid"]["alarm"]  # doctest: +SKIP
@@ -8,16 +10,18 @@ in the order they came (`locus.routing.drift`): what `locus outcomes` prints.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from locus.offpolicy import inclusion
 from locus.pipeline.workspace_artifacts import DEFAULT_ARTIFACT
 from locus.pipeline.workspace_router import OUTCOMES_SOURCE, WorkspaceRouter
 from locus.routing.drift import DriftMonitor
 from locus.store import Store
 
-__all__ = ["decision_report", "outcome_report"]
+__all__ = ["decision_propensities", "decision_report", "logged_propensities", "outcome_report"]
 
 
 def outcome_report(store: Store, *, name: str = DEFAULT_ARTIFACT) -> dict[str, Any]:
@@ -89,3 +93,49 @@ def decision_report(store: Store) -> dict[str, Any]:
             entry["if_every_request"] = ips(every, truth, propensity).as_dict()
         report["llms"][llm] = entry
     return report
+
+
+def decision_propensities(
+    store: Store, text_hashes: Sequence[str], llm_ids: Sequence[str]
+) -> np.ndarray | None:
+    """(n, n_llms) the probability with which the gateway's routing chose each LLM for each
+    text, where its decision log recorded one (the mean over requests of the same text and
+    LLM), NaN elsewhere; None where the log holds none."""
+    if not store.decision_count():
+        return None
+    rows = [d for d in store.decisions() if d.get("propensity") is not None and d.get("text_hash")]
+    if not rows:
+        return None
+    place = {h: i for i, h in enumerate(text_hashes)}
+    column = {llm: j for j, llm in enumerate(llm_ids)}
+    totals = np.zeros((len(text_hashes), len(llm_ids)))
+    counts = np.zeros_like(totals)
+    for d in rows:
+        i, j = place.get(str(d["text_hash"])), column.get(str(d["llm_id"]))
+        if i is not None and j is not None:
+            totals[i, j] += float(d["propensity"])
+            counts[i, j] += 1
+    if not counts.any():
+        return None
+    return np.where(counts > 0, totals / np.maximum(counts, 1), np.nan)
+
+
+def logged_propensities(
+    truth: np.ndarray, logged: np.ndarray | None
+) -> tuple[np.ndarray | None, str | None]:
+    """The logging probability of each cell: the decision log's where it has one, each LLM's
+    share of the queries elsewhere; and how to say where they came from (None: the shares
+    alone, `OffPolicy`'s default)."""
+    scored = ~np.isnan(truth)
+    if logged is None or not (scored & ~np.isnan(logged)).any():
+        return None, None
+    known = scored & ~np.isnan(logged) & (logged > 0)
+    shares = np.broadcast_to(inclusion(truth), truth.shape)
+    propensity = np.where(known, np.nan_to_num(logged), shares)
+    n, total = int(known.sum()), int(scored.sum())
+    if n == total:
+        return propensity, "the gateway's decision log (the probability routing chose each answer)"
+    return propensity, (
+        f"the gateway's decision log for {n:,} of {total:,} answers; each LLM's share of "
+        "these queries for the rest"
+    )

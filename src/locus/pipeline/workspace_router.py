@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,6 +31,11 @@ from numpy.typing import NDArray
 from locus.artifact import Manifest, check_same_encoder, read_for_routing
 from locus.errors import LocusInputError, LocusNotFoundError, did_you_mean
 from locus.pipeline.data import workspace_table
+from locus.pipeline.llm_costs import (
+    known_costs,
+    prompt_tokens,
+    token_prices,
+)
 from locus.pipeline.workspace_artifacts import DEFAULT_ARTIFACT, trained_artifact
 from locus.pool import artifact_pools
 from locus.routing import router_artifact
@@ -119,8 +123,8 @@ class WorkspaceRouter:
         )
         self.store = store
         self.artifact = artifact
-        self.token_prices = _token_prices(store)
-        self.costs = _known_costs(store, self.token_prices)
+        self.token_prices = token_prices(store)
+        self.costs = known_costs(store, self.token_prices)
         self._tuned: dict[tuple[float, frozenset[str]], float] = {}
         self._joined_with: dict[str, str] = {}  # LLM -> digest of the scores it joined with
         self._outcomes_read: dict[str, str] = {}  # LLM of the fit -> digest of its outcomes
@@ -260,8 +264,8 @@ class WorkspaceRouter:
     def refresh(self) -> None:
         """Re-read the pool and costs from the workspace (LLMs onboarded since loading)."""
         self.pool.refresh(self._snapshot)
-        self.token_prices = _token_prices(self.store)
-        self.costs = _known_costs(self.store, self.token_prices)
+        self.token_prices = token_prices(self.store)
+        self.costs = known_costs(self.store, self.token_prices)
         self._tuned.clear()
         self._join_newcomers()
         self._join_outcomes()
@@ -388,81 +392,9 @@ class WorkspaceRouter:
             )
 
 
-CHARS_PER_TOKEN = 4.0  # the usual rule of thumb for English text and BPE tokenizers
-DEFAULT_PROMPT_TOKENS = 256  # a query whose text is not at hand (the fit's validation queries)
-DEFAULT_COMPLETION_TOKENS = 256  # an LLM without recorded usage
-
-
 def tasks_read_by(router: StackedRouter) -> tuple[str, ...]:
     """The tasks `router`'s task vote knows; empty where its fit's queries carried fewer than
     two, or it has no stack that reads them."""
     knn, stack = router.knn, router.stack
     vote = None if knn is None else knn.task_vote_
     return () if vote is None or stack is None or not stack.tasks else vote.names
-
-
-def prompt_tokens(texts: Sequence[str]) -> NDArray[np.float64]:
-    """(n_texts,) estimated prompt tokens of each text: ~4 characters a token, at least 1 (no
-    tokenizer is loaded to route: the LLMs' own differ, and an estimate prices as well).
-
-    >>> prompt_tokens(["What is 2+2?", ""]).tolist()
-    [3.0, 1.0]
-    """
-    lengths = np.array([len(text.strip()) for text in texts], dtype=np.float64)
-    return np.maximum(np.ceil(lengths / CHARS_PER_TOKEN), 1.0)
-
-
-@dataclass(frozen=True)
-class TokenPrices:
-    """An LLM priced by its tokens (the catalog's USD per million, a missing one 0, as the
-    gateway charges an answer) and the completion tokens it is expected to write: the mean of
-    its recorded answers (`locus onboard`'s probes), else `DEFAULT_COMPLETION_TOKENS`.
-
-    >>> TokenPrices(2.0, 10.0, 100.0).usd(np.array([500.0])).tolist()
-    [0.002]
-    """
-
-    price_in_per_mtok: float
-    price_out_per_mtok: float
-    completion_tokens: float = DEFAULT_COMPLETION_TOKENS
-
-    def usd(self, prompt_tokens: NDArray[np.float64]) -> NDArray[np.float64]:
-        """(n,) USD of one query of each of `prompt_tokens` (n,)."""
-        tokens_out = self.completion_tokens * self.price_out_per_mtok
-        return (np.asarray(prompt_tokens) * self.price_in_per_mtok + tokens_out) / 1e6
-
-
-def _token_prices(store: Store) -> dict[str, TokenPrices]:
-    """The LLMs priced by their catalog tokens alone: no observed cost, no cost_per_query."""
-    observed = store.llm_costs()
-    out = {}
-    for llm, metadata in store.llm_metadata().items():
-        price_in, price_out = metadata.get("price_in_per_mtok"), metadata.get("price_out_per_mtok")
-        if llm in observed or metadata.get("cost_per_query") is not None:
-            continue
-        if price_in is None and price_out is None:
-            continue
-        recorded = [
-            answer.completion_tokens
-            for answer in store.probe_answers(llm).values()
-            if answer.completion_tokens  # None or 0: the endpoint sent no usage
-        ]
-        out[llm] = TokenPrices(
-            float(price_in or 0.0),
-            float(price_out or 0.0),
-            float(np.mean(recorded)) if recorded else DEFAULT_COMPLETION_TOKENS,
-        )
-    return out
-
-
-def _known_costs(store: Store, token_prices: Mapping[str, TokenPrices]) -> dict[str, float]:
-    """USD per query of each LLM: its mean observed cost, else its catalog cost_per_query,
-    else its `token_prices` on a query of `DEFAULT_PROMPT_TOKENS`."""
-    costs = store.llm_costs()
-    for llm, metadata in store.llm_metadata().items():
-        if llm not in costs and metadata.get("cost_per_query") is not None:
-            costs[llm] = float(metadata["cost_per_query"])
-    typical = np.array([DEFAULT_PROMPT_TOKENS], dtype=np.float64)
-    for llm, prices in token_prices.items():
-        costs.setdefault(llm, float(prices.usd(typical)[0]))
-    return costs

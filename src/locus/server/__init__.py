@@ -18,6 +18,7 @@ http_io.py         the HTTP edge: API keys, bodies checked (BadRequest), the one
 onboarding.py      scores posted, outcomes of answers (and the onboarding routes)
 decisions.py       DecisionLog: each answered chat request kept in the store's decision log
 canary_watch.py    CanaryWatch: the canary checks on a schedule, their alarms
+status_routes.py   /health, /ready, /v1/upstreams, /metrics, /v1/models, catalog reload
 onboard_jobs.py    OnboardJobs: an endpoint onboarded in a background job
 app.py             create_app (the endpoints, by concern) and build_app (from a workspace)
 """
