@@ -1,15 +1,15 @@
 """Canary probes: has an endpoint changed behind its name? No reference answers needed.
 
-A fixed set of the workspace's queries (`canary_probes`: drawn once, seeded, across its tasks,
-and kept in the store) is asked of each LLM's endpoint at temperature 0. The first answers are
-its baseline (`record_canaries`); each later check (`check_canaries`, by hand, from cron, or on
-the gateway's schedule: `ServerSettings.canary_every_s`) asks again and compares, probe by
-probe: an answer is the same where its normalised text (lower case, spaces collapsed) equals
-the baseline's or their `difflib` ratio, word by word, is at least `SAME_RATIO`. The alarm is
-raised where at least `CHANGED_ALARM` of the probes answered changed. The new answers are also
-set against every other LLM's baseline: the LLM whose answers they match on most probes, where
-that beats the LLM's own baseline, is named ("now answers like mini-cheap"), which places a
-silent swap in the pool.
+A fixed set of the workspace's training queries (`canary_probes`: drawn once, seeded, across
+its tasks, and kept in the store) is asked of each LLM's endpoint at temperature 0. The first
+answers are its baseline (`record_canaries`); each later check (`check_canaries`, by hand,
+from cron, or on the gateway's schedule: `ServerSettings.canary_every_s`) asks again and
+compares, probe by probe: an answer is the same where its normalised text (lower case, spaces
+collapsed) equals the baseline's or their `difflib` ratio, word by word, is at least
+`SAME_RATIO`. The alarm is raised where at least `CHANGED_ALARM` of the probes answered
+changed. The new answers are also set against every other LLM's baseline: the LLM whose
+answers they match on most probes, where that beats the LLM's own baseline, is named ("now
+answers like mini-cheap"), which places a silent swap in the pool.
 
 The outcome test (`locus.routing.drift`) needs traffic and grades; the canary needs neither,
 and costs `len(probes)` requests per LLM per check.
@@ -23,7 +23,6 @@ and costs `len(probes)` requests per LLM per check.
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
 import os
 import re
@@ -32,8 +31,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from locus.data.llm_catalog import Endpoint
+from locus.data.query_identity import text_hash
 from locus.errors import LocusInputError
 from locus.pipeline.endpoint import EndpointAnswer, ask_all, check_endpoint
+from locus.pipeline.probes import choose_probes
 from locus.store import Store
 
 __all__ = [
@@ -156,37 +157,24 @@ def compare(
 
 def canary_probes(store: Store, n: int = CANARY_PROBES, seed: int = 0) -> dict[str, str]:
     """{text_hash: text} of the workspace's canary probes: kept in the store once drawn, so
-    every check asks the same; else `n` queries with text drawn by a seeded hash, taken in
-    turn from each task (so that a change in one kind of answer shows).
+    every check asks the same; else `n` training queries in the task-stratified order
+    `locus probes` draws (`choose_probes`, strategy "stratified"), so that a change in one
+    kind of answer shows.
 
     Raises:
-        LocusInputError: the workspace has no query text.
+        LocusInputError: the workspace has no encoded queries to draw from.
     """
     kept = store.get_meta(_META_KEY)
     if kept:
         wanted = json.loads(kept)
         found = store.query_texts(wanted)
         return {h: found[h][0] for h in wanted if h in found}
-    rows = store.query_texts()
-    if not rows:
+    drawn = choose_probes(store, n, strategy="stratified", seed=seed)
+    probes = {text_hash(p["query_text"]): p["query_text"] for p in drawn if p["query_text"]}
+    if not probes:
         raise LocusInputError("canary: the workspace has no query texts to probe with")
-    texts = {h: text for h, (text, _) in rows.items()}
-    tasks = {h: task for h, (_, task) in rows.items()}
-
-    def rank(h: str) -> str:
-        return hashlib.sha256(f"{seed}\x1f{h}".encode()).hexdigest()
-
-    by_task: dict[str, list[str]] = {}
-    for h in sorted(texts, key=rank):
-        by_task.setdefault(tasks.get(h) or "", []).append(h)
-    queues = [by_task[t] for t in sorted(by_task)]
-    chosen: list[str] = []
-    while len(chosen) < min(n, len(texts)):
-        for queue in queues:
-            if queue and len(chosen) < n:
-                chosen.append(queue.pop(0))
-    store.set_meta(_META_KEY, json.dumps(chosen))
-    return {h: texts[h] for h in chosen}
+    store.set_meta(_META_KEY, json.dumps(list(probes)))
+    return probes
 
 
 def _endpoints(
