@@ -22,6 +22,7 @@ artifact, routing, pipeline, benchmark, atlas, server, cli):
     extras.py        the optional extras, and the error naming the one a call needs
     _progress.py     progress callbacks injected into long library calls
     _plotting.py     matplotlib, loaded only when a picture is asked for
+    _lazy.py         lazy_module: pandas named by the store and data modules, loaded on first use
     _version.py      the package version (the one place: pyproject.toml reads it)
 """
 

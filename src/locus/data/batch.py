@@ -20,15 +20,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
+from locus._lazy import lazy_module
 from locus.data.graders import row_graders
 from locus.data.query_identity import normalise_text, text_hash
 from locus.data.score_cells import SCORE_FORMS, ParsedScores, parse_numbers, parse_scores
 from locus.errors import LocusInputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 __all__ = [
     "OPTIONAL_COLUMNS",

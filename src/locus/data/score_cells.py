@@ -8,10 +8,16 @@ never an error; what cannot be read is flagged for the caller to report
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-import pandas as pd
+
+from locus._lazy import lazy_module
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 __all__ = ["SCORE_FORMS", "ParsedScores", "parse_numbers", "parse_scores"]
 

@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from sqlalchemy import Connection, bindparam, select
 
+from locus._lazy import lazy_module
 from locus.data.batch import ImportBatch
 from locus.errors import LocusConflictError
 from locus.store import schema
 from locus.store._core import CHUNK, IN_CHUNK
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 __all__ = ["write_aliases"]
 

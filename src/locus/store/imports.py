@@ -13,12 +13,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from sqlalchemy import Connection, and_, delete, func, select, tuple_
 
+from locus._lazy import lazy_module
 from locus._progress import ProgressFactory, no_progress
 from locus.data.batch import ImportBatch
 from locus.errors import LocusConflictError
@@ -27,6 +27,11 @@ from locus.store._core import CHUNK, IN_CHUNK, StoreCore, llm_keys, now, upsert
 from locus.store.aliases import write_aliases
 from locus.store.references import delete_references, write_references
 from locus.store.score_writes import insert_scores, replace_scores
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 __all__ = ["LLM_METADATA", "ImportReport", "StoreImports"]
 

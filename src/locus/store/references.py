@@ -15,14 +15,19 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from sqlalchemy import Connection, bindparam, delete, select
 
+from locus._lazy import lazy_module
 from locus.data.batch import ImportBatch
 from locus.store import schema
 from locus.store._core import CHUNK, IN_CHUNK, StoreCore, now
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 __all__ = ["CANARY_ROUNDS", "ProbeAnswer", "Reference", "StoreReferences", "write_references"]
 

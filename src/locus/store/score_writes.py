@@ -3,14 +3,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from sqlalchemy import Connection
 
+from locus._lazy import lazy_module
 from locus.store import schema
 from locus.store._core import CHUNK, upsert
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 __all__ = ["insert_scores", "replace_scores"]
 

@@ -10,18 +10,23 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 from sqlalchemy import Select, func, select
 
+from locus._lazy import lazy_module
 from locus.data.table import ScoreTable
 from locus.errors import LocusNotFoundError, did_you_mean
 from locus.store import schema
 from locus.store._core import StoreCore, raw_row_batches
 from locus.store.imports import LLM_METADATA
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 __all__ = ["StoreScores"]
 

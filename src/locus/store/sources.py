@@ -14,15 +14,20 @@ either change is stale: its manifest's data checksums no longer match (`Store.ch
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from sqlalchemy import delete, func, select
 
+from locus._lazy import lazy_module
 from locus.errors import LocusNotFoundError
 from locus.store import schema
 from locus.store._core import IN_CHUNK, StoreCore
 from locus.store.references import delete_references
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 __all__ = ["StoreSources"]
 
