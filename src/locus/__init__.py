@@ -12,7 +12,8 @@ artifact, routing, pipeline, benchmark, atlas, server, cli):
     facade_calibration.py  LogitCalibration: the facade's calibration of the predictor's
                      logits (quality, evidence quality, reference queries), which Locus inherits
     pool.py          LLMPool: the LLM embeddings of one artifact, in memory or in a workspace
-    calibration.py   Calibration: scales and a shift of the predictor's logits
+    calibration.py   Calibration: scales and a shift of the predictor's logits; fit_logistic,
+                     the one logistic fit every part of the router is weighted by
     metrics.py       routing and correctness metrics on numpy arrays
     offpolicy.py     sparse evidence (a log, one LLM per query): its overlap, and off-policy
                      estimates of a router's hit@1 with intervals (IPS, doubly robust)

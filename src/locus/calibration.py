@@ -24,6 +24,11 @@ qualities it is Platt scaling (logit' = scale x logit + shift), which keeps the 
 cells. `fit_calibration` chooses the parameters by the lowest log-loss on validation cells
 (soft labels for graded scores); scales are >= 0.
 
+`fit_logistic` is the one logistic fit of the package: this calibration, the stack's weights
+(`locus.routing.stack.fit_stack`), a newcomer's thin reading (`locus.routing.thin`) and an LLM
+onboarded into MF or IRT (`locus.routing.learned`) are each it with their own features, prior
+and bounds.
+
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> logits = rng.normal(0, 3, 5000)                       # overconfident: true slope 1/3
@@ -43,6 +48,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from locus.errors import LocusInputError
+from locus.metrics import logit_log_loss
 
 __all__ = [
     "REFERENCE_QUERIES",
@@ -50,6 +56,7 @@ __all__ = [
     "evidence_quality",
     "evidence_quality_of",
     "fit_calibration",
+    "fit_logistic",
     "logit",
     "reference_rows",
     "sigmoid",
@@ -67,6 +74,64 @@ def logit(proba: NDArray[Any], clip: float = 1e-6) -> NDArray[np.float64]:
     """log(p / (1 - p)), p clipped to [clip, 1 - clip] so that 0 and 1 stay finite."""
     p = np.clip(np.asarray(proba, np.float64), clip, 1 - clip)
     return np.asarray(np.log(p) - np.log1p(-p))
+
+
+def fit_logistic(
+    features: NDArray[np.floating[Any]],
+    scores: NDArray[np.floating[Any]],
+    *,
+    offset: NDArray[np.floating[Any]] | None = None,
+    prior: NDArray[np.floating[Any]] | None = None,
+    strength: float | NDArray[np.floating[Any]] = 0.0,
+    start: NDArray[np.floating[Any]] | None = None,
+    bounds: Sequence[tuple[float | None, float | None]] | None = None,
+    average: bool = False,
+    max_iterations: int | None = None,
+) -> NDArray[np.float64]:
+    """argmin over w of the log-loss of sigmoid(`features` w + `offset`) against `scores`,
+    summed over the rows (their mean with `average`), plus strength / 2 x |w - prior|^2.
+
+    Args:
+        features: (n, p) one row per scored cell.
+        scores: (n,) in [0, 1].
+        offset: (n,) added to every logit (default 0).
+        prior: (p,) what the penalty pulls towards (default 0).
+        strength: the penalty's strength, one for all weights or (p,) one each (0: an
+            unpenalised weight, such as an intercept's column of ones).
+        start: (p,) where L-BFGS starts (default the prior).
+        bounds: (low, high) per weight, None for no bound (default none).
+        average: the mean of the rows' log-loss instead of its sum.
+        max_iterations: L-BFGS's bound on iterations (default scipy's).
+
+    Returns:
+        (p,) the weights.
+    """
+    from scipy.optimize import minimize
+
+    x = np.asarray(features, np.float64)
+    y = np.asarray(scores, np.float64)
+    base = np.zeros(len(y)) if offset is None else np.asarray(offset, np.float64)
+    centre = np.zeros(x.shape[1]) if prior is None else np.asarray(prior, np.float64)
+    pull = np.asarray(strength, np.float64)
+    rows = len(y) if average else 1
+
+    def loss(weights: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+        z = base + x @ weights
+        gap = weights - centre
+        value = np.sum(np.logaddexp(0.0, z) - y * z) / rows + 0.5 * np.sum(pull * gap**2)
+        gradient = x.T @ (sigmoid(z) - y) / rows + pull * gap
+        return float(value), gradient
+
+    options = {} if max_iterations is None else {"maxiter": max_iterations}
+    found = minimize(
+        loss,
+        centre.copy() if start is None else np.asarray(start, np.float64),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=None if bounds is None else list(bounds),
+        options=options,
+    )
+    return np.asarray(found.x, np.float64)
 
 
 @dataclass(frozen=True)
@@ -145,11 +210,6 @@ class Calibration:
             raise LocusInputError(f"calibration {value!r}: expected scale and shift") from error
 
 
-def _log_loss(logits: NDArray[np.float64], truth: NDArray[np.float64]) -> float:
-    # log(1 + e^-x) for y = 1, log(1 + e^x) for y = 0, soft labels in between
-    return float(np.mean(truth * np.logaddexp(0, -logits) + (1 - truth) * np.logaddexp(0, logits)))
-
-
 def evidence_or_quality(
     evidence_quality: NDArray[Any] | None, quality: NDArray[Any]
 ) -> NDArray[Any]:
@@ -208,8 +268,6 @@ def fit_calibration(
     Raises:
         LocusInputError: shapes that differ, or fewer than 10 scored cells.
     """
-    from scipy.optimize import minimize
-
     x = np.asarray(logits, dtype=np.float64)
     y = np.asarray(truth, dtype=np.float64)
     if x.shape != y.shape:
@@ -243,17 +301,11 @@ def fit_calibration(
     if e is not None:
         features.append(e[scored])
 
-    def loss(params: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
-        z = sum(w * f for w, f in zip(params[:-1], features, strict=True)) + params[-1]
-        residual = sigmoid(z) - y  # d loss / d z
-        grad = [np.mean(residual * f) for f in features] + [np.mean(residual)]
-        return _log_loss(z, y), np.array(grad)
-
+    design = np.column_stack([*features, np.ones(len(x))])  # the last weight: the shift
     start = np.array([*[1.0, 1.0, 0.0][: len(features)], 0.0])  # the identity map
     bounds = [(0.0, _MAX_SCALE)] * len(features) + [(None, None)]
-    found = minimize(loss, start, jac=True, method="L-BFGS-B", bounds=bounds).x
-    before = _log_loss(x, y)
-    after = loss(found)[0]
+    found = fit_logistic(design, y, start=start, bounds=bounds, average=True)
+    before, after = logit_log_loss(x, y), logit_log_loss(design @ found, y)
     if not after <= before:  # never worse than the identity on the cells it was fitted on
         found, after = start, before
     return Calibration(

@@ -78,7 +78,7 @@ def test_out_of_fold_votes_never_read_the_query_itself() -> None:
     vectors, tasks = _queries(60, rng)
     scores = _scores(tasks, tuple(SKILL), rng)
     evidence = Evidence(vectors, scores, tuple(SKILL), tuple(tasks))
-    votes, task_votes, named = out_of_fold_votes(evidence, [5, 500])
+    votes, task_votes = out_of_fold_votes(evidence, [5, 500])
     fold = fold_of(60)
     assert sorted(np.bincount(fold).tolist()) == [12] * 5
     for query in (0, 17, 59):  # by hand: a kNN router over the other folds' queries only
@@ -94,10 +94,6 @@ def test_out_of_fold_votes_never_read_the_query_itself() -> None:
         own = with_tasks.votes(vectors[query : query + 1], [5, 500], tasks=True).tasks[0]
         assert task_votes is not None
         np.testing.assert_allclose(task_votes[query], own, rtol=1e-6)
-        # had its task been named: the other folds' rates of that task (`TaskVote.given`)
-        rates = TaskVote.fit(scores[rest], list(np.array(tasks)[rest]))
-        assert named is not None and rates is not None
-        np.testing.assert_allclose(named[query], rates.rates[rates.names.index(tasks[query])])
     with pytest.raises(LocusInputError, match="5 folds need at least 5 queries"):
         fold_of(3)
 
@@ -320,16 +316,15 @@ def test_a_newcomer_joined_again_and_again_keeps_one_row_per_query() -> None:
 def test_a_small_pool_reads_its_level_and_a_named_task_from_its_per_task_rates() -> None:
     """On a pool of a few hundred queries the stack's level reads the task vote (a vote of a
     few neighbours read it far worse), LOCUS gets no share its validation queries do not show
-    it earns (here it knows each LLM's level and nothing else), and a query whose task the
-    request names has weights of its own: told the task, every LLM's P(correct) is within 0.04
-    of the per-task table's. With one set of weights, fitted to undo the blur of the tasks of
-    a query's neighbours, a named task's rates were read too sharply (0.99 for a specialist
-    planted at 0.92)."""
+    it earns (here it knows each LLM's level and nothing else), and told a query's task, every
+    LLM's P(correct) is within 0.04 of the per-task table's: the weights, pulled towards the
+    task vote alone, read a named task's rates as the table does (a weaker pull had read a
+    specialist planted at 0.92 at 0.99)."""
     train, val, locus = _small_pool(400, seed=2)
     router = StackedRouter.fit(locus, train, val)
     stack, knn = router.stack, router.knn
     assert stack is not None and knn is not None and knn.task_vote_ is not None
-    assert stack.level == "tasks" and stack.given_weights is not None
+    assert stack.level == "tasks"
     assert stack.mix_weight == 0.0 and stack.deviation_weights[0] == 0.0
     vectors, tasks = _queries(200, np.random.default_rng(7))
     told = router.predict_proba_given_tasks(vectors, tasks)
@@ -387,7 +382,7 @@ def test_a_small_pool_without_tasks_reads_the_vote_of_the_k_that_reads_it_best()
     stack = StackedRouter.fit(locus, train, val).stack
     assert stack is not None and not stack.tasks and stack.level == "knn"
     both = train.joined(val)
-    votes, _, _ = out_of_fold_votes(both, sorted({*KNNRouter().k_candidates, 50, 500}))
+    votes, _ = out_of_fold_votes(both, sorted({*KNNRouter().k_candidates, 50, 500}))
     truth = both.scores.astype(np.float64)
 
     def loss(k: int) -> float:

@@ -29,7 +29,9 @@ kinds of versioned file:
                                                              kNN vote smoothed as its parts'
                                                              are (a vote of 0 of 5 neighbours
                                                              read as 1e-6 made small pools
-                                                             overconfident)
+                                                             overconfident); since 2026-12-07
+                                                             `given_weights` is not written,
+                                                             and dropped where read
     router.json + arrays.safetensors    1        2026-12-01  `kind`, `llm_ids`, the kind's settings
     (a router folder: knn/, costs/,     2        2026-12-04  the kNN router's and the cost model's
     every saved baseline; "format": N)                       `ann_from`; the kNN router's `search`,
@@ -111,7 +113,6 @@ _ADDED_TO_STACK: Mapping[str, Any] = {
     "shift": 0.0,  # stacks fitted before the base-rate shift had none
     "tasks": False,  # stacks fitted before the task vote had no task part
     "level": "knn",  # stacks fitted before locus-stacked/5 read the level from the kNN vote
-    "given_weights": None,  # ... and one set of weights, a query's task named or not
     "smoothed": False,  # stacks fitted before locus-stacked/6 read the level's kNN vote raw
 }
 # the graph threshold (`locus.routing.ann.ANN_FROM`) every version before router folder 2 used
@@ -199,7 +200,11 @@ def upgrade_stacked(
 def upgrade_stack(stack: Mapping[str, Any]) -> dict[str, Any]:
     """A stack's fields (`locus.routing.stack.Stack.as_dict`) as the current version writes
     them, from a stack of any readable version (`Stack.from_dict` reads through this)."""
-    return {**_ADDED_TO_STACK, **stack}
+    found = {**_ADDED_TO_STACK, **stack}
+    # weights of their own for a query whose task is named (locus-stacked/5 to /6, small
+    # pools): dropped by the ablation of issue 53; such a query is read by the stack's weights
+    found.pop("given_weights", None)
+    return found
 
 
 def upgrade_router_folder(

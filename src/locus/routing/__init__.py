@@ -19,8 +19,6 @@ stacked_fit.py    the recipe behind StackedRouter.fit and fit_thin, returning pa
 router_artifact.py  the router artifact (networks, stack, guard, kNN part, costs): one save,
                   one load (RouterArtifact)
 stack.py          Stack: how LOCUS's logits and the kNN votes combine, fitted on validation
-logistic.py       fit_logistic: the one logistic fit (the stack, the thin reading, MF / IRT
-                  onboarding)
 cross_fit.py      out-of-fold votes: the stack and guard of a pool with a small validation
 posterior.py      an onboarded LLM's votes against LOCUS's prior; a prediction's uncertainty
 thin.py           ThinEvidence: an onboarded LLM's P(correct) read beside the fitted LLMs'

@@ -23,7 +23,7 @@ log-loss of 0.95 against the task vote's 0.62.
     >>> import numpy as np
     >>> vectors = np.repeat(np.eye(2, dtype=np.float32), 10, axis=0)
     >>> scores = np.repeat(np.array([[1, 0], [0, 1]], dtype=np.float32), 10, axis=0)
-    >>> votes, _, _ = out_of_fold_votes(Evidence(vectors, scores, ("a", "b")), [5])
+    >>> votes, _ = out_of_fold_votes(Evidence(vectors, scores, ("a", "b")), [5])
     >>> votes[5][0].tolist(), votes[5][-1].tolist()
     ([1.0, 0.0], [0.0, 1.0])
 """
@@ -82,12 +82,10 @@ def fold_of(n_queries: int, folds: int = FOLDS, seed: int = 0) -> NDArray[np.int
 
 def out_of_fold_votes(
     evidence: Evidence, ks: Sequence[int], *, folds: int = FOLDS, seed: int = 0
-) -> tuple[dict[int, NDArray[np.float32]], NDArray[np.float32] | None, NDArray[np.float32] | None]:
-    """({k: P(correct) (n_queries, n_llms) at k}, the task votes or None, the task votes had
-    each query's task been named or None) for every query of `evidence`, each from a kNN
-    router fitted on the queries of the other folds; the task votes where the queries carry at
-    least two tasks, read from a query's neighbours' tasks, then from its own task (the other
-    folds' rates of that task, `TaskVote.given`; NaN rows where those folds have none of it).
+) -> tuple[dict[int, NDArray[np.float32]], NDArray[np.float32] | None]:
+    """({k: P(correct) (n_queries, n_llms) at k}, the task votes or None) for every query of
+    `evidence`, each from a kNN router fitted on the queries of the other folds; the task
+    votes where the queries carry at least two tasks, read from a query's neighbours' tasks.
     Columns in `evidence.llm_ids`' order.
 
     Raises:
@@ -98,7 +96,6 @@ def out_of_fold_votes(
     votes = {k: np.empty(evidence.scores.shape, np.float32) for k in wanted}
     tasks = len({t for t in evidence.tasks if t is not None}) >= 2
     task_votes = np.empty(evidence.scores.shape, np.float32) if tasks else None
-    named = np.full(evidence.scores.shape, np.nan, np.float32) if tasks else None
     for f in range(folds):
         held = np.flatnonzero(fold == f)
         rest = evidence.take(np.flatnonzero(fold != f))
@@ -114,12 +111,7 @@ def out_of_fold_votes(
                 if found.tasks is not None
                 else np.tile(rest.column_means().astype(np.float32), (len(held), 1))
             )
-        vote = knn.task_vote_
-        if named is not None and task_votes is not None and vote is not None:
-            own = [evidence.tasks[i] for i in held]
-            known = vote.named(own)
-            named[held[known]] = vote.given(own, task_votes[held])[known]
-    return votes, task_votes, named
+    return votes, task_votes
 
 
 def fit_cross_fitted_stack(
@@ -130,7 +122,6 @@ def fit_cross_fitted_stack(
     *,
     mix_k: int,
     task_votes: NDArray[Any] | None = None,
-    named_votes: NDArray[Any] | None = None,
     use_locus: bool = True,
 ) -> Stack:
     """The stack over every query's out-of-fold `votes` (and `task_votes`): its level read
@@ -138,15 +129,10 @@ def fit_cross_fitted_stack(
     `mix_k` (`Stack.level`), the evidence's deviation weights fitted on all of `truth`'s
     scored cells with LOCUS left out (`fit_stack(use_locus=False)`), pulled towards the task
     vote; without task votes, the level and the pull read the kNN vote of the k in `votes`
-    with the lowest out-of-fold log-loss instead, a part of its own (`mix_k`, the k that
-    routes best, was 5 or 10 neighbours on pools of 200 queries: noise as a probability; the
-    regional vote of 500, every LLM's overall mean there); then, with `use_locus`,
-    LOCUS's share of the level and its deviation weight on the rows `held_out` (n_queries,)
-    from its training, as far as they show it helps (`_locus_share`); then, given
-    `named_votes` (the task votes had each query's task been named, NaN rows where not), the
-    evidence's weights for a query whose task is named, fitted on those votes (`given_weights`:
-    the text's neighbours blur a task vote, and weights fitted to undo the blur read a named
-    task's rates too sharply: a 0.90 specialist at 0.99); last the base-rate shift over all.
+    with the lowest out-of-fold log-loss instead, a part of its own (`_toward_best_vote`);
+    then, with `use_locus`, LOCUS's share of the level and its deviation weight on the rows
+    `held_out` (n_queries,) from its training, as far as they show it helps (`_locus_share`);
+    last the base-rate shift over all.
 
     Raises:
         LocusInputError: as `fit_stack`.
@@ -159,39 +145,39 @@ def fit_cross_fitted_stack(
         # the evidence weights are pulled towards the task vote (what the per-task table
         # reads; a newcomer's few probes read it far better than their votes of 50
         # neighbours), and the level reads it where it reads the cells better
-        if logit_log_loss(logit(task_votes), y) < logit_log_loss(
-            knn_logits(votes[mix_k], mix_k), y
-        ):
-            level = "tasks"
+        level = _level_of(votes[mix_k], mix_k, task_votes, y)
     else:
-        # without tasks, towards the kNN vote that reads the cells best, a part of its own,
-        # which the level reads too (`Stack.mix_k`)
-        read = {k: logit_log_loss(knn_logits(vote, k), y) for k, vote in votes.items()}
-        mix_k = min(read, key=lambda k: (read[k], k))
-        ks = tuple(sorted({*STACK_KS, mix_k}))
-        toward = 1 + ks.index(mix_k)
+        mix_k, ks, toward = _toward_best_vote(votes, y)
     stack = _fit_evidence(locus, votes, y, ks, mix_k, task_votes, level, toward)
     rows = np.asarray(held_out, bool)
     if use_locus and (~np.isnan(y[rows])).any():
         held_votes = {k: np.asarray(v)[rows] for k, v in votes.items()}
         held_tasks = None if task_votes is None else np.asarray(task_votes)[rows]
         stack = _locus_share(stack, locus[rows], held_votes, held_tasks, y[rows])
-    named = None if named_votes is None else ~np.isnan(np.asarray(named_votes)).any(axis=1)
-    if named is not None and named.any():
-        apart = _fit_evidence(
-            locus[named],
-            {k: np.asarray(v)[named] for k, v in votes.items()},
-            y[named],
-            ks,
-            mix_k,
-            np.asarray(named_votes)[named],
-            level,
-            toward,
-        )
-        given = (stack.deviation_weights[0], *apart.deviation_weights[1:])
-        stack = replace(stack, given_weights=given)
     both = stack.logits(locus, votes, task_votes)
     return replace(stack, shift=base_rate_shift(both, y))
+
+
+def _level_of(
+    vote: NDArray[Any], k: int, task_votes: NDArray[Any], truth: NDArray[np.float64]
+) -> str:
+    """The level's kind (`Stack.level`): "tasks" where the task votes read `truth`'s cells
+    with a lower log-loss than the kNN `vote` at `k`, else "knn"."""
+    tasks = logit_log_loss(logit(task_votes), truth)
+    return "tasks" if tasks < logit_log_loss(knn_logits(vote, k), truth) else "knn"
+
+
+def _toward_best_vote(
+    votes: Mapping[int, NDArray[Any]], truth: NDArray[np.float64]
+) -> tuple[int, tuple[int, ...], int]:
+    """(the level's k, the parts' ks, the part the pull is towards) without tasks: the kNN
+    vote that reads `truth`'s cells best, a part of its own, which the level reads too
+    (the k that routes best was 5 or 10 neighbours on pools of 200 queries: noise as a
+    probability; the regional vote of 500, every LLM's overall mean there)."""
+    read = {k: logit_log_loss(knn_logits(vote, k), truth) for k, vote in votes.items()}
+    best = min(read, key=lambda k: (read[k], k))
+    ks = tuple(sorted({*STACK_KS, best}))
+    return best, ks, 1 + ks.index(best)
 
 
 def _fit_evidence(
@@ -309,10 +295,9 @@ def cross_fitted_parts(
     ids = list(llm_ids)
     candidates = sorted(set(KNNRouter().k_candidates))
     order = [list(scored.llm_ids).index(llm) for llm in ids]
-    found, found_tasks, found_named = out_of_fold_votes(scored, sorted({*STACK_KS, *candidates}))
+    found, found_tasks = out_of_fold_votes(scored, sorted({*STACK_KS, *candidates}))
     votes = {k: vote[:, order] for k, vote in found.items()}
     task_votes = None if found_tasks is None else found_tasks[:, order]
-    named_votes = None if found_named is None else found_named[:, order]
     k = max(candidates, key=lambda k: (selection_hit(votes[k], truth), -k))
     logits = np.asarray(locus_logits, np.float64)
     held_out = np.arange(scored.n_queries) >= len(trained_on)  # the validation queries
@@ -323,7 +308,6 @@ def cross_fitted_parts(
         held_out,
         mix_k=k,
         task_votes=task_votes,
-        named_votes=named_votes,
         use_locus=use_locus,
     )
     proba = sigmoid(stack.logits(logits, votes, task_votes))

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from locus.calibration import fit_logistic
 from locus.routing.baselines import BaselineRouter, _check_vectors
 from locus.routing.evidence import Evidence
-from locus.routing.logistic import fit_logistic
 
 __all__ = ["IRTRouter", "MFRouter"]
 

@@ -26,10 +26,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from locus.artifact.formats import upgrade_stack
-from locus.calibration import logit, sigmoid
+from locus.calibration import fit_logistic, logit, sigmoid
 from locus.errors import LocusInputError
 from locus.metrics import log_loss
-from locus.routing.logistic import fit_logistic
 
 __all__ = [
     "LEVELS",
@@ -130,9 +129,6 @@ class Stack:
         tasks: whether the task vote is a part.
         level: what the level's mixture reads beside LOCUS: "knn" (the kNN vote at `mix_k`)
             or "tasks" (the task vote; a stack with `tasks` only).
-        given_weights: the deviation weights of a query whose task the request names (its
-            task vote that task's rates, not a blend of its neighbours' tasks), where they were
-            fitted apart (small pools, `locus.routing.cross_fit`); None: `deviation_weights`.
         smoothed: whether the level's kNN vote is smoothed as the parts' are
             (`smoothed_vote`); stacks saved before locus-stacked/6 read it raw (False).
     """
@@ -144,19 +140,15 @@ class Stack:
     shift: float = 0.0
     tasks: bool = False
     level: str = "knn"
-    given_weights: tuple[float, ...] | None = None
     smoothed: bool = True
 
     def __post_init__(self) -> None:
         parts = 1 + len(self.ks) + int(self.tasks)
-        found = [len(self.deviation_weights)]
-        if self.given_weights is not None:
-            found.append(len(self.given_weights))
-        if set(found) != {parts}:
+        if len(self.deviation_weights) != parts:
             raise LocusInputError(
                 f"a stack over LOCUS, {len(self.ks)} kNN parts"
                 f"{' and the task vote' if self.tasks else ''} needs {parts} deviation weights, "
-                f"found {' and '.join(map(str, found))}"
+                f"found {len(self.deviation_weights)}"
             )
         if not 0.0 <= self.mix_weight <= 1.0:
             raise LocusInputError(f"a mixture weight must lie in [0, 1], found {self.mix_weight}")
@@ -177,14 +169,12 @@ class Stack:
         votes: Mapping[int, NDArray[Any]],
         task_votes: NDArray[Any] | None = None,
         reference: NDArray[np.bool_] | None = None,
-        given: NDArray[np.bool_] | None = None,
     ) -> NDArray[np.float64]:
         """Combined logits (n_queries, n_llms) from LOCUS's calibrated logits, the kNN
         router's P(correct) at each k of `needed_ks` (`votes[k]`) and, for a stack with
         `tasks`, its task votes, all over the same LLMs. `reference` (n_llms,): the columns
         the level and the deviations' means are taken over (default all): the LLMs of the fit,
-        so that an LLM joined since moves no other LLM's P(correct). `given` (n_queries,):
-        the queries whose task votes are their named task's rates (`given_weights`).
+        so that an LLM joined since moves no other LLM's P(correct).
 
         Raises:
             LocusInputError: a stack with `tasks` given no task votes.
@@ -202,11 +192,7 @@ class Stack:
         columns = slice(None) if reference is None else reference
         level = mixture[:, columns].mean(axis=1, keepdims=True)
         deviations = _deviations(parts, reference)
-        out = level + deviations @ np.asarray(self.deviation_weights) + self.shift
-        if given is not None and self.given_weights is not None and np.any(given):
-            rows = np.asarray(given, bool)
-            out[rows] = level[rows] + deviations[rows] @ np.asarray(self.given_weights) + self.shift
-        return out
+        return level + deviations @ np.asarray(self.deviation_weights) + self.shift
 
     def _parts(
         self,
@@ -226,21 +212,11 @@ class Stack:
         return ["locus", *(f"knn{k}" for k in self.ks), *(["tasks"] if self.tasks else [])]
 
     def describe(self) -> str:
-        """One line: the mixture behind the level, then each part's deviation weight (and
-        those of a query whose task is named, where fitted apart)."""
-
-        def listed(weights: Sequence[float]) -> str:
-            pairs = zip(self.part_names(), weights, strict=True)
-            return ", ".join(f"{name} {weight:.2f}" for name, weight in pairs)
-
+        """One line: the mixture behind the level, then each part's deviation weight."""
+        pairs = zip(self.part_names(), self.deviation_weights, strict=True)
+        listed = ", ".join(f"{name} {weight:.2f}" for name, weight in pairs)
         beside = "the task vote" if self.level == "tasks" else f"kNN{self.mix_k}"
-        named = (
-            "" if self.given_weights is None else f"; a named task: {listed(self.given_weights)}"
-        )
-        return (
-            f"level from LOCUS {self.mix_weight:.1f} + {beside}; which LLM: "
-            f"{listed(self.deviation_weights)}{named}"
-        )
+        return f"level from LOCUS {self.mix_weight:.1f} + {beside}; which LLM: {listed}"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -251,7 +227,6 @@ class Stack:
             "shift": self.shift,
             "tasks": self.tasks,
             "level": self.level,
-            "given_weights": None if self.given_weights is None else list(self.given_weights),
             "smoothed": self.smoothed,
         }
 
@@ -268,11 +243,6 @@ class Stack:
             shift=float(value["shift"]),
             tasks=bool(value["tasks"]),
             level=str(value["level"]),
-            given_weights=(
-                None
-                if value["given_weights"] is None
-                else tuple(float(w) for w in value["given_weights"])
-            ),
             smoothed=bool(value["smoothed"]),
         )
 

@@ -196,8 +196,7 @@ class StackedRouter(LogitRouter):
             if steady.any():
                 read = np.array(read, np.float64)
                 read[:, ~steady] = read[:, steady].mean(axis=1, keepdims=True)
-        named = self.knn.task_vote_.named(tasks) if tasks and self.knn.task_vote_ else None
-        out = self.stack.logits(read, votes, task_votes, reference, named)
+        out = self.stack.logits(read, votes, task_votes, reference)
         readings: dict[int, tuple[str, NDArray[Any]]] = {}
         if self.thin is not None and reference is not None and reference.any():
             pool, ks = out[:, reference], self.stack.ks

@@ -145,10 +145,6 @@ class TaskVote:
             shares = self.reader.blend(queries, shares)
         return (shares @ self.rates).astype(np.float32)
 
-    def named(self, tasks: Sequence[str | None]) -> NDArray[np.bool_]:
-        """(n,) whether each of `tasks` is one of the fit's (what `given` replaces a row for)."""
-        return np.array([task is not None and task in self.names for task in tasks], bool)
-
     def given(self, tasks: Sequence[str | None], proba: NDArray[np.float32]) -> NDArray[np.float32]:
         """`proba` (n_queries, n_llms), the task votes read from the queries' neighbours, with
         the rows of queries whose task is known (`tasks`, one per query; None or a task the

@@ -50,10 +50,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from locus.calibration import logit, sigmoid
+from locus.calibration import fit_logistic, logit, sigmoid
 from locus.errors import LocusInputError
 from locus.routing.evidence import unit_rows
-from locus.routing.logistic import fit_logistic
 from locus.routing.posterior import posterior_votes
 
 if TYPE_CHECKING:
