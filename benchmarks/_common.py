@@ -59,16 +59,12 @@ def report(name: str, figures: dict[str, Any]) -> None:
 
 
 @contextmanager
-def csv_pool_router(folder: Path, rows: Mapping[str, Mapping[str, Any]]) -> Iterator[Any]:
+def csv_pool_store(folder: Path, rows: Mapping[str, Mapping[str, Any]]) -> Iterator[Any]:
     """A user's own pool as they would bring it: one CSV per LLM of `rows` (its columns, e.g.
-    model, prompt, category, correct) written in `folder`, imported into a workspace there,
-    encoded with the default text encoder and fitted with `locus fit`'s defaults; yields its
-    `WorkspaceRouter` while the workspace is open."""
+    model, prompt, category, correct) written in `folder`, imported into a workspace there and
+    encoded with the default text encoder; yields the open `Store`, not fitted."""
     import pandas as pd
 
-    from locus.nn import TrainingConfig
-    from locus.pipeline import fit_workspace
-    from locus.pipeline.workspace_router import WorkspaceRouter
     from locus.store import Store
     from locus.store.ingest import import_path
     from locus.text import get_text_encoder
@@ -80,5 +76,17 @@ def csv_pool_router(folder: Path, rows: Mapping[str, Mapping[str, Any]]) -> Iter
         for llm in rows:
             import_path(store, "table", folder / f"{llm}.csv")
         encode_missing(store, get_text_encoder())
+        yield store
+
+
+@contextmanager
+def csv_pool_router(folder: Path, rows: Mapping[str, Mapping[str, Any]]) -> Iterator[Any]:
+    """`csv_pool_store`'s workspace fitted with `locus fit`'s defaults; yields its
+    `WorkspaceRouter` while the workspace is open."""
+    from locus.nn import TrainingConfig
+    from locus.pipeline import fit_workspace
+    from locus.pipeline.workspace_router import WorkspaceRouter
+
+    with csv_pool_store(folder, rows) as store:
         fit_workspace(store, TrainingConfig())
         yield WorkspaceRouter(store)

@@ -41,7 +41,9 @@ from locus.metrics import (
 from locus.nn import TrainingConfig
 from locus.pipeline import workspace_table
 from locus.routing import Evidence, LocusRouter
+from locus.routing.costs import CostModel
 from locus.routing.decision import RouteRequest, choose
+from locus.routing.frontier import frontier_metrics, frontier_of
 from locus.routing.guard import fit_default_guard
 from locus.routing.neighbours import KNNRouter
 from locus.routing.stack import STACK_KS, Stack, base_rate_shift, fit_stack
@@ -121,8 +123,52 @@ def read_inputs(
     return out
 
 
+@dataclass(frozen=True)
+class Prices:
+    """What the RouterBench cost suite's AIQ reads on the test queries every LLM was scored and
+    priced on (`complete`): the cost model's predicted costs (fitted on the training queries),
+    the real ones, and the single LLMs' (mean cost, accuracy) points that bound the frontier."""
+
+    complete: np.ndarray
+    predicted: np.ndarray
+    real: np.ndarray
+    strong: tuple[float, float]
+    weak: tuple[float, float]
+    high: float
+
+    @classmethod
+    def of(cls, data: Any, rows: dict[str, np.ndarray]) -> Prices | None:
+        costs = data.table.costs
+        if costs is None or np.isnan(costs).all():
+            return None
+        train, test = rows["train"], rows["test"]
+        model = CostModel().fit(data.vectors[train], costs[train], data.table.llm_ids)
+        truth, real = data.table.scores[test], costs[test]
+        complete = ~np.isnan(truth).any(axis=1) & ~np.isnan(real).any(axis=1)
+        points = np.column_stack([real[complete].mean(axis=0), truth[complete].mean(axis=0)])
+        strong, weak = int(np.argmax(points[:, 1])), int(np.argmin(points[:, 0]))
+        return cls(
+            complete,
+            np.asarray(model.predict(data.vectors[test]), np.float64)[complete],
+            real[complete].astype(np.float64),
+            (float(points[strong, 0]), float(points[strong, 1])),
+            (float(points[weak, 0]), float(points[weak, 1])),
+            float(points[:, 0].max()),
+        )
+
+    def aiq(self, proba: np.ndarray, truth: np.ndarray) -> dict[str, float]:
+        """AIQ and the cost share at 95% of the strong LLM's accuracy of `proba`'s frontier."""
+        curve = frontier_of(proba[self.complete], self.predicted, truth[self.complete], self.real)
+        found = frontier_metrics(curve, self.strong, self.weak, self.high)
+        return {"aiq": found["aiq"], "cost_share_at_95": found["cost_share_at_95"]}
+
+
 def score_variant(
-    variant: Variant, inputs: dict[str, Inputs], mix_k: int, ids: list[str]
+    variant: Variant,
+    inputs: dict[str, Inputs],
+    mix_k: int,
+    ids: list[str],
+    prices: Prices | None = None,
 ) -> dict[str, float]:
     def task_votes(split: str) -> np.ndarray | None:
         if variant.tasks == "none":
@@ -172,6 +218,7 @@ def score_variant(
         "hit@1": guarded,
         "unguarded_hit@1": routed,
         **{m: correctness[m] for m in ("auroc", "log_loss", "ece")},
+        **({} if prices is None else prices.aiq(test_proba, truth)),
     }
 
 
@@ -193,9 +240,11 @@ def run_seed(
     inputs = read_inputs(router, knn, evidence)
     read = time.perf_counter() - started
     ids = list(router.llm_ids)
+    assert ids == list(table.llm_ids)  # the prices' columns
+    prices = Prices.of(data, rows)
     results = {}
     for variant in VARIANTS:
-        results[variant.name] = score_variant(variant, inputs, knn.k_, ids)
+        results[variant.name] = score_variant(variant, inputs, knn.k_, ids, prices)
         figures = results[variant.name]
         print(
             f"seed {seed} {variant.name:>13}: hit@1 {figures['hit@1']:.4f} "
@@ -231,7 +280,7 @@ def main() -> None:
         store = Store.open(args.workspace / f"{args.dataset}-log{args.log}", create=False)
         args.tag = f"-log{args.log}{args.tag}"
     per_seed = [run_seed(store, seed, TrainingConfig()) for seed in args.seeds]
-    metrics = ("hit@1", "unguarded_hit@1", "auroc", "log_loss", "ece")
+    metrics = tuple(per_seed[0][0]["full"])  # with "aiq" on a pool with prices
     table: dict[str, Any] = {}
     for variant in VARIANTS:
         row: dict[str, Any] = {"what": variant.what}

@@ -133,13 +133,14 @@ def out_of_fold(result: Evaluation) -> dict[str, float]:
 def nearest_vote(
     pool_vectors: np.ndarray, pool_scores: np.ndarray, vectors: np.ndarray, k: int = NEAREST
 ) -> np.ndarray:
-    """Each LLM's mean score on the `k` nearest pool questions (cosine), with one
-    pseudo-question at its overall mean: the plain vote a P(correct) is held to."""
+    """Each LLM's mean score on the `k` nearest pool questions (cosine) it was scored on, with
+    one pseudo-question at its overall mean: the plain vote a P(correct) is held to."""
     unit = pool_vectors / np.linalg.norm(pool_vectors, axis=1, keepdims=True)
     asked = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     nearest = np.argsort(-(asked @ unit.T), axis=1)[:, :k]
     means = np.nanmean(pool_scores, axis=0)
-    return (np.nansum(pool_scores[nearest], axis=1) + means) / (k + 1)
+    found = pool_scores[nearest]
+    return (np.nansum(found, axis=1) + means) / ((~np.isnan(found)).sum(axis=1) + 1)
 
 
 def folds_nearest_vote(store: Any, seed: int, folds: int = 5) -> float:
