@@ -701,7 +701,8 @@ def test_ready_counts_the_upstreams_reachable_now_and_names_the_others() -> None
     failed, their circuits not yet open at 3 failures), /ready counts 2 reachable (it said 4)
     and says which are not and why; a cool-down later they count again, their trial due."""
     clock = Clock()
-    settings = dataclasses.replace(SETTINGS, breaker_failures=3)
+    # patient: a loaded machine must not turn a reset into a timeout
+    settings = dataclasses.replace(PATIENT, breaker_failures=3)
     scripts = {"a": ["reset"], "b": ["reset"], "c": ["ok"], "d": ["ok"]}
     with fake_upstreams(scripts) as fake:
         app, gateway = build(fake, clock, settings=settings)
