@@ -30,9 +30,8 @@ def beside_default(
     or two shared probes. On 32 probes the gain's standard error is 0.04-0.09, and within it
     a newcomer may be far better or worse: ZeroEval's o1-mini (0.975) was level with the
     default on its probes and is 4 points above the router without it; split2_model7's
-    weaker LLMs on lucky probes were ahead of theirs (docs/decisions.md, "A newcomer's
-    level, read against how easy its probes were", a prior from the pool, tried and not
-    kept)."""
+    weaker LLMs on lucky probes were ahead of theirs (docs/decisions.md, "Newcomers": a
+    prior from the pool, tried and not kept)."""
     guard = router.router.guard
     if guard is None:
         return None
