@@ -36,6 +36,8 @@ from locus.locus import Locus
 from locus.metrics import (
     chosen_accuracy,
     correctness_metrics,
+    log_loss,
+    logit_log_loss,
     routing_accuracy,
 )
 from locus.nn import TrainingConfig
@@ -46,7 +48,16 @@ from locus.routing.decision import RouteRequest, choose
 from locus.routing.frontier import frontier_metrics, frontier_of
 from locus.routing.guard import fit_default_guard
 from locus.routing.neighbours import KNNRouter
-from locus.routing.stack import STACK_KS, Stack, base_rate_shift, fit_stack
+from locus.routing.stack import (
+    STACK_KS,
+    Stack,
+    base_rate_shift,
+    choose_level,
+    choose_weight,
+    fit_stack,
+    mix,
+    smoothed_vote,
+)
 from locus.routing.stacked_fit import knn_task_votes, knn_votes
 from locus.store import Store
 
@@ -90,6 +101,27 @@ VARIANTS = (
     Variant("-task vote", "no task vote part", tasks="none"),
     Variant("-task reader", "the task vote reads its neighbours' tasks only", tasks="neighbours"),
     Variant("level=tasks", "the level's mixture reads the task vote, not kNN", level="tasks"),
+    Variant(
+        "level by votes",
+        "the level reads the task vote where it reads the validation cells better than the kNN "
+        "vote (the small pools' rule, on validation)",
+        level="votes",
+    ),
+    Variant(
+        "level by mixtures",
+        "the level of the lower validation log-loss of LOCUS mixed with its vote",
+        level="mixtures",
+    ),
+    Variant(
+        "level by levels",
+        "the level of the lower validation log-loss of the level alone (no deviations)",
+        level="levels",
+    ),
+    Variant(
+        "level by stacks",
+        "both stacks fitted; the level of the lower validation log-loss",
+        level="stacks",
+    ),
     Variant("-smoothing", "the level's kNN vote read raw", smoothed=False),
     Variant("-shift", "no base-rate shift", shift=False),
     Variant("-guard", "routed unguarded", guard=False),
@@ -176,10 +208,41 @@ def score_variant(
         return inputs[split].tasks if variant.tasks == "read" else inputs[split].tasks_unread
 
     level = variant.level if task_votes("val") is not None else "knn"
+    val = inputs["val"]
+    if level == "votes":
+        level = choose_level(val.votes[mix_k], mix_k, task_votes("val"), val.truth)
+    elif level in ("mixtures", "levels"):
+        read = {}
+        for kind in ("knn", "tasks"):
+            beside = (
+                task_votes("val") if kind == "tasks" else smoothed_vote(val.votes[mix_k], mix_k)
+            )
+            weight = choose_weight(sigmoid(val.logits), beside, val.truth)
+            if level == "mixtures":
+                read[kind] = log_loss(mix(sigmoid(val.logits), beside, weight), val.truth)
+            else:
+                flat = Stack(
+                    variant.ks, (0.0,) * (1 + len(variant.ks) + 1), weight, mix_k,
+                    tasks=True, level=kind,
+                )  # fmt: skip
+                read[kind] = logit_log_loss(
+                    flat.logits(val.logits, val.votes, task_votes("val")), val.truth
+                )
+        level = min(read, key=lambda kind: (read[kind], kind))
+    elif level == "stacks":
+        read = {}
+        for kind in ("knn", "tasks"):
+            candidate = fit_stack(
+                val.logits, val.votes, val.truth, ks=variant.ks, mix_k=mix_k,
+                task_votes=task_votes("val"), level=kind,
+            )  # fmt: skip
+            read[kind] = logit_log_loss(
+                candidate.logits(val.logits, val.votes, task_votes("val")), val.truth
+            )
+        level = min(read, key=lambda kind: (read[kind], kind))
     if variant.locus_alone:
         logits_of: Callable[[str], np.ndarray] = lambda split: inputs[split].logits  # noqa: E731
     else:
-        val = inputs["val"]
         stack = fit_stack(
             val.logits, val.votes, val.truth, ks=variant.ks, mix_k=mix_k,
             task_votes=task_votes("val"), use_locus=variant.use_locus, level=level,
@@ -219,6 +282,7 @@ def score_variant(
         "unguarded_hit@1": routed,
         **{m: correctness[m] for m in ("auroc", "log_loss", "ece")},
         **({} if prices is None else prices.aiq(test_proba, truth)),
+        "level_tasks": float(level == "tasks" and not variant.locus_alone),
     }
 
 

@@ -86,7 +86,7 @@ def _variant(name: str) -> tuple[dict[str, Any], contextlib.AbstractContextManag
     if name == "weakest pull":
         return {}, mock.patch.object(cross_fit, "PENALTIES", (cross_fit.PENALTIES[0],))
     if name == "level=knn":
-        return {}, mock.patch.object(cross_fit, "_level_of", lambda *_: "knn")
+        return {}, mock.patch.object(cross_fit, "choose_level", lambda *_: "knn")
     if name == "-best vote":  # the level at the routing k, pulled towards the regional vote
         return {}, mock.patch.object(
             cross_fit, "_toward_best_vote", lambda votes, truth: (_routing_k[0], STACK_KS, None)

@@ -172,6 +172,26 @@ def test_a_level_read_from_the_task_vote() -> None:
     assert "given_weights" not in stack.as_dict() and Stack.from_dict(saved) == stack
 
 
+def test_the_level_reads_whichever_vote_reads_the_cells_better() -> None:
+    """`choose_level`: the task vote where it has the lower log-loss on the scored cells than
+    the kNN vote (smoothed at its k), else the kNN vote; cells without a score are not read."""
+    from locus.routing.stack import choose_level
+
+    rng = np.random.default_rng(3)
+    skill = rng.uniform(0.1, 0.9, (400, 3))
+    truth = (rng.random(skill.shape) < skill).astype(float)
+    truth[::7, 1] = np.nan
+    near, far = (
+        np.clip(skill + rng.normal(0, 0.02, skill.shape), 0.01, 0.99),
+        np.full_like(skill, 0.5),
+    )
+    assert choose_level(far, 50, near, truth) == "tasks"
+    assert choose_level(near, 50, far, truth) == "knn"
+    wrong_where_unscored = near.copy()
+    wrong_where_unscored[::7, 1] = 1 - truth[::7, 0]  # nonsense, on cells with no score
+    assert choose_level(far, 50, wrong_where_unscored, truth) == "tasks"
+
+
 def test_a_level_read_from_a_few_neighbours_is_smoothed_as_the_parts_are() -> None:
     """A kNN level at k = 5, LOCUS without a share: an LLM none of whose 5 neighbours was
     right is 1/7 likely, not 1e-6 (before, the level's mean over four LLMs fell 3.4 logits and

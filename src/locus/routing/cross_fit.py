@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from locus.calibration import logit, sigmoid
+from locus.calibration import sigmoid
 from locus.errors import LocusInputError
 from locus.metrics import logit_log_loss, query_log_losses
 from locus.offpolicy import selection_hit
@@ -45,7 +45,14 @@ from locus.routing.ann import ANN_FROM
 from locus.routing.evidence import Evidence
 from locus.routing.guard import Guard, fit_default_guard
 from locus.routing.neighbours import KNNRouter
-from locus.routing.stack import STACK_KS, Stack, base_rate_shift, fit_stack, knn_logits
+from locus.routing.stack import (
+    STACK_KS,
+    Stack,
+    base_rate_shift,
+    choose_level,
+    fit_stack,
+    knn_logits,
+)
 
 __all__ = [
     "CROSS_FIT_CELLS",
@@ -145,7 +152,7 @@ def fit_cross_fitted_stack(
         # the evidence weights are pulled towards the task vote (what the per-task table
         # reads; a newcomer's few probes read it far better than their votes of 50
         # neighbours), and the level reads it where it reads the cells better
-        level = _level_of(votes[mix_k], mix_k, task_votes, y)
+        level = choose_level(votes[mix_k], mix_k, task_votes, y)
     else:
         mix_k, ks, toward = _toward_best_vote(votes, y)
     stack = _fit_evidence(locus, votes, y, ks, mix_k, task_votes, level, toward)
@@ -156,15 +163,6 @@ def fit_cross_fitted_stack(
         stack = _locus_share(stack, locus[rows], held_votes, held_tasks, y[rows])
     both = stack.logits(locus, votes, task_votes)
     return replace(stack, shift=base_rate_shift(both, y))
-
-
-def _level_of(
-    vote: NDArray[Any], k: int, task_votes: NDArray[Any], truth: NDArray[np.float64]
-) -> str:
-    """The level's kind (`Stack.level`): "tasks" where the task votes read `truth`'s cells
-    with a lower log-loss than the kNN `vote` at `k`, else "knn"."""
-    tasks = logit_log_loss(logit(task_votes), truth)
-    return "tasks" if tasks < logit_log_loss(knn_logits(vote, k), truth) else "knn"
 
 
 def _toward_best_vote(

@@ -28,13 +28,14 @@ from numpy.typing import NDArray
 from locus.artifact.formats import upgrade_stack
 from locus.calibration import fit_logistic, logit, sigmoid
 from locus.errors import LocusInputError
-from locus.metrics import log_loss
+from locus.metrics import log_loss, logit_log_loss
 
 __all__ = [
     "LEVELS",
     "STACK_KS",
     "Stack",
     "base_rate_shift",
+    "choose_level",
     "choose_weight",
     "fit_stack",
     "knn_logits",
@@ -85,6 +86,16 @@ def knn_logits(proba: NDArray[Any], k: int) -> NDArray[np.float64]:
     unanimous vote stays finite: logit((k p + 1) / (k + 2))."""
     smoothed = smoothed_vote(proba, k)
     return np.log(smoothed) - np.log1p(-smoothed)
+
+
+def choose_level(vote: NDArray[Any], k: int, task_votes: NDArray[Any], truth: NDArray[Any]) -> str:
+    """The level's kind (`Stack.level`) a small pool's stack reads (`locus.routing.cross_fit`):
+    "tasks" where the task votes read `truth`'s cells with a lower log-loss than the kNN `vote`
+    at `k` (smoothed), else "knn"; the votes out of fold. A large pool's level stays "knn": on
+    its validation votes this rule chose the task vote on BFCL (test AUROC +0.0070) and on
+    ZeroEval too (-0.0025; docs/decisions.md, "The ablation table")."""
+    tasks = logit_log_loss(logit(task_votes), truth)
+    return "tasks" if tasks < logit_log_loss(knn_logits(vote, k), truth) else "knn"
 
 
 def _deviations(
