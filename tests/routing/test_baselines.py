@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -181,6 +182,48 @@ def test_learned_routers_keep_the_best_validation_epoch(data: WorkspaceTable) ->
     losses = [entry["val_log_loss"] for entry in router.history_]
     assert router.best_epoch_ == int(np.argmin(losses)) + 1
     assert router.fit_seconds_ > 0
+
+
+def test_batches_of_whole_queries_hold_every_cell_once_with_its_query() -> None:
+    """`batches="queries"`: an epoch's batches cover every training cell once, each batch whole
+    queries (a cell's query is the batch's query at its position), about `cells` cells each."""
+    import torch
+
+    from locus.nn.factor_models import _cells, _QueryBatches
+
+    rng = np.random.default_rng(0)
+    scores = np.where(rng.random((300, 9)) < 0.6, rng.random((300, 9)), np.nan).astype(np.float32)
+    scores[17] = np.nan  # a query no LLM was scored on
+    rows, _, _ = _cells(scores)
+    batches = _QueryBatches(rows, len(scores), cells=64)
+    seen: list[int] = []
+    sizes: list[int] = []
+    for unique, local, cells in batches.epoch(torch.Generator().manual_seed(0)):
+        np.testing.assert_array_equal(rows[cells].numpy(), unique[local].numpy())
+        assert len(set(unique.tolist())) == len(unique) and 17 not in unique.tolist()
+        seen.extend(cells.tolist())
+        sizes.append(len(cells))
+    assert sorted(seen) == list(range(len(rows)))
+    assert 48 < np.mean(sizes[:-1]) < 80  # about 64 cells a batch
+    assert batches.steps == -(-299 // batches.per_batch)
+
+
+def test_a_learned_router_trained_on_whole_queries_learns_and_checks_its_setting(
+    data: WorkspaceTable,
+) -> None:
+    """MF and IRT trained in batches of whole queries read held-out cells better than each
+    LLM's training rate; an unknown batching is a clear error."""
+    from locus.metrics import log_loss
+
+    train, val, test = (_split(data, s) for s in ("train", "val", "test"))
+    rates = np.nanmean(train.scores, axis=0)
+    floor = log_loss(np.broadcast_to(rates, test.scores.shape), test.scores)
+    for kind in ("mf", "irt"):
+        config = replace(SMALL, batches="queries")
+        router = make_baseline(kind, config=config).fit(train, val)
+        assert log_loss(router.predict_proba(test.vectors), test.scores) < floor, kind
+    with pytest.raises(LocusInputError, match="batches 'rows'"):
+        make_baseline("mf", config=replace(SMALL, batches="rows")).fit(train, val)
 
 
 def test_oracle_knows_only_its_queries(data: WorkspaceTable) -> None:

@@ -6,14 +6,18 @@ fits the parameters and hands them back as numpy arrays.
     IRT  logit(q, m) = a(q) . theta_m - b(q)            a, b: a small network over q
 
 Both are trained with binary cross-entropy (soft targets for graded scores) on every observed
-training cell, Adam, batches of 2,048 cells; validation log-loss is checked once per epoch and
-the best epoch is kept (patience in epochs).
+training cell, Adam, batches of about 2,048 cells; validation log-loss is checked once per epoch
+and the best epoch is kept (patience in epochs). A batch is 2,048 cells drawn at random
+(`batches="cells"`, EmbedLLM's way and the baselines'), or whole queries with all their cells
+(`batches="queries"`): each query's projection (MF) or hidden layer (IRT) is then computed once
+for all the LLMs scored on it, with one draw of noise or dropout, not once per cell.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -50,6 +54,7 @@ class LearnedBaselineConfig:
     min_steps: int = 1500
     patience: int = 5
     seed: int = 0
+    batches: str = "cells"  # or "queries": each batch whole queries, every cell of each
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -73,10 +78,17 @@ class _MF(nn.Module):
         self.head = nn.Linear(config.dim, 1)
         self.noise = config.noise
 
-    def forward(self, queries: torch.Tensor, llms: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, queries: torch.Tensor, llms: torch.Tensor, rows: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Each cell's logit: of query `queries[i]` (or, given `rows`, `queries[rows[i]]`:
+        each query once) and LLM `llms[i]`."""
         if self.training and self.noise > 0:
             queries = queries + torch.randn_like(queries) * self.noise
-        return self.head(self.llm_vectors(llms) * self.project(queries)).squeeze(-1)
+        projected = self.project(queries)
+        if rows is not None:
+            projected = projected[rows]
+        return self.head(self.llm_vectors(llms) * projected).squeeze(-1)
 
     def arrays(self) -> dict[str, torch.Tensor]:
         return {
@@ -99,10 +111,15 @@ class _IRT(nn.Module):
         self.ability = nn.Embedding(n_llms, irt_dim)
         nn.init.normal_(self.ability.weight, std=0.1)
 
-    def forward(self, queries: torch.Tensor, llms: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, queries: torch.Tensor, llms: torch.Tensor, rows: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """As `_MF.forward`."""
         hidden = self.dropout(torch.relu(self.hidden(queries)))
         a = self.discrimination(hidden)  # (B, D)
         b = self.difficulty(hidden).squeeze(-1)  # (B,)
+        if rows is not None:
+            a, b = a[rows], b[rows]
         return (a * self.ability(llms)).sum(-1) - b
 
     def arrays(self) -> dict[str, torch.Tensor]:
@@ -128,6 +145,35 @@ def _cells(
     )
 
 
+class _QueryBatches:
+    """Batches of whole queries for `batches="queries"`: the training cells (`rows`, sorted by
+    query as `np.nonzero` gives them) of about `cells` per batch, each query with all of its
+    cells; per batch the queries (their indices), each cell's position among them, and the
+    cells' indices."""
+
+    def __init__(self, rows: torch.Tensor, n_queries: int, cells: int) -> None:
+        counts = np.bincount(rows.numpy(), minlength=n_queries)
+        self.starts = np.concatenate([[0], np.cumsum(counts)])
+        self.counts = counts
+        self.queries = np.flatnonzero(counts)
+        mean = float(counts[self.queries].mean())
+        self.per_batch = max(1, round(cells / mean))
+        self.steps = max(1, math.ceil(len(self.queries) / self.per_batch))
+
+    def epoch(
+        self, generator: torch.Generator
+    ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+        order = self.queries[torch.randperm(len(self.queries), generator=generator).numpy()]
+        for start in range(0, len(order), self.per_batch):
+            chosen = order[start : start + self.per_batch]
+            counts = self.counts[chosen]
+            local = np.repeat(np.arange(len(chosen)), counts)
+            within = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+            cells = np.repeat(self.starts[chosen], counts) + within
+            yield (torch.from_numpy(chosen), torch.from_numpy(local),
+                   torch.from_numpy(cells))  # fmt: skip
+
+
 def _train(
     model: _MF | _IRT,
     vectors: NDArray[np.float32],
@@ -145,31 +191,50 @@ def _train(
     if val_vectors is not None and val_scores is not None and (~np.isnan(val_scores)).any():
         validation = (torch.from_numpy(np.ascontiguousarray(val_vectors, np.float32)),
                       *_cells(val_scores))  # fmt: skip
+    if config.batches not in ("cells", "queries"):
+        raise LocusInputError(f"batches {config.batches!r}: expected 'cells' or 'queries'")
     generator = torch.Generator().manual_seed(config.seed)
     optimiser = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    batches = (
+        _QueryBatches(rows, len(vectors), config.batch_size)
+        if config.batches == "queries"
+        else None
+    )
     batch = min(config.batch_size, len(rows))
-    steps_per_epoch = max(1, math.ceil(len(rows) / batch))
+    steps_per_epoch = batches.steps if batches else max(1, math.ceil(len(rows) / batch))
     epochs = max(config.max_epochs, math.ceil(config.min_steps / steps_per_epoch))
     best: tuple[float, int, dict[str, torch.Tensor]] | None = None
     history: list[dict[str, float]] = []
     for epoch in range(1, epochs + 1):
         model.train()
-        order = torch.randperm(len(rows), generator=generator)
         total = 0.0
-        for start in range(0, len(rows), batch):
-            cells = order[start : start + batch]
-            logits = model(queries[rows[cells]], columns[cells])
-            loss = nn.functional.binary_cross_entropy_with_logits(logits, targets[cells])
-            optimiser.zero_grad(set_to_none=True)
-            loss.backward()
-            optimiser.step()
-            total += loss.detach().item() * len(cells)
+        if batches is not None:
+            for unique, local, cells in batches.epoch(generator):
+                logits = model(queries[unique], columns[cells], local)
+                loss = nn.functional.binary_cross_entropy_with_logits(logits, targets[cells])
+                optimiser.zero_grad(set_to_none=True)
+                loss.backward()
+                optimiser.step()
+                total += loss.detach().item() * len(cells)
+        else:
+            order = torch.randperm(len(rows), generator=generator)
+            for start in range(0, len(rows), batch):
+                cells = order[start : start + batch]
+                logits = model(queries[rows[cells]], columns[cells])
+                loss = nn.functional.binary_cross_entropy_with_logits(logits, targets[cells])
+                optimiser.zero_grad(set_to_none=True)
+                loss.backward()
+                optimiser.step()
+                total += loss.detach().item() * len(cells)
         entry = {"epoch": float(epoch), "train_log_loss": total / len(rows)}
         if validation is not None:
             model.eval()
             val_queries, val_rows, val_columns, val_targets = validation
             with torch.no_grad():
-                logits = model(val_queries[val_rows], val_columns)
+                if batches is not None:  # each validation query's vector read once
+                    logits = model(val_queries, val_columns, val_rows)
+                else:
+                    logits = model(val_queries[val_rows], val_columns)
                 val_loss = float(
                     nn.functional.binary_cross_entropy_with_logits(logits, val_targets)
                 )

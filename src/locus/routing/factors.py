@@ -29,7 +29,7 @@ from locus.routing.evidence import Evidence
 from locus.routing.learned import IRTRouter, MFRouter
 from locus.routing.thin import FACTOR_READINGS
 
-__all__ = ["HALVES", "MIN_STEPS", "PATIENCE", "READINGS", "Factors", "SplitFactors"]
+__all__ = ["BATCHES", "HALVES", "MIN_STEPS", "PATIENCE", "READINGS", "Factors", "SplitFactors"]
 
 HALVES = 2
 # the thin reading each model gives (`locus.routing.thin.FACTOR_READINGS`), and its kind
@@ -42,6 +42,9 @@ MIN_STEPS = 600
 # the newcomers suite, BFCL's and split2_model7's newcomers read within 0.001 in AUROC and
 # log-loss at every k, at a third less of the models' fit time (docs/decisions.md)
 PATIENCE = 2
+# each training batch whole queries with all their cells: a query's projection (MF) or hidden
+# layer (IRT) computed once for its LLMs, not once per cell (`LearnedBaselineConfig.batches`)
+BATCHES = "queries"
 
 Rows = Mapping[str, NDArray[Any]]  # per reading, an LLM's vectors (2, p) or LLMs' (m, 2, p)
 
@@ -85,7 +88,9 @@ class SplitFactors:
             raise LocusInputError(f"factor model {kind!r}: expected one of {sorted(_KINDS)}")
         if len(train.llm_ids) < HALVES:
             raise LocusInputError("a split factor model needs two LLMs at least")
-        config = config or LearnedBaselineConfig(min_steps=MIN_STEPS, patience=PATIENCE, seed=seed)
+        config = config or LearnedBaselineConfig(
+            min_steps=MIN_STEPS, patience=PATIENCE, seed=seed, batches=BATCHES
+        )
         order = np.random.default_rng(seed).permutation(len(train.llm_ids))
         halves = []
         for part in range(HALVES):
