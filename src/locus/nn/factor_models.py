@@ -145,8 +145,26 @@ def _cells(
     )
 
 
+class _CellBatches:
+    """Batches of `cells` training cells drawn at random (`batches="cells"`): per batch each
+    cell's query, None (no query is shared), and the cells' indices."""
+
+    def __init__(self, rows: torch.Tensor, cells: int) -> None:
+        self.rows = rows
+        self.per_batch = min(cells, len(rows))
+        self.steps = max(1, math.ceil(len(rows) / self.per_batch))
+
+    def epoch(
+        self, generator: torch.Generator
+    ) -> Iterator[tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]]:
+        order = torch.randperm(len(self.rows), generator=generator)
+        for start in range(0, len(self.rows), self.per_batch):
+            cells = order[start : start + self.per_batch]
+            yield self.rows[cells], None, cells
+
+
 class _QueryBatches:
-    """Batches of whole queries for `batches="queries"`: the training cells (`rows`, sorted by
+    """Batches of whole queries (`batches="queries"`): the training cells (`rows`, sorted by
     query as `np.nonzero` gives them) of about `cells` per batch, each query with all of its
     cells; per batch the queries (their indices), each cell's position among them, and the
     cells' indices."""
@@ -162,7 +180,7 @@ class _QueryBatches:
 
     def epoch(
         self, generator: torch.Generator
-    ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    ) -> Iterator[tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]]:
         order = self.queries[torch.randperm(len(self.queries), generator=generator).numpy()]
         for start in range(0, len(order), self.per_batch):
             chosen = order[start : start + self.per_batch]
@@ -195,43 +213,31 @@ def _train(
         raise LocusInputError(f"batches {config.batches!r}: expected 'cells' or 'queries'")
     generator = torch.Generator().manual_seed(config.seed)
     optimiser = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    by_query = config.batches == "queries"
     batches = (
         _QueryBatches(rows, len(vectors), config.batch_size)
-        if config.batches == "queries"
-        else None
+        if by_query
+        else _CellBatches(rows, config.batch_size)
     )
-    batch = min(config.batch_size, len(rows))
-    steps_per_epoch = batches.steps if batches else max(1, math.ceil(len(rows) / batch))
-    epochs = max(config.max_epochs, math.ceil(config.min_steps / steps_per_epoch))
+    epochs = max(config.max_epochs, math.ceil(config.min_steps / batches.steps))
     best: tuple[float, int, dict[str, torch.Tensor]] | None = None
     history: list[dict[str, float]] = []
     for epoch in range(1, epochs + 1):
         model.train()
         total = 0.0
-        if batches is not None:
-            for unique, local, cells in batches.epoch(generator):
-                logits = model(queries[unique], columns[cells], local)
-                loss = nn.functional.binary_cross_entropy_with_logits(logits, targets[cells])
-                optimiser.zero_grad(set_to_none=True)
-                loss.backward()
-                optimiser.step()
-                total += loss.detach().item() * len(cells)
-        else:
-            order = torch.randperm(len(rows), generator=generator)
-            for start in range(0, len(rows), batch):
-                cells = order[start : start + batch]
-                logits = model(queries[rows[cells]], columns[cells])
-                loss = nn.functional.binary_cross_entropy_with_logits(logits, targets[cells])
-                optimiser.zero_grad(set_to_none=True)
-                loss.backward()
-                optimiser.step()
-                total += loss.detach().item() * len(cells)
+        for unique, local, cells in batches.epoch(generator):
+            logits = model(queries[unique], columns[cells], local)
+            loss = nn.functional.binary_cross_entropy_with_logits(logits, targets[cells])
+            optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            optimiser.step()
+            total += loss.detach().item() * len(cells)
         entry = {"epoch": float(epoch), "train_log_loss": total / len(rows)}
         if validation is not None:
             model.eval()
             val_queries, val_rows, val_columns, val_targets = validation
             with torch.no_grad():
-                if batches is not None:  # each validation query's vector read once
+                if by_query:  # each validation query's vector read once
                     logits = model(val_queries, val_columns, val_rows)
                 else:
                     logits = model(val_queries[val_rows], val_columns)
