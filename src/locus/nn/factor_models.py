@@ -19,7 +19,7 @@ import math
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -54,7 +54,11 @@ class LearnedBaselineConfig:
     min_steps: int = 1500
     patience: int = 5
     seed: int = 0
-    batches: str = "cells"  # or "queries": each batch whole queries, every cell of each
+    batches: Literal["cells", "queries"] = "cells"  # "queries": whole queries, all their cells
+
+    def __post_init__(self) -> None:
+        if self.batches not in ("cells", "queries"):
+            raise LocusInputError(f"batches {self.batches!r}: expected 'cells' or 'queries'")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -209,8 +213,6 @@ def _train(
     if val_vectors is not None and val_scores is not None and (~np.isnan(val_scores)).any():
         validation = (torch.from_numpy(np.ascontiguousarray(val_vectors, np.float32)),
                       *_cells(val_scores))  # fmt: skip
-    if config.batches not in ("cells", "queries"):
-        raise LocusInputError(f"batches {config.batches!r}: expected 'cells' or 'queries'")
     generator = torch.Generator().manual_seed(config.seed)
     optimiser = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     by_query = config.batches == "queries"

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
@@ -44,7 +44,7 @@ MIN_STEPS = 600
 PATIENCE = 2
 # each training batch whole queries with all their cells: a query's projection (MF) or hidden
 # layer (IRT) computed once for its LLMs, not once per cell (`LearnedBaselineConfig.batches`)
-BATCHES = "queries"
+BATCHES: Final = "queries"
 
 Rows = Mapping[str, NDArray[Any]]  # per reading, an LLM's vectors (2, p) or LLMs' (m, 2, p)
 
