@@ -12,6 +12,7 @@ from locus.calibration import (
     evidence_quality,
     evidence_quality_of,
     fit_calibration,
+    fit_logistic,
     sigmoid,
 )
 from locus.errors import LocusInputError
@@ -138,3 +139,38 @@ def test_evidence_quality_of_reads_the_fit_time_means() -> None:
     assert found[0] == pytest.approx(np.log(0.05 / 0.95))  # (0 x 9 + 0.5) / 10
     assert np.isnan(found[1]) and found[2] == pytest.approx(np.log(75.5 / 25.5))
     assert np.isnan(evidence_quality_of(Manifest.from_dict({}).evidence_means, ["a"])).all()
+
+
+def _penalised_loss(
+    x: np.ndarray, y: np.ndarray, offset: np.ndarray, prior: np.ndarray, weights: np.ndarray
+) -> float:
+    z = offset + x @ weights
+    return float(np.sum(np.logaddexp(0, z) - y * z) + np.sum((weights - prior) ** 2) / 2)
+
+
+@pytest.mark.parametrize(("n", "p", "scale"), [(256, 128, 0.3), (16, 128, 0.3), (200, 4, 10.0)])
+def test_newton_and_l_bfgs_find_the_same_penalised_fit(n: int, p: int, scale: float) -> None:
+    # fewer rows than weights, and nearly separable scores (true weights x10): Newton's line
+    # search must keep it from overshooting
+    rng = np.random.default_rng(n + p)
+    x = rng.normal(size=(n, p)) * 0.3
+    y = (rng.random(n) < sigmoid(x @ (rng.normal(size=p) * scale))).astype(np.float64)
+    offset, prior = rng.normal(size=n), rng.normal(size=p) * 0.1
+    newton = fit_logistic(x, y, offset=offset, prior=prior, strength=1.0)
+    lbfgs = fit_logistic(x, y, offset=offset, prior=prior, strength=1.0, bounds=[(None, None)] * p)
+    np.testing.assert_allclose(newton, lbfgs, atol=2e-4)
+    gradient = x.T @ (sigmoid(offset + x @ newton) - y) + (newton - prior)
+    assert np.abs(gradient).max() < 1e-8  # Newton's is the optimum; L-BFGS stops near it
+    assert _penalised_loss(x, y, offset, prior, newton) <= _penalised_loss(
+        x, y, offset, prior, lbfgs
+    )
+
+
+def test_an_unpenalised_or_bounded_weight_is_fitted_within_its_bounds() -> None:
+    rng = np.random.default_rng(3)
+    x = np.column_stack([rng.normal(size=500), np.ones(500)])
+    y = (rng.random(500) < sigmoid(-2 * x[:, 0] + 1)).astype(np.float64)
+    free = fit_logistic(x, y, strength=np.array([1.0, 0.0]))  # intercept unpenalised: L-BFGS
+    assert free[0] == pytest.approx(-2, abs=0.4) and free[1] == pytest.approx(1, abs=0.3)
+    bounded = fit_logistic(x, y, strength=1.0, bounds=[(0.0, None), (None, None)])
+    assert bounded[0] == pytest.approx(0.0, abs=1e-6)  # the data pull it below 0: held at 0

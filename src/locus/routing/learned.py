@@ -4,7 +4,8 @@ numpy, so a saved baseline routes without torch.
 
 Onboarding a new LLM fits only its own vector, everything else frozen: both baselines are linear
 in the LLM's parameters given the query, so that is a ridge-regularised logistic regression on
-its k scores (scipy L-BFGS), pulled towards the mean of the known LLMs' vectors.
+its k scores (Newton's method, `locus.calibration.fit_logistic`), pulled towards the mean of
+the known LLMs' vectors.
 
     >>> router = MFRouter().fit(train, val)                          # doctest: +SKIP
     >>> router.add_llm("new-llm", vectors[:128], scores[:128])       # doctest: +SKIP
