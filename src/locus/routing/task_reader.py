@@ -114,8 +114,11 @@ class TaskReader:
         empty = np.zeros((x.shape[1], n_tasks), np.float32)
         best = cls(empty, np.zeros(n_tasks, np.float32), 0.0)
         best_loss = loss(np.zeros((len(asked), n_tasks)), 0.0)
+        # each penalty's fit starts from the one before (PENALTIES rise): 1.6 s, not 2.5 s,
+        # for MMLU-Pro's C=10 after C=1
+        classifier = LogisticRegression(max_iter=1_000, warm_start=True)
         for penalty in PENALTIES:
-            classifier = LogisticRegression(C=penalty, max_iter=1_000).fit(x, y)
+            classifier.set_params(C=penalty).fit(x, y)
             weights, bias = empty.copy(), np.full(n_tasks, -30.0, np.float32)
             found = np.asarray(classifier.classes_, np.int64)
             if len(found) == 2:  # scikit-learn keeps one row for two classes: the second's
