@@ -126,6 +126,8 @@ class WorkspaceRouter:
         self.token_prices = token_prices(store)
         self.costs = known_costs(store, self.token_prices)
         self._tuned: dict[tuple[float, frozenset[str]], float] = {}
+        # P(correct) (n_validation, n_llms) every budget is tuned on, read once per pool
+        self._validation_proba: NDArray[np.float32] | None = None
         self._joined_with: dict[str, str] = {}  # LLM -> digest of the scores it joined with
         self._outcomes_read: dict[str, str] = {}  # LLM of the fit -> digest of its outcomes
         # LLMs whose evidence of the fit is dropped -> how many of their newest outcomes are
@@ -220,7 +222,9 @@ class WorkspaceRouter:
         if key not in self._tuned:
             down = set(unavailable)
             keep = [j for j, llm in enumerate(self.pool.llm_ids) if llm not in down]
-            proba = self.predict_proba(self._validation_vectors)[:, keep]
+            if self._validation_proba is None:
+                self._validation_proba = self.predict_proba(self._validation_vectors)
+            proba = self._validation_proba[:, keep]
             costs = self.expected_costs(self._validation_vectors)[:, keep]
             unpriced = [self.pool.llm_ids[keep[j]] for j in np.flatnonzero(np.isnan(costs).any(0))]
             if unpriced:
@@ -267,6 +271,7 @@ class WorkspaceRouter:
         self.token_prices = token_prices(self.store)
         self.costs = known_costs(self.store, self.token_prices)
         self._tuned.clear()
+        self._validation_proba = None
         self._join_newcomers()
         self._join_outcomes()
 
