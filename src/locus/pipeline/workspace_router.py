@@ -31,11 +31,7 @@ from numpy.typing import NDArray
 from locus.artifact import Manifest, check_same_encoder, read_for_routing
 from locus.errors import LocusInputError, LocusNotFoundError, did_you_mean
 from locus.pipeline.data import workspace_table
-from locus.pipeline.llm_costs import (
-    known_costs,
-    prompt_tokens,
-    token_prices,
-)
+from locus.pipeline.llm_costs import known_costs, prompt_tokens, token_prices
 from locus.pipeline.workspace_artifacts import DEFAULT_ARTIFACT, trained_artifact
 from locus.pool import artifact_pools
 from locus.routing import router_artifact
@@ -126,8 +122,7 @@ class WorkspaceRouter:
         self.token_prices = token_prices(store)
         self.costs = known_costs(store, self.token_prices)
         self._tuned: dict[tuple[float, frozenset[str]], float] = {}
-        # P(correct) (n_validation, n_llms) every budget is tuned on, read once per pool
-        self._validation_proba: NDArray[np.float32] | None = None
+        self._validation_proba: NDArray[np.float32] | None = None  # budgets' P(correct), per pool
         self._joined_with: dict[str, str] = {}  # LLM -> digest of the scores it joined with
         self._outcomes_read: dict[str, str] = {}  # LLM of the fit -> digest of its outcomes
         # LLMs whose evidence of the fit is dropped -> how many of their newest outcomes are
