@@ -10,6 +10,7 @@
 
 Needs a workspace with a trained artifact (e.g. after `make demo`: `.locus`).
 Run: `.venv/bin/python benchmarks/bench_route.py [--workspace .locus] [--repeats 200]`
+(`--only cold --cold-runs 9 --tag=-cold`: the cold starts alone).
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def route_file(workspace: Path, artifact: str, stored: list[str]) -> dict[str, f
     }
 
 
-def cold(workspace: Path, artifact: str, stored_text: str) -> dict[str, float]:
+def cold(workspace: Path, artifact: str, stored_text: str, runs: int = 3) -> dict[str, float]:
     figures = {}
     for label, text in (
         ("cold_route_stored_text_s", stored_text),
@@ -109,7 +110,7 @@ def cold(workspace: Path, artifact: str, stored_text: str) -> dict[str, float]:
     ):
         times = [
             run_cli(["route", text, "-w", str(workspace), "--artifact", artifact])[0]
-            for _ in range(3)
+            for _ in range(runs)
         ]
         figures[label] = round(statistics.median(times), 2)
     return figures
@@ -120,14 +121,20 @@ def main() -> None:
     parser.add_argument("--workspace", type=Path, default=REPO_ROOT / ".locus")
     parser.add_argument("--artifact", default="default")
     parser.add_argument("--repeats", type=int, default=200)
+    parser.add_argument("--cold-runs", type=int, default=3, help="cold starts per text (median)")
+    parser.add_argument("--only", choices=["cold"], help="only the cold `locus route` figures")
+    parser.add_argument("--tag", default="", help="Suffix of the result name.")
     args = parser.parse_args()
     with Store.open(args.workspace, create=False) as store:
         stored = [t for t in store.score_table().query_texts if t][:2000]
-        figures: dict[str, float] = warm(store, args.artifact, args.repeats, stored)
-    figures |= route_file(args.workspace, args.artifact, stored)
-    figures |= cold(args.workspace, args.artifact, stored[0])
+        figures: dict[str, float] = {}
+        if args.only is None:
+            figures |= warm(store, args.artifact, args.repeats, stored)
+    if args.only is None:
+        figures |= route_file(args.workspace, args.artifact, stored)
+    figures |= cold(args.workspace, args.artifact, stored[0], args.cold_runs)
     figures["peak_memory_mb"] = round(peak_memory_mb())
-    report("route", figures)
+    report(f"route{args.tag}", figures)
 
 
 if __name__ == "__main__":
