@@ -13,7 +13,9 @@ a new text (encoded on the way; a fifth as many requests). Overhead = the gatewa
 minus the latency of the same load sent straight to a fake upstream, percentile by percentile,
 at the given concurrency and one request at a time (200 each). A pinned request (model = the
 most-routed LLM's llm_id) is measured one at a time too, on stored and new texts: it needs no
-routing until its LLM fails, so a new text costs it no encoding. The load generator, the
+routing until its LLM fails, so a new text costs it no encoding; and so is the floor of any
+gateway's overhead here, a bare proxy to the upstream (`_floor_proxy.py`: Starlette and httpx,
+nothing else). The load generator, the
 gateway and the fake upstreams share the machine's cores. Writes results/serve.json
 (results/serve-pinned.json with --only pinned).
 """
@@ -82,9 +84,13 @@ class Served:
 
 class ServeProcess:
     """`locus serve --no-auth` in its own process, as it is deployed (not sharing this
-    process's interpreter lock with the load generator and the fake upstreams)."""
+    process's interpreter lock with the load generator and the fake upstreams); with `floor`
+    (an upstream's chat completions URL), the bare proxy of `_floor_proxy.py` instead."""
 
-    def __init__(self, workspace: Path, artifact: str, options: Sequence[str] = ()) -> None:
+    def __init__(
+        self, workspace: Path, artifact: str, options: Sequence[str] = (), floor: str = ""
+    ) -> None:
+        import os
         import socket
         import subprocess
 
@@ -94,21 +100,26 @@ class ServeProcess:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
         locus = Path(sys.executable).parent / "locus"
+        command = [str(locus), "serve", "--no-auth", "--port", str(port), "-w", str(workspace),
+                   "--artifact", artifact, *options]  # fmt: skip
+        if floor:
+            command = [sys.executable, "-m", "uvicorn", "benchmarks._floor_proxy:app",
+                       "--port", str(port), "--log-level", "error"]  # fmt: skip
         self.process = subprocess.Popen(
-            [str(locus), "serve", "--no-auth", "--port", str(port), "-w", str(workspace),
-             "--artifact", artifact, *options],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO_ROOT,
+            env={**os.environ, "LOCUS_FLOOR_UPSTREAM": floor},
         )  # fmt: skip
         self.url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+            try:  # the floor has no /health: any answer says it listens
+                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200 or floor:
                     return
             except httpx.HTTPError:
-                time.sleep(0.2)
+                pass
+            time.sleep(0.2)
         self.stop()
-        raise RuntimeError("locus serve did not answer /health within 120 s")
+        raise RuntimeError(f"{command[0]} did not answer within 120 s")
 
     def stop(self) -> None:
         self.process.terminate()
@@ -208,6 +219,12 @@ def pinned_figures(
     figures: dict[str, Any] = {
         "direct_sequential_pinned": asyncio.run(load(f"{upstream_url}/{top}/v1", direct[:200], 1))
     }
+    # the floor: a bare proxy to the same upstream (no routing, no log, no checks)
+    floor = ServeProcess(Path(), "", floor=f"{upstream_url}/{top}/v1/chat/completions")
+    try:
+        figures["floor_sequential_proxy"] = asyncio.run(load(floor.url, direct[:200], 1))
+    finally:
+        floor.stop()
     for name, new in (("stored", False), ("new", True)):
         routed = bodies(200, new)
         figures[f"gateway_sequential_routed_{name}"] = asyncio.run(load(gateway_url, routed, 1))
@@ -215,7 +232,7 @@ def pinned_figures(
         figures[f"gateway_sequential_pinned_{name}"] = asyncio.run(load(gateway_url, pinned, 1))
     base = figures["direct_sequential_pinned"]
     for name, run in figures.items():
-        if name.startswith("gateway_"):
+        if name.startswith(("gateway_", "floor_")):
             run["overhead_p50_ms"] = run["p50_ms"] - base["p50_ms"]
             run["overhead_p99_ms"] = run["p99_ms"] - base["p99_ms"]
     return figures
@@ -293,7 +310,7 @@ def main() -> None:
                 gateway.stop()
                 others.stop()
                 primary.stop()
-                report("serve-pinned", figures)
+                report(f"serve-pinned{args.tag}", figures)
                 return
             figures["direct_to_upstream"] = asyncio.run(
                 load(f"{primary.url}/{top}/v1", direct, args.concurrency)
