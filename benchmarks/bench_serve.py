@@ -15,9 +15,8 @@ at the given concurrency and one request at a time (200 each). A pinned request 
 most-routed LLM's llm_id) is measured one at a time too, on stored and new texts: it needs no
 routing until its LLM fails, so a new text costs it no encoding; and so is the floor of any
 gateway's overhead here, a bare proxy to the upstream (`_floor_proxy.py`: Starlette and httpx,
-nothing else). The load generator, the
-gateway and the fake upstreams share the machine's cores. Writes results/serve.json
-(results/serve-pinned.json with --only pinned).
+nothing else). The load generator, the gateway and the fake upstreams share the machine's
+cores. Writes results/serve.json (results/serve-pinned.json with --only pinned).
 """
 
 from __future__ import annotations
