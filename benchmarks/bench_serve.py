@@ -28,7 +28,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,13 +82,12 @@ class Served:
 
 
 class ServeProcess:
-    """`locus serve --no-auth` in its own process, as it is deployed (not sharing this
-    process's interpreter lock with the load generator and the fake upstreams); with `floor`
-    (an upstream's chat completions URL), the bare proxy of `_floor_proxy.py` instead."""
+    """A server in its own process on 127.0.0.1, ready once its /health answers 200:
+    `locus serve --no-auth` as it is deployed (`ServeProcess.locus`: not sharing this
+    process's interpreter lock with the load generator and the fake upstreams), or the bare
+    proxy of `_floor_proxy.py` (`ServeProcess.floor`)."""
 
-    def __init__(
-        self, workspace: Path, artifact: str, options: Sequence[str] = (), floor: str = ""
-    ) -> None:
+    def __init__(self, command: Callable[[int], list[str]], env: dict[str, str] | None = None):
         import os
         import socket
         import subprocess
@@ -98,27 +97,39 @@ class ServeProcess:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
-        locus = Path(sys.executable).parent / "locus"
-        command = [str(locus), "serve", "--no-auth", "--port", str(port), "-w", str(workspace),
-                   "--artifact", artifact, *options]  # fmt: skip
-        if floor:
-            command = [sys.executable, "-m", "uvicorn", "benchmarks._floor_proxy:app",
-                       "--port", str(port), "--log-level", "error"]  # fmt: skip
+        argv = command(port)
         self.process = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO_ROOT,
-            env={**os.environ, "LOCUS_FLOOR_UPSTREAM": floor},
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO_ROOT,
+            env={**os.environ, **(env or {})},
         )  # fmt: skip
         self.url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            try:  # the floor has no /health: any answer says it listens
-                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200 or floor:
+            try:
+                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass
             time.sleep(0.2)
         self.stop()
-        raise RuntimeError(f"{command[0]} did not answer within 120 s")
+        raise RuntimeError(f"{argv[0]} did not answer /health within 120 s")
+
+    @classmethod
+    def locus(cls, workspace: Path, artifact: str, options: Sequence[str] = ()) -> ServeProcess:
+        locus = Path(sys.executable).parent / "locus"
+        return cls(
+            lambda port: [str(locus), "serve", "--no-auth", "--port", str(port),
+                          "-w", str(workspace), "--artifact", artifact, *options]
+        )  # fmt: skip
+
+    @classmethod
+    def floor(cls, upstream: str) -> ServeProcess:
+        """The bare proxy to `upstream` (a chat completions URL)."""
+        return cls(
+            lambda port: [sys.executable, "-m", "uvicorn", "benchmarks._floor_proxy:app",
+                          "--port", str(port), "--log-level", "error"],
+            {"LOCUS_FLOOR_UPSTREAM": upstream},
+        )  # fmt: skip
 
     def stop(self) -> None:
         self.process.terminate()
@@ -219,7 +230,7 @@ def pinned_figures(
         "direct_sequential_pinned": asyncio.run(load(f"{upstream_url}/{top}/v1", direct[:200], 1))
     }
     # the floor: a bare proxy to the same upstream (no routing, no log, no checks)
-    floor = ServeProcess(Path(), "", floor=f"{upstream_url}/{top}/v1/chat/completions")
+    floor = ServeProcess.floor(f"{upstream_url}/{top}/v1/chat/completions")
     try:
         figures["floor_sequential_proxy"] = asyncio.run(load(floor.url, direct[:200], 1))
     finally:
@@ -287,7 +298,7 @@ def main() -> None:
                     for llm in probe.llm_ids
                 ]
             )
-            gateway = ServeProcess(ws, artifact, args.serve_option)
+            gateway = ServeProcess.locus(ws, artifact, args.serve_option)
             rng = np.random.default_rng(0)
 
             def bodies(n: int, new: bool) -> list[dict[str, Any]]:
